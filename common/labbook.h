@@ -1,0 +1,306 @@
+/* labbook.h - the helpers every program of the lab book uses (C11 and CUDA C).
+ *
+ *   error checks  CUDA_CHECK, CUBLAS_CHECK, CUFFT_CHECK, CURAND_CHECK, CU_CHECK, NVRTC_CHECK
+ *                 (the library ones exist once that library's header is included first)
+ *   GPU presence  lb_gpu_init(): no driver / no device -> clear message, exit 77
+ *   arguments     lb_parse_args(): --help, -n/--size, --block, --iters, --seed,
+ *                 --check-only, --quiet, a version number, and a program's own flags
+ *   data          lb_rng / lb_fill_uniform (seeded), lb_poison_* (NaN bytes)
+ *   checking      lb_check_f32 (abs + rel tolerance, NaN fails), lb_check_i32 (exact)
+ *   timing        lb_time_ms (CUDA events, warm-up, median), lb_memcpy_ceiling (D2D)
+ *   reporting     lb_print_result (the RESULT line for bench/), lb_write_png
+ *
+ * Exit codes (LABBOOK 8): 0 pass, 1 wrong result, 2 bad input, 3 CUDA/system error, 77 no GPU.
+ */
+#ifndef LABBOOK_H
+#define LABBOOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    LB_EXIT_PASS = 0,
+    LB_EXIT_FAIL = 1,
+    LB_EXIT_USAGE = 2,
+    LB_EXIT_CUDA = 3,
+    LB_EXIT_NO_GPU = 77
+};
+
+#if defined(__GNUC__)
+#define LB_NORETURN __attribute__((noreturn))
+#define LB_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define LB_NORETURN
+#define LB_PRINTF(f, a)
+#endif
+
+/* The GPU architecture this program was built for; rules.mk passes -DLB_ARCH=sm_90. */
+#ifndef LB_ARCH
+#define LB_ARCH unknown
+#endif
+#define LB_STR_(x) #x
+#define LB_STR(x) LB_STR_(x)
+#define LB_ARCH_NAME LB_STR(LB_ARCH)
+
+/* ---------------------------------------------------------------- errors */
+
+/* Print "file:line: <what> failed: <name> (<text>)" and exit. A missing driver or device
+ * exits 77, "no kernel image" explains the sm_XX mismatch and exits 77, anything else 3. */
+LB_NORETURN void lb_cuda_fail(cudaError_t err, const char *call, const char *file, int line);
+LB_NORETURN void lb_lib_fail(const char *lib, int code, const char *name, const char *text,
+                             const char *call, const char *file, int line);
+/* One-line message and exit: lb_die(LB_EXIT_USAGE, "--size must be positive") */
+LB_NORETURN void lb_die(int exit_code, const char *fmt, ...) LB_PRINTF(2, 3);
+
+#define CUDA_CHECK(call)                                                         \
+    do {                                                                         \
+        cudaError_t lb_err_ = (call);                                            \
+        if (lb_err_ != cudaSuccess) lb_cuda_fail(lb_err_, #call, __FILE__, __LINE__); \
+    } while (0)
+
+/* Library checks. Each appears only where its library's header was included before this
+ * one, so a program links only the libraries it really uses. */
+#ifdef CUBLAS_VER_MAJOR
+static inline void lb_cublas_check(cublasStatus_t s, const char *call, const char *file, int line)
+{
+    if (s != CUBLAS_STATUS_SUCCESS)
+        lb_lib_fail("cuBLAS", (int)s, cublasGetStatusName(s), cublasGetStatusString(s),
+                    call, file, line);
+}
+#define CUBLAS_CHECK(call) lb_cublas_check((call), #call, __FILE__, __LINE__)
+#endif
+
+#ifdef CUFFT_VER_MAJOR
+static inline const char *lb_cufft_name(cufftResult r)
+{
+    switch (r) {
+    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
+    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
+    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
+    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
+    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
+    case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
+    case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
+    case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
+    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+    default: return "CUFFT_ERROR";
+    }
+}
+static inline void lb_cufft_check(cufftResult r, const char *call, const char *file, int line)
+{
+    if (r != CUFFT_SUCCESS)
+        lb_lib_fail("cuFFT", (int)r, lb_cufft_name(r), "see cufft.h", call, file, line);
+}
+#define CUFFT_CHECK(call) lb_cufft_check((call), #call, __FILE__, __LINE__)
+#endif
+
+#ifdef CURAND_VER_MAJOR
+static inline const char *lb_curand_name(curandStatus_t s)
+{
+    switch (s) {
+    case CURAND_STATUS_VERSION_MISMATCH: return "CURAND_STATUS_VERSION_MISMATCH";
+    case CURAND_STATUS_NOT_INITIALIZED: return "CURAND_STATUS_NOT_INITIALIZED";
+    case CURAND_STATUS_ALLOCATION_FAILED: return "CURAND_STATUS_ALLOCATION_FAILED";
+    case CURAND_STATUS_TYPE_ERROR: return "CURAND_STATUS_TYPE_ERROR";
+    case CURAND_STATUS_OUT_OF_RANGE: return "CURAND_STATUS_OUT_OF_RANGE";
+    case CURAND_STATUS_LENGTH_NOT_MULTIPLE: return "CURAND_STATUS_LENGTH_NOT_MULTIPLE";
+    case CURAND_STATUS_DOUBLE_PRECISION_REQUIRED: return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED";
+    case CURAND_STATUS_LAUNCH_FAILURE: return "CURAND_STATUS_LAUNCH_FAILURE";
+    case CURAND_STATUS_PREEXISTING_FAILURE: return "CURAND_STATUS_PREEXISTING_FAILURE";
+    case CURAND_STATUS_INITIALIZATION_FAILED: return "CURAND_STATUS_INITIALIZATION_FAILED";
+    case CURAND_STATUS_ARCH_MISMATCH: return "CURAND_STATUS_ARCH_MISMATCH";
+    case CURAND_STATUS_INTERNAL_ERROR: return "CURAND_STATUS_INTERNAL_ERROR";
+    default: return "CURAND_STATUS_ERROR";
+    }
+}
+static inline void lb_curand_check(curandStatus_t s, const char *call, const char *file, int line)
+{
+    if (s != CURAND_STATUS_SUCCESS)
+        lb_lib_fail("cuRAND", (int)s, lb_curand_name(s), "see curand.h", call, file, line);
+}
+#define CURAND_CHECK(call) lb_curand_check((call), #call, __FILE__, __LINE__)
+#endif
+
+#ifdef CUDA_VERSION /* cuda.h: the driver API */
+static inline void lb_cu_check(CUresult r, const char *call, const char *file, int line)
+{
+    if (r == CUDA_SUCCESS) return;
+    /* Map the driver's "no driver / no device / no image" onto the runtime's wording. */
+    if (r == CUDA_ERROR_NO_DEVICE) lb_cuda_fail(cudaErrorNoDevice, call, file, line);
+    if (r == CUDA_ERROR_NO_BINARY_FOR_GPU) lb_cuda_fail(cudaErrorNoKernelImageForDevice, call, file, line);
+    const char *name = "CUDA_ERROR_UNKNOWN", *text = "unknown driver error";
+    cuGetErrorName(r, &name);
+    cuGetErrorString(r, &text);
+    lb_lib_fail("driver API", (int)r, name, text, call, file, line);
+}
+#define CU_CHECK(call) lb_cu_check((call), #call, __FILE__, __LINE__)
+#endif
+
+#ifdef __NVRTC_H__ /* nvrtc.h */
+#define NVRTC_CHECK(call)                                                        \
+    do {                                                                         \
+        nvrtcResult lb_r_ = (call);                                              \
+        if (lb_r_ != NVRTC_SUCCESS)                                              \
+            lb_lib_fail("NVRTC", (int)lb_r_, nvrtcGetErrorString(lb_r_), "see nvrtc.h", \
+                        #call, __FILE__, __LINE__);                              \
+    } while (0)
+#endif
+
+/* ---------------------------------------------------------------- GPU presence */
+
+typedef struct {
+    int device;               /* the device in use (0) */
+    struct cudaDeviceProp prop;
+    char sm[16];              /* "sm_90" */
+} lb_gpu;
+
+/* Find a usable GPU or exit 77 with the reason; select device 0. Call after parsing
+ * arguments, so that --help and bad input work on machines with no GPU. */
+void lb_gpu_init(lb_gpu *gpu);
+
+/* Exit 2 with "needs X GiB of device memory, Y GiB free" when `bytes` won't fit. */
+void lb_require_device_memory(size_t bytes, const char *what);
+/* malloc that exits 2 with the size on failure (sizes come from the user). */
+void *lb_host_alloc(size_t bytes, const char *what);
+
+/* ---------------------------------------------------------------- arguments */
+
+typedef struct { long long v[3]; int n; } lb_dims;   /* "4096", "1000,1023,777", "512x256" */
+
+typedef enum { LB_OPT_INT, LB_OPT_I64, LB_OPT_DOUBLE, LB_OPT_FLAG, LB_OPT_STRING, LB_OPT_DIMS } lb_opt_kind;
+
+/* A program's own flag: { "--grid", LB_OPT_DIMS, &grid, "blocks in the grid (X or XxY)" } */
+typedef struct {
+    const char *name;
+    lb_opt_kind kind;
+    void *dst;
+    const char *help;
+} lb_opt;
+
+/* Which shared flags a program accepts (the others are rejected as unknown). */
+enum {
+    LB_USE_SIZE = 1 << 0, LB_USE_BLOCK = 1 << 1, LB_USE_ITERS = 1 << 2, LB_USE_SEED = 1 << 3,
+    LB_USE_CHECK_ONLY = 1 << 4, LB_USE_QUIET = 1 << 5, LB_USE_VERSION = 1 << 6,
+    LB_USE_ALL = 0x7f
+};
+
+typedef struct {
+    lb_dims size;           /* -n/--size */
+    int max_size_dims;      /* how many numbers --size may hold (1 for vectors, 3 for M,N,K) */
+    int block;              /* --block: threads per block */
+    int iters;              /* --iters: timed repeats */
+    unsigned long long seed;/* --seed */
+    int check_only;         /* --check-only: verify, don't time */
+    int quiet;              /* --quiet: one summary line */
+    int version;            /* positional version number, -1 = all */
+    int max_version;        /* highest valid version number */
+} lb_args;
+
+typedef struct {
+    const char *name;        /* "vecadd" */
+    const char *synopsis;    /* one line: what it computes */
+    const char *details;     /* versions and notes, printed after the flags (may be NULL) */
+    unsigned uses;           /* LB_USE_* bits */
+    const lb_opt *opts;      /* the program's own flags */
+    int n_opts;
+} lb_program;
+
+/* Parse argv into args (pre-filled with the defaults, which --help prints) and the
+ * program's own flags. --help prints usage and exits 0; bad input exits 2. */
+void lb_parse_args(const lb_program *prog, lb_args *args, int argc, char **argv);
+/* Usage error: "<prog>: <reason>" + "run <prog> --help", exit 2. */
+LB_NORETURN void lb_usage_error(const lb_program *prog, const char *fmt, ...) LB_PRINTF(2, 3);
+
+/* Number syntax shared by every flag: 1000, 2^20, 2^20+3, 1e6, 4k/4M/4G (x1024). Returns 0 on
+ * success, -1 on malformed or out-of-range input. */
+int lb_parse_i64(const char *s, long long *out);
+int lb_parse_dims(const char *s, lb_dims *out, int max_dims);
+
+/* Exit 2 when the block size is not in 1..device limit (call after lb_gpu_init). */
+void lb_check_block(const lb_program *prog, const lb_gpu *gpu, int block);
+
+/* ---------------------------------------------------------------- data */
+
+typedef struct { uint64_t s; } lb_rng;     /* splitmix64: tiny, seedable, good enough */
+void lb_rng_seed(lb_rng *r, unsigned long long seed);
+uint64_t lb_rng_next(lb_rng *r);
+float lb_rng_uniform(lb_rng *r, float lo, float hi);    /* [lo, hi) */
+void lb_fill_uniform(float *x, size_t n, float lo, float hi, lb_rng *r);
+
+/* Fill with 0xFF bytes: as float that is NaN, as int -1; an element a kernel forgot to write
+ * then fails the check instead of passing with leftover data. */
+void lb_poison_host(void *p, size_t bytes);
+void lb_poison_device(void *d, size_t bytes);
+
+/* ---------------------------------------------------------------- checking */
+
+typedef struct {
+    size_t n_bad;            /* elements outside tolerance (NaN counts) */
+    double max_abs_err;
+    double max_rel_err;
+} lb_check;
+
+/* |got - want| <= atol + rtol*|want| for every element; NaN or Inf in got fails. Prints the
+ * first few mismatches (index, got, want) unless quiet. Returns the counts. */
+lb_check lb_check_f32(const char *what, const float *got, const float *want, size_t n,
+                      double atol, double rtol, int quiet);
+/* Exact comparison of ints; prints the first mismatches unless quiet. */
+lb_check lb_check_i32(const char *what, const int *got, const int *want, size_t n, int quiet);
+/* "PASS (max rel err 3.1e-06)" or "FAIL (12 of 1000 wrong, max abs err ...)" into buf. */
+const char *lb_check_summary(const lb_check *c, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- timing */
+
+/* The work to time: launches on stream 0 and returns the launch's error. */
+typedef cudaError_t (*lb_work_fn)(void *ctx);
+
+/* Run fn `warmup` times, then `iters` times each between two CUDA events; return the
+ * median in milliseconds (median, not mean: one slow outlier does not move it). */
+float lb_time_ms(lb_work_fn fn, void *ctx, int warmup, int iters);
+
+/* The in-run ceiling for memory-bound kernels: a device-to-device cudaMemcpy that moves
+ * `bytes_moved` bytes in total (bytes/2 read + bytes/2 written), timed like lb_time_ms.
+ * Returns GB/s counted the same way as the kernels count theirs. */
+double lb_memcpy_ceiling_gbps(size_t bytes_moved, int iters, float *ms_out);
+
+double lb_wall_ms(void);   /* host monotonic clock in ms, for CPU timings */
+
+/* ---------------------------------------------------------------- reporting */
+
+typedef struct {
+    const char *prog;        /* "vecadd" */
+    int ver;                 /* version number (-1: none) */
+    const char *name;        /* short name without spaces: "float4" */
+    const char *size;        /* "268435456" or "4096x4096x4096" */
+    double ms;
+    const char *unit;        /* "gbps", "tflops", "giter_s" ... */
+    double value;
+    const char *base;        /* the baseline's name: "memcpy", "cublas" (NULL: none) */
+    double ratio;            /* value / baseline value */
+    int pass;                /* 1 PASS, 0 FAIL, -1 not checked */
+} lb_result;
+
+/* RESULT prog=... ver=... name=... size=... ms=... <unit>=... base=... ratio=... check=... */
+void lb_print_result(const lb_result *r);
+
+/* ---------------------------------------------------------------- pictures */
+
+/* Write an 8-bit PNG (stored, uncompressed deflate: needs nothing beyond libc).
+ * channels 1 = grey, 3 = RGB; palette != NULL (256 RGB triples) writes an indexed image
+ * from 1-channel pixels. Returns 0, or -1 with errno set. */
+int lb_write_png(const char *path, int width, int height, int channels,
+                 const unsigned char *pixels, const unsigned char *palette);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LABBOOK_H */

@@ -1,0 +1,84 @@
+# rules.mk - compile and link rules shared by every chapter.
+#
+# A chapter Makefile lists its programs and includes this file:
+#
+#     PROGS := vecadd mandelbrot          # each from prog.c (+ prog_kernels.cu if it exists)
+#     CFLAGS_mandelbrot := -fopenmp       # extra gcc flags for one program's host file
+#     LIBS_mandelbrot   := -lgomp         # extra libraries for one program (e.g. -lcublas)
+#     NVCCFLAGS_prog    := -rdc=true      # extra nvcc flags for one program's kernels
+#     TUNABLES := TILE                    # make TILE=32 passes -DTILE=32 and rebuilds
+#     DEMO := ./mandelbrot --quiet        # what `make run` runs
+#     include ../common/rules.mk
+#
+# Variables you may set on the command line:
+#     ARCH=sm_86        GPU target (default: the installed GPU's, else sm_90); PTX is embedded
+#     CUDA_PATH=/opt/cuda   where the toolkit lives (default /usr/local/cuda)
+#     DEBUG=1           host -g, device -g -G (`make debug` does this)
+
+COMMON_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+CUDA_PATH ?= /usr/local/cuda
+NVCC ?= $(CUDA_PATH)/bin/nvcc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+
+# ARCH: ask the driver which GPU is installed (compute_cap 9.0 -> sm_90); without one, sm_90.
+ifndef ARCH
+ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -E '^[0-9]+\.[0-9]+$$' | head -n 1 | tr -d .)
+ARCH := $(if $(ARCH),sm_$(ARCH),sm_90)
+endif
+export ARCH
+ARCH_NUM := $(patsubst sm_%,%,$(ARCH))
+ifeq ($(ARCH_NUM),$(ARCH))
+$(error ARCH must look like sm_90 (got '$(ARCH)'))
+endif
+# Machine code for ARCH plus its PTX, which the driver can compile for newer GPUs.
+GENCODE := -gencode arch=compute_$(ARCH_NUM),code=[sm_$(ARCH_NUM),compute_$(ARCH_NUM)]
+
+TUNABLE_DEFS := $(foreach t,$(TUNABLES),$(if $($(t)),-D$(t)=$($(t))))
+CPPFLAGS := -I$(COMMON_DIR) -I$(CUDA_PATH)/include -DLB_ARCH=$(ARCH) $(TUNABLE_DEFS)
+CFLAGS := -std=c11 -O2 -Wall -Wextra $(if $(DEBUG),-g)
+NVCCFLAGS := -O3 -lineinfo -std=c++17 $(GENCODE) $(if $(DEBUG),-g -G)
+LDLIBS := -lm
+
+CHAPTER := $(notdir $(CURDIR))
+SHORT := $(firstword $(subst _, ,$(CHAPTER)))
+
+# Rebuild everything when the flags change (ARCH=, TILE=, DEBUG=): the objects depend on a
+# file holding the flags, rewritten only when they differ from the last build's.
+BUILD_FLAGS := $(CC) $(CPPFLAGS) $(CFLAGS) | $(NVCC) $(NVCCFLAGS)
+$(shell printf '%s\n' '$(BUILD_FLAGS)' | cmp -s - .build-flags 2>/dev/null || printf '%s\n' '$(BUILD_FLAGS)' > .build-flags)
+
+COMMON_DEPS := $(COMMON_DIR)/labbook.h .build-flags
+
+.PHONY: all clean debug run test $(SHORT) $(CHAPTER)
+all: $(PROGS)
+$(SHORT) $(CHAPTER): all
+
+labbook.o: $(COMMON_DIR)/labbook.c $(COMMON_DEPS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+%.o: %.c $(COMMON_DEPS) $(wildcard *.h)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(CFLAGS_$*) -c $< -o $@
+
+%_kernels.o: %_kernels.cu %_kernels.h $(COMMON_DEPS)
+	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) $(NVCCFLAGS_$*) -c $< -o $@
+
+# prog: prog.o [prog_kernels.o] labbook.o, linked by nvcc (static cudart, device link if -rdc)
+define PROG_RULE
+$(1): $(1).o $(if $(wildcard $(1)_kernels.cu),$(1)_kernels.o) labbook.o
+	$$(NVCC) $$(GENCODE) $$(NVCCFLAGS_$(1)) $$^ -o $$@ $$(LIBS_$(1)) $$(LDLIBS)
+endef
+$(foreach p,$(PROGS),$(eval $(call PROG_RULE,$(p))))
+
+debug:
+	$(MAKE) DEBUG=1
+
+run: all
+	@$(DEMO)
+
+test: all
+	@bash $(COMMON_DIR)/../tests/run.sh $(CHAPTER)
+
+clean:
+	rm -f $(PROGS) *.o *.png .build-flags
