@@ -1,0 +1,46 @@
+# The lab book's root Makefile.
+#
+#   make                 build every chapter
+#   make ch04            build one chapter (or make ch04_matmul)
+#   make test            build, then run every test (host unit tests, bad input, no-GPU paths,
+#                        GPU checks; the GPU checks are skipped without a GPU)
+#   make bench           build, then run every benchmark into bench/results-<gpu>.md
+#   make run             build, then run each chapter's demo (one summary line each)
+#   make sanitize        the GPU checks under compute-sanitizer (memcheck, racecheck, synccheck, initcheck)
+#   make env             check the machine: toolkit, driver, GPU, libraries (env/check.sh)
+#   make clean           remove what the build made
+#
+# Variables: ARCH=sm_86 (default: the installed GPU's, else sm_90), CUDA_PATH=/usr/local/cuda,
+# tunables such as TILE=32 for the chapters that have them.
+
+CHAPTERS := $(sort $(wildcard ch[0-9][0-9]_*))
+short = $(firstword $(subst _, ,$(1)))
+
+.PHONY: all test bench run sanitize env clean $(CHAPTERS) $(foreach c,$(CHAPTERS),$(call short,$(c)))
+
+all: $(CHAPTERS)
+
+$(CHAPTERS):
+	$(MAKE) -C $@
+
+# ch04 -> ch04_matmul
+$(foreach c,$(CHAPTERS),$(eval $(call short,$(c)): $(c)))
+
+test: all
+	@bash tests/run.sh
+
+sanitize: all
+	@bash tests/run.sh --sanitize
+
+bench: all
+	@bash bench/run.sh
+
+run: all
+	@for c in $(CHAPTERS); do $(MAKE) -s --no-print-directory -C $$c run || exit $$?; done
+
+env:
+	@bash env/check.sh
+
+clean:
+	@for c in $(CHAPTERS); do $(MAKE) -s -C $$c clean; done
+	$(MAKE) -s -C tests clean

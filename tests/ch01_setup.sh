@@ -1,0 +1,20 @@
+# tests/ch01_setup.sh - cases for ch01_setup, sourced by tests/run.sh (helpers are defined there).
+host_test test_common
+
+bad_input 2 ./device_query --bogus
+bad_input 2 ./device_query --size 5
+bad_input 0 ./device_query --help
+bad_input 2 ./hello_threads --grid 0
+bad_input 2 ./hello_threads --grid abc
+bad_input 2 ./hello_threads --block 2x2x2
+bad_input 2 ./hello_threads --grid
+no_gpu ./device_query
+no_gpu ./hello_threads
+
+gpu_check ./device_query
+gpu_check sh -c './device_query --json | python3 -m json.tool'
+gpu_check ./hello_threads
+gpu_check ./hello_threads --grid 3x2 --block 7x5
+gpu_check ./hello_threads --grid 1 --block 1
+gpu_check ./hello_threads --grid 1000x3 --block 333 --check-only
+gpu_expect 2 "not allowed" ./hello_threads --block 2048

@@ -1,0 +1,41 @@
+# tests/ch03_vecadd.sh - cases for ch03_vecadd, sourced by tests/run.sh (helpers are defined there).
+host_test test_mandelbrot
+
+for p in vecadd elementwise mandelbrot; do
+    bad_input 2 ./$p --bogus
+    bad_input 2 ./$p --size 0
+    bad_input 2 ./$p --size -5
+    bad_input 2 ./$p --size 12abc
+    bad_input 2 ./$p --iters 0
+    bad_input 0 ./$p --help
+    no_gpu ./$p
+done
+bad_input 2 ./vecadd 4
+bad_input 2 ./vecadd --block 0
+bad_input 2 ./elementwise --block x
+bad_input 2 ./mandelbrot 4
+bad_input 2 ./mandelbrot --size 16385
+bad_input 2 ./mandelbrot --size 100x0
+bad_input 2 ./mandelbrot --window 1,0,0,1
+bad_input 2 ./mandelbrot --window 1,2,3
+bad_input 2 ./mandelbrot --max-iter 0
+
+gpu_expect 2 "not allowed" ./vecadd --block 2048
+gpu_expect 2 "needs" ./vecadd --size 2^40
+gpu_expect 2 "needs" ./elementwise --size 2^40
+for n in 1 2 3 4 5 31 1000 2^20+3; do
+    gpu_check ./vecadd --check-only --size $n
+done
+gpu_check ./vecadd --check-only --size 2^20+3 --block 96
+gpu_check ./vecadd --check-only --size 100001 --block 1000
+gpu_check ./vecadd 3 --check-only --size 2^22+1 --block 32
+gpu_check ./vecadd --size 2^16 --iters 3
+gpu_check ./elementwise --check-only --size 1
+gpu_check ./elementwise --check-only --size 2^20+3 --block 100
+gpu_check ./elementwise --size 2^16 --iters 3
+gpu_check ./mandelbrot --check-only --size 1 --no-png
+gpu_check ./mandelbrot --check-only --size 333x777 --no-png
+gpu_check ./mandelbrot --check-only --size 17x1 --no-png
+gpu_check ./mandelbrot --check-only --no-png
+gpu_check ./mandelbrot --check-only --size 300x200 --max-iter 1000 --window -0.75,-0.73,0.1,0.12 --no-png
+gpu_check ./mandelbrot --size 64 --iters 2 --png "$LOG_DIR/mandelbrot-test.png"

@@ -1,0 +1,307 @@
+/* test_common.c - host-only unit tests of common/labbook.c: number and size parsing, argument
+ * parsing, the tolerance checkers, the random generator, and the PNG writer (read back with
+ * a small independent decoder of stored-deflate PNGs that checks every CRC and the Adler-32).
+ * Needs no GPU. Exit 0 when every check holds. */
+#define _POSIX_C_SOURCE 200809L
+#include "labbook.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+static int n_checks, n_failed;
+
+#define CHECK(cond)                                                              \
+    do {                                                                         \
+        n_checks++;                                                              \
+        if (!(cond)) {                                                           \
+            n_failed++;                                                          \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                        \
+    } while (0)
+
+/* ---------------------------------------------------------------- numbers */
+
+static long long parsed(const char *s)
+{
+    long long v = -999;
+    return lb_parse_i64(s, &v) ? -999 : v;
+}
+
+static void test_numbers(void)
+{
+    CHECK(parsed("1000") == 1000);
+    CHECK(parsed("1") == 1);
+    CHECK(parsed("0") == 0);
+    CHECK(parsed("2^20") == 1048576);
+    CHECK(parsed("2^20+3") == 1048579);
+    CHECK(parsed("2^28+1") == 268435457);
+    CHECK(parsed("2^10-1") == 1023);
+    CHECK(parsed("1e6") == 1000000);
+    CHECK(parsed("4k") == 4096);
+    CHECK(parsed("4M") == 4194304);
+    CHECK(parsed("2G") == 2147483648LL);
+    CHECK(parsed("-5") == -5);
+    long long v;
+    CHECK(lb_parse_i64("", &v) != 0);
+    CHECK(lb_parse_i64("abc", &v) != 0);
+    CHECK(lb_parse_i64("12abc", &v) != 0);
+    CHECK(lb_parse_i64("2^", &v) != 0);
+    CHECK(lb_parse_i64("2^63", &v) != 0);
+    CHECK(lb_parse_i64("99999999999999999999", &v) != 0);
+    CHECK(lb_parse_i64("1.5", &v) != 0);
+    CHECK(lb_parse_i64("+", &v) != 0);
+
+    lb_dims d;
+    CHECK(lb_parse_dims("1000,1023,777", &d, 3) == 0 && d.n == 3 && d.v[0] == 1000 && d.v[1] == 1023 && d.v[2] == 777);
+    CHECK(lb_parse_dims("512x256", &d, 2) == 0 && d.n == 2 && d.v[0] == 512 && d.v[1] == 256);
+    CHECK(lb_parse_dims("2^12", &d, 1) == 0 && d.n == 1 && d.v[0] == 4096);
+    CHECK(lb_parse_dims("1,2,3,4", &d, 3) != 0);
+    CHECK(lb_parse_dims("5,6", &d, 1) != 0);
+    CHECK(lb_parse_dims("5,", &d, 2) != 0);
+    CHECK(lb_parse_dims(",5", &d, 2) != 0);
+}
+
+/* ---------------------------------------------------------------- arguments */
+
+static int flag_x;
+static double opt_d = 1.5;
+static const char *opt_s = "default";
+static lb_dims opt_dims = {{2, 1}, 1};
+
+static void test_args(void)
+{
+    static const lb_opt opts[] = {
+        {"--flag", LB_OPT_FLAG, &flag_x, "a flag"},
+        {"--ratio", LB_OPT_DOUBLE, &opt_d, "a number"},
+        {"--name", LB_OPT_STRING, &opt_s, "a string"},
+        {"--grid", LB_OPT_DIMS, &opt_dims, "dims"},
+    };
+    static const lb_program prog = {"t", "test", NULL, LB_USE_ALL, opts, 4};
+    lb_args a = {.size = {{10}, 1}, .max_size_dims = 3, .block = 256, .iters = 10, .seed = 1,
+                 .version = -1, .max_version = 5};
+    char *argv[] = {"t", "--size=1000,1023,777", "--block", "96", "--iters", "7", "--seed", "42",
+                    "--check-only", "--quiet", "3", "--flag", "--ratio", "0.25", "--name=abc",
+                    "--grid", "4x3", NULL};
+    lb_parse_args(&prog, &a, (int)(sizeof argv / sizeof argv[0]) - 1, argv);
+    CHECK(a.size.n == 3 && a.size.v[0] == 1000 && a.size.v[1] == 1023 && a.size.v[2] == 777);
+    CHECK(a.block == 96 && a.iters == 7 && a.seed == 42);
+    CHECK(a.check_only == 1 && a.quiet == 1 && a.version == 3);
+    CHECK(flag_x == 1 && opt_d == 0.25 && strcmp(opt_s, "abc") == 0);
+    CHECK(opt_dims.n == 2 && opt_dims.v[0] == 4 && opt_dims.v[1] == 3);
+
+    lb_args b = {.size = {{10}, 1}, .max_size_dims = 1, .version = -1, .max_version = 2};
+    char *argv2[] = {"t", "-n", "2^20+3", "0", NULL};
+    lb_parse_args(&prog, &b, 4, argv2);
+    CHECK(b.size.n == 1 && b.size.v[0] == 1048579 && b.version == 0);
+}
+
+/* ---------------------------------------------------------------- checkers */
+
+static void test_checkers(void)
+{
+    float want[6] = {1.0f, -2.0f, 3.5f, 0.0f, 1e6f, -1e-6f};
+    float got[6];
+    memcpy(got, want, sizeof got);
+    lb_check c = lb_check_f32("exact", got, want, 6, 0.0, 0.0, 1);
+    CHECK(c.n_bad == 0 && c.max_abs_err == 0.0);
+
+    got[2] = 3.5f + 1e-3f;                       /* outside 1e-5 + 1e-5*3.5 */
+    c = lb_check_f32("off", got, want, 6, 1e-5, 1e-5, 1);
+    CHECK(c.n_bad == 1 && fabs(c.max_abs_err - 1e-3) < 1e-6);
+    c = lb_check_f32("loose", got, want, 6, 1e-2, 0.0, 1);
+    CHECK(c.n_bad == 0);
+    got[2] = want[2];
+
+    got[4] = 1e6f + 1.0f;                        /* relative tolerance: 1e-6 * 1e6 = 1 */
+    c = lb_check_f32("rel", got, want, 6, 0.0, 1.01e-6, 1);
+    CHECK(c.n_bad == 0);
+    c = lb_check_f32("rel", got, want, 6, 0.0, 0.5e-6, 1);
+    CHECK(c.n_bad == 1);
+    got[4] = want[4];
+
+    got[3] = NAN;                                /* NaN never passes, at any tolerance */
+    c = lb_check_f32("nan", got, want, 6, 1e30, 1e30, 1);
+    CHECK(c.n_bad == 1);
+    got[3] = INFINITY;
+    c = lb_check_f32("inf", got, want, 6, 1e30, 1e30, 1);
+    CHECK(c.n_bad == 1);
+    got[3] = want[3];
+    want[0] = NAN;                               /* a NaN reference is a failure too */
+    got[0] = NAN;
+    c = lb_check_f32("nan ref", got, want, 6, 1e30, 1e30, 1);
+    CHECK(c.n_bad == 1);
+
+    float poisoned[4];
+    lb_poison_host(poisoned, sizeof poisoned);   /* poison reads as NaN */
+    CHECK(isnan(poisoned[0]) && isnan(poisoned[3]));
+
+    int wi[4] = {1, 2, 3, 4}, gi[4] = {1, 2, 3, 4};
+    CHECK(lb_check_i32("ints", gi, wi, 4, 1).n_bad == 0);
+    gi[3] = -1;
+    CHECK(lb_check_i32("ints", gi, wi, 4, 1).n_bad == 1);
+
+    char buf[96];
+    lb_check ok = {0, 0.0, 0.0}, bad = {3, 0.5, 0.1};
+    CHECK(strncmp(lb_check_summary(&ok, buf, sizeof buf), "PASS", 4) == 0);
+    CHECK(strncmp(lb_check_summary(&bad, buf, sizeof buf), "FAIL", 4) == 0);
+}
+
+/* ---------------------------------------------------------------- random numbers */
+
+static void test_rng(void)
+{
+    lb_rng a, b, c;
+    lb_rng_seed(&a, 7);
+    lb_rng_seed(&b, 7);
+    lb_rng_seed(&c, 8);
+    int same = 1, differs = 0;
+    for (int i = 0; i < 100; i++) {
+        uint64_t x = lb_rng_next(&a), y = lb_rng_next(&b), z = lb_rng_next(&c);
+        same &= x == y;
+        differs |= x != z;
+    }
+    CHECK(same && differs);
+    float v[10000];
+    lb_fill_uniform(v, 10000, -1.0f, 1.0f, &a);
+    double mean = 0;
+    int in_range = 1, zeros = 0;
+    for (int i = 0; i < 10000; i++) {
+        in_range &= v[i] >= -1.0f && v[i] < 1.0f;
+        zeros += v[i] == 0.0f;
+        mean += v[i];
+    }
+    mean /= 10000;
+    CHECK(in_range);
+    CHECK(zeros < 5);
+    CHECK(fabs(mean) < 0.05);        /* 5 sigma of 1/sqrt(3*10000) */
+}
+
+/* ---------------------------------------------------------------- PNG */
+
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint32_t crc32_bitwise(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* Decode a PNG made of stored deflate blocks; returns the pixels (caller frees) or NULL. */
+static unsigned char *read_stored_png(const char *path, int *w, int *h, int *type, unsigned char *pal)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *file = malloc((size_t)size), *z = malloc((size_t)size);
+    size_t zlen = 0;
+    if (fread(file, 1, (size_t)size, f) != (size_t)size) size = 0;
+    fclose(f);
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    unsigned char *pixels = NULL;
+    int ok = size > 8 && memcmp(file, sig, 8) == 0, seen_end = 0;
+    long pos = 8;
+    while (ok && pos + 12 <= size && !seen_end) {
+        uint32_t len = be32(file + pos);
+        if (pos + 12 + (long)len > size) { ok = 0; break; }
+        const unsigned char *type_p = file + pos + 4, *data = file + pos + 8;
+        if (crc32_bitwise(type_p, len + 4) != be32(data + len)) { ok = 0; break; }
+        if (!memcmp(type_p, "IHDR", 4)) {
+            *w = (int)be32(data); *h = (int)be32(data + 4); *type = data[9];
+            ok = data[8] == 8 && data[10] == 0 && data[11] == 0 && data[12] == 0;
+        } else if (!memcmp(type_p, "PLTE", 4)) {
+            if (pal && len == 768) memcpy(pal, data, 768);
+        } else if (!memcmp(type_p, "IDAT", 4)) {
+            memcpy(z + zlen, data, len);
+            zlen += len;
+        } else if (!memcmp(type_p, "IEND", 4)) {
+            seen_end = 1;
+        }
+        pos += 12 + len;
+    }
+    int ch = *type == 2 ? 3 : 1;
+    size_t row = (size_t)*w * ch, raw_len = (size_t)*h * (row + 1), got = 0;
+    unsigned char *raw = malloc(raw_len + 1);
+    ok = ok && seen_end && zlen >= 6 && z[0] == 0x78 && ((z[0] << 8) | z[1]) % 31 == 0;
+    size_t zp = 2;
+    int final = 0;
+    while (ok && !final) {          /* stored blocks: header bits, LEN, NLEN, bytes */
+        if (zp + 5 > zlen || (z[zp] & 6) != 0) { ok = 0; break; }
+        final = z[zp] & 1;
+        unsigned len = z[zp + 1] | z[zp + 2] << 8, nlen = z[zp + 3] | z[zp + 4] << 8;
+        if ((len ^ 0xFFFFu) != nlen || zp + 5 + len > zlen || got + len > raw_len) { ok = 0; break; }
+        memcpy(raw + got, z + zp + 5, len);
+        got += len;
+        zp += 5 + len;
+    }
+    if (ok && got == raw_len && zp + 4 == zlen) {
+        uint32_t a1 = 1, a2 = 0;
+        for (size_t i = 0; i < raw_len; i++) { a1 = (a1 + raw[i]) % 65521; a2 = (a2 + a1) % 65521; }
+        if (((a2 << 16) | a1) == be32(z + zp)) {
+            pixels = malloc(raw_len);
+            for (int y = 0; y < *h && pixels; y++) {
+                if (raw[(size_t)y * (row + 1)] != 0) { free(pixels); pixels = NULL; break; }
+                memcpy(pixels + (size_t)y * row, raw + (size_t)y * (row + 1) + 1, row);
+            }
+        }
+    }
+    free(raw); free(z); free(file);
+    return pixels;
+}
+
+static void png_round_trip(int w, int h, int channels, int with_palette)
+{
+    size_t n = (size_t)w * h * channels;
+    unsigned char *px = malloc(n), pal[768], pal_back[768];
+    lb_rng r;
+    lb_rng_seed(&r, (unsigned long long)(w * 131 + h));
+    for (size_t i = 0; i < n; i++) px[i] = (unsigned char)lb_rng_next(&r);
+    for (int i = 0; i < 768; i++) pal[i] = (unsigned char)(i * 7);
+    char path[] = "/tmp/labbook_png_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) { free(px); return; }
+    close(fd);
+    CHECK(lb_write_png(path, w, h, channels, px, with_palette ? pal : NULL) == 0);
+    int rw = 0, rh = 0, type = -1;
+    unsigned char *back = read_stored_png(path, &rw, &rh, &type, pal_back);
+    CHECK(back != NULL);
+    CHECK(rw == w && rh == h);
+    CHECK(type == (with_palette ? 3 : channels == 3 ? 2 : 0));
+    if (back) CHECK(memcmp(back, px, n) == 0);
+    if (with_palette) CHECK(memcmp(pal, pal_back, 768) == 0);
+    free(back);
+    free(px);
+    unlink(path);
+}
+
+static void test_png(void)
+{
+    png_round_trip(1, 1, 1, 0);
+    png_round_trip(3, 2, 1, 0);
+    png_round_trip(5, 4, 3, 0);
+    png_round_trip(333, 77, 1, 1);
+    png_round_trip(700, 700, 3, 0);   /* 1.47 MB: many stored blocks and two IDAT chunks */
+    CHECK(lb_write_png("/tmp/x.png", 0, 5, 1, (const unsigned char *)"", NULL) != 0);
+    CHECK(lb_write_png("/nonexistent-dir/x.png", 1, 1, 1, (const unsigned char *)"a", NULL) != 0);
+}
+
+int main(void)
+{
+    test_numbers();
+    test_args();
+    test_checkers();
+    test_rng();
+    test_png();
+    printf("test_common: %d checks, %d failed\n", n_checks, n_failed);
+    return n_failed ? 1 : 0;
+}
