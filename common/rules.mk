@@ -51,7 +51,7 @@ $(shell printf '%s\n' '$(BUILD_FLAGS)' | cmp -s - .build-flags 2>/dev/null || pr
 
 COMMON_DEPS := $(COMMON_DIR)/labbook.h .build-flags
 
-.PHONY: all clean debug run test $(SHORT) $(CHAPTER)
+.PHONY: all clean debug run test print-arch $(SHORT) $(CHAPTER)
 all: $(PROGS)
 $(SHORT) $(CHAPTER): all
 
@@ -82,3 +82,6 @@ test: all
 
 clean:
 	rm -f $(PROGS) *.o *.png .build-flags
+
+print-arch:
+	@echo $(ARCH)

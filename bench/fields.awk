@@ -1,0 +1,31 @@
+# fields.awk - shared by report.sh and fill_readmes.sh: parse a RESULT line into f[key],
+# and write a rate with its unit.
+function parse(line,    n, i, kv, parts) {
+    delete f
+    n = split(line, parts, " ")
+    for (i = 2; i <= n; i++) {
+        split(parts[i], kv, "=")
+        f[kv[1]] = substr(parts[i], length(kv[1]) + 2)
+    }
+}
+# the one key that is not a standard field names the rate's unit
+function rate_key(    k) {
+    for (k in f) if (!(k in known)) return k
+    return ""
+}
+function unit_text(u) {
+    if (u == "gbps") return "GB/s"
+    if (u == "tflops") return "TFLOP/s"
+    if (u == "giter_s") return "G iter/s"
+    if (u == "speedup_vs_cpu") return "x CPU"
+    if (u == "kernel_share") return "kernel share"
+    return u
+}
+function rate_text(u, v) {
+    if (u == "kernel_share") return sprintf("%.1f%% kernel", 100 * v)
+    return sprintf("%s %s", v, unit_text(u))
+}
+BEGIN {
+    split("chapter date prog ver name size ms base ratio check", ks, " ")
+    for (i in ks) known[ks[i]] = 1
+}

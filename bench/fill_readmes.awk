@@ -1,0 +1,29 @@
+# fill_readmes.awk - one README with its results blocks refilled (run by fill_readmes.sh)
+FNR == NR {
+    if ($0 ~ /^# date=/) { header = substr($0, 3) }
+    else if ($0 ~ /^RESULT /) lines[++n] = $0
+    next
+}
+/<!-- results / {
+    print
+    want_prog = $0; sub(/.*prog=/, "", want_prog); sub(/[ -].*/, "", want_prog)
+    want_size = ""
+    if ($0 ~ /size=/) { want_size = $0; sub(/.*size=/, "", want_size); sub(/[ -].*/, "", want_size) }
+    print ""
+    print "| ver | name | size | ms | rate | vs baseline | check |"
+    print "|---|---|---|---|---|---|---|"
+    for (i = 1; i <= n; i++) {
+        parse(lines[i])
+        if (f["prog"] != want_prog || (want_size != "" && f["size"] != want_size)) continue
+        k = rate_key()
+        printf "| %s | %s | %s | %s | %s | %s | %s |\n", ("ver" in f) ? f["ver"] : "-", f["name"], f["size"],
+               f["ms"], rate_text(k, f[k]), ("base" in f) ? sprintf("%.2fx %s", f["ratio"], f["base"]) : "-", f["check"]
+        date = f["date"]
+    }
+    gpu = header; sub(/.*gpu=/, "", gpu); sub(/ driver=.*/, "", gpu)
+    printf "\n%s, %s (from `make bench`, %s)\n\n", gpu, date, results_md
+    skipping = 1
+    next
+}
+/<!-- \/results -->/ { skipping = 0 }
+!skipping { print }
