@@ -44,14 +44,16 @@ __device__ int escape_count(float cr, float ci, int max_iter)
     return n;
 }
 
-/* The same count, testing only every 8 steps. This is exact because an orbit that has left
+/* The same count, testing only every CHECK_EVERY (8) steps. This is exact because an orbit that has left
  * the disc |z| <= 2 never comes back: |z*z + c| >= |z|^2 - |c|, which is > |z| when |z| > 2
  * and |c| <= 2; and when |c| > 2 the orbit starts at z = c and every |z| >= |c| > 2 grows the
- * same way. So if z is inside after 8 unchecked steps, it was inside after each of them.
- * When it is outside, go back to the state saved before the 8 and redo them one at a time
+ * same way. So if z is inside after CHECK_EVERY unchecked steps, it was inside after each of them.
+ * When it is outside, go back to the state saved before them and redo them one at a time
  * to find the exact step. (Rounding could break this only for an orbit within an ulp of
  * |z| = 2 growing by less than an ulp; the test compares every pixel with the CPU.) */
-#define CHECK_EVERY 8
+#ifndef CHECK_EVERY
+#define CHECK_EVERY 8      /* tunable: make CHECK_EVERY=16 */
+#endif
 __device__ int escape_count_batched(float cr, float ci, int max_iter)
 {
     float zr = 0.0f, zi = 0.0f;

@@ -45,7 +45,9 @@ __global__ void vecadd_kernel2(const float *a, const float *b, float *c, size_t 
     add_tail(a, b, c, n, t);
 }
 
-#define VEC_PER_THREAD 4
+#ifndef VEC_PER_THREAD
+#define VEC_PER_THREAD 4   /* tunable: make VEC_PER_THREAD=8 */
+#endif
 __global__ void vecadd_kernel3(const float *a, const float *b, float *c, size_t n)
 {
     /* A block handles VEC_PER_THREAD * blockDim.x consecutive vectors; thread t takes
