@@ -327,6 +327,9 @@ static void parse_own_option(const lb_program *prog, const lb_opt *o, const char
     }
 }
 
+/* --quiet promises one summary line, so it silences the RESULT lines too */
+static int results_quiet;
+
 void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
 {
     unsigned u = prog->uses;
@@ -370,6 +373,7 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
             a->check_only = 1;
         } else if ((u & LB_USE_QUIET) && !strcmp(flag, "--quiet")) {
             a->quiet = 1;
+            results_quiet = 1;
         } else if ((u & LB_USE_VERSION) && isdigit((unsigned char)arg[0])) {
             long long v;
             if (lb_parse_i64(arg, &v) || v < 0 || v > a->max_version)
@@ -551,6 +555,7 @@ double lb_wall_ms(void)
 
 void lb_print_result(const lb_result *r)
 {
+    if (results_quiet) return;
     printf("RESULT prog=%s", r->prog);
     if (r->ver >= 0) printf(" ver=%d", r->ver);
     printf(" name=%s size=%s ms=%.4f %s=%.4g", r->name, r->size, r->ms, r->unit, r->value);

@@ -289,7 +289,8 @@ typedef struct {
     int pass;                /* 1 PASS, 0 FAIL, -1 not checked */
 } lb_result;
 
-/* RESULT prog=... ver=... name=... size=... ms=... <unit>=... base=... ratio=... check=... */
+/* RESULT prog=... ver=... name=... size=... ms=... <unit>=... base=... ratio=... check=...
+ * (not printed after --quiet, which promises a single summary line) */
 void lb_print_result(const lb_result *r);
 
 /* ---------------------------------------------------------------- pictures */
