@@ -35,7 +35,8 @@ sanitize: all
 bench: all
 	@bash bench/run.sh
 
-run: all
+run:
+	@$(MAKE) -s --no-print-directory all
 	@for c in $(CHAPTERS); do $(MAKE) -s --no-print-directory -C $$c run || exit $$?; done
 
 env:

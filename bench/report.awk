@@ -2,7 +2,8 @@
 /^# date=/ {
     header = substr($0, 3)
     gpu = header
-    sub(/^date=/, "Measured ", header); sub(/ gpu=/, " on ", header); sub(/ driver=/, ", driver ", header); sub(/.*gpu=/, "", gpu); sub(/ driver=.*/, "", gpu)
+    sub(/^date=/, "Measured ", header); sub(/ gpu=/, " on ", header); sub(/ driver=/, ", driver ", header)
+    sub(/ driver CUDA/, ", driver CUDA", header); sub(/.*gpu=/, "", gpu); sub(/ driver=.*/, "", gpu)
     next
 }
 /^RESULT / {
