@@ -5,15 +5,7 @@
 #include "../ch03_vecadd/mandelbrot.c"
 #undef main
 
-static int n_checks, n_failed;
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        n_checks++;                                                              \
-        if (!(cond)) {                                                           \
-            n_failed++;                                                          \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                        \
-    } while (0)
+#include "unit.h"
 
 int main(void)
 {
