@@ -1,0 +1,302 @@
+/* matmul_kernels.cu - SGEMM kernels, from naive to register-blocked: C = A @ B.
+ *
+ *   A is (M,K), B is (K,N), C is (M,N), row-major fp32, any M, N, K >= 1.
+ *
+ *   1  naive: one thread per element of C, each reads a row of A and a column of B from
+ *      global memory (2K loads per 2K flops)
+ *   2  shared-memory tiles: a block loads a TILE x TILE tile of A and of B once, and every
+ *      thread of the block reads them TILE times from shared memory (TILE = 16, make TILE=32)
+ *   3  2D register blocking: 64x64 tile per block, 4x4 outputs per thread kept in registers;
+ *      each value read from shared memory feeds 4 FMAs instead of 1
+ *   4  128x128 tile, 8x8 outputs per thread, 16-byte (float4) global loads, the A tile
+ *      stored transposed so that a thread reads its 8 A values as two float4
+ *   5  as 4, with each thread's 8x8 split into four 4x4 quads 64 apart (conflict-free
+ *      shared-memory reads) and double buffering: the next tiles are fetched from global
+ *      memory into registers while the current ones are multiplied
+ *
+ * No tensor cores: every product is an FFMA on the FP32 cores, like cuBLAS's default sgemm.
+ */
+#include "matmul_kernels.h"
+
+#ifndef TILE
+#define TILE 16   /* version 2's tile edge; make TILE=32 rebuilds with 32 */
+#endif
+static_assert(TILE == 8 || TILE == 16 || TILE == 32, "TILE must be 8, 16 or 32");
+
+/* ---------------------------------------------------------------- 1: naive */
+
+/* grid.x runs over the N columns of C and grid.y over the M rows. threadIdx.x is the
+ * fastest-changing index within a warp, so the 32 threads of a warp hold 32 neighbouring
+ * columns: their reads B[k][col] are one coalesced 128-byte line, their reads A[row][k]
+ * the same address (a broadcast), their writes C[row][col] one line.
+ * The transposed-result trap: with row from .x and col from .y, a warp's threads hold 32
+ * rows of one column, every B read is the same address but every C write and A read is N
+ * or K floats apart (32 transactions instead of 1), and if the grid is still sized as
+ * (N/16, M/16) while M != N, part of C is never computed: the poisoned output catches it. */
+__global__ void matmul_kernel1(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= M || col >= N) return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) acc += A[(size_t)row * K + k] * B[(size_t)k * N + col];
+    C[(size_t)row * N + col] = acc;
+}
+
+/* ---------------------------------------------------------------- 2: shared-memory tiles */
+
+/* The block (T x T threads) computes a T x T tile of C. For each step of T along K it
+ * copies a T x T tile of A and one of B into shared memory, each thread copying one
+ * element of each, then every thread reads a row of the A tile and a column of the B tile
+ * from there: each global element is now loaded once per block instead of once per thread,
+ * T times fewer global loads. blockDim must equal (T, T): the tile and the block are coupled. */
+template <int T>
+__global__ void matmul_tiled_kernel(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    __shared__ float As[T][T];
+    __shared__ float Bs[T][T];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += T) {
+        /* out-of-range elements (M, N or K not a multiple of T) load as 0: they add nothing */
+        As[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : 0.0f;
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * N + col] : 0.0f;
+        __syncthreads();   /* wait until the whole tile is loaded before anyone reads it */
+#pragma unroll
+        for (int kk = 0; kk < T; kk++) acc += As[ty][kk] * Bs[kk][tx];
+        __syncthreads();   /* wait until everyone has read the tile before the next loop overwrites it */
+    }
+    if (row < M && col < N) C[(size_t)row * N + col] = acc;
+}
+
+/* ---------------------------------------------------------------- helpers for 3-5 */
+
+/* 4 consecutive floats p[r][c..c+3] of a rows x cols row-major matrix, 0 outside it.
+ * VEC: cols % 4 == 0, so the 4 are 16-byte aligned and one float4 load fetches them. */
+template <bool VEC>
+__device__ __forceinline__ float4 load4(const float *p, int r, int c, int rows, int cols)
+{
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (r >= rows) return v;
+    const float *q = p + (size_t)r * cols + c;
+    if (VEC && c + 3 < cols) return *reinterpret_cast<const float4 *>(q);
+    if (c + 0 < cols) v.x = q[0];
+    if (c + 1 < cols) v.y = q[1];
+    if (c + 2 < cols) v.z = q[2];
+    if (c + 3 < cols) v.w = q[3];
+    return v;
+}
+
+template <bool VEC>
+__device__ __forceinline__ void store4(float *p, int r, int c, int rows, int cols, float4 v)
+{
+    if (r >= rows) return;
+    float *q = p + (size_t)r * cols + c;
+    if (VEC && c + 3 < cols) { *reinterpret_cast<float4 *>(q) = v; return; }
+    if (c + 0 < cols) q[0] = v.x;
+    if (c + 1 < cols) q[1] = v.y;
+    if (c + 2 < cols) q[2] = v.z;
+    if (c + 3 < cols) q[3] = v.w;
+}
+
+/* ---------------------------------------------------------------- 3: 2D register blocking */
+
+#define K3_BM 64
+#define K3_BN 64
+#define K3_BK 8
+/* 256 threads as 16 x 16; thread (ty, tx) owns C rows ty*4..+3, columns tx*4..+3 of the tile */
+__global__ void __launch_bounds__(256) matmul_kernel3(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    __shared__ float As[K3_BM][K3_BK];
+    __shared__ float Bs[K3_BK][K3_BN];
+    int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    int row0 = blockIdx.y * K3_BM, col0 = blockIdx.x * K3_BN;
+    float acc[4][4] = {};
+    for (int k0 = 0; k0 < K; k0 += K3_BK) {
+        /* 512 elements of each tile, 2 per thread; a warp loads 4 rows of 8 (A) or half a row (B) */
+        for (int i = tid; i < K3_BM * K3_BK; i += 256) {
+            int r = i / K3_BK, c = i % K3_BK;
+            As[r][c] = (row0 + r < M && k0 + c < K) ? A[(size_t)(row0 + r) * K + k0 + c] : 0.0f;
+        }
+        for (int i = tid; i < K3_BK * K3_BN; i += 256) {
+            int r = i / K3_BN, c = i % K3_BN;
+            Bs[r][c] = (k0 + r < K && col0 + c < N) ? B[(size_t)(k0 + r) * N + col0 + c] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < K3_BK; kk++) {
+            float a[4], b[4];   /* 8 shared-memory reads feed 16 FMAs */
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = As[ty * 4 + i][kk];
+#pragma unroll
+            for (int j = 0; j < 4; j++) b[j] = Bs[kk][tx * 4 + j];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int r = row0 + ty * 4 + i, c = col0 + tx * 4 + j;
+            if (r < M && c < N) C[(size_t)r * N + c] = acc[i][j];
+        }
+}
+
+/* ---------------------------------------------------------------- 4: 8x8 per thread, float4 */
+
+#define BIG_BM 128
+#define BIG_BN 128
+#define BIG_BK 8
+/* Each thread loads one float4 of the A tile (row tid/2, k (tid%2)*4..+3) and one of the
+ * B tile (k tid/32, columns (tid%32)*4..+3): 256 x 4 = 1024 = 128 x 8 elements each. */
+template <bool VEC>
+__global__ void __launch_bounds__(256) matmul_kernel4(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    __shared__ __align__(16) float As[BIG_BK][BIG_BM];   /* transposed: As[k][m] */
+    __shared__ __align__(16) float Bs[BIG_BK][BIG_BN];
+    int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    int row0 = blockIdx.y * BIG_BM, col0 = blockIdx.x * BIG_BN;
+    int a_r = tid / 2, a_c = (tid % 2) * 4, b_r = tid / 32, b_c = (tid % 32) * 4;
+    float acc[8][8] = {};
+    for (int k0 = 0; k0 < K; k0 += BIG_BK) {
+        float4 av = load4<VEC>(A, row0 + a_r, k0 + a_c, M, K);
+        As[a_c + 0][a_r] = av.x; As[a_c + 1][a_r] = av.y;
+        As[a_c + 2][a_r] = av.z; As[a_c + 3][a_r] = av.w;
+        *reinterpret_cast<float4 *>(&Bs[b_r][b_c]) = load4<VEC>(B, k0 + b_r, col0 + b_c, K, N);
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < BIG_BK; kk++) {
+            /* a thread's 8 A values are contiguous in the transposed tile: two float4 */
+            float4 a0 = *reinterpret_cast<const float4 *>(&As[kk][ty * 8]);
+            float4 a1 = *reinterpret_cast<const float4 *>(&As[kk][ty * 8 + 4]);
+            float4 b0 = *reinterpret_cast<const float4 *>(&Bs[kk][tx * 8]);
+            float4 b1 = *reinterpret_cast<const float4 *>(&Bs[kk][tx * 8 + 4]);
+            float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int r = row0 + ty * 8 + i;
+        store4<VEC>(C, r, col0 + tx * 8, M, N, make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
+        store4<VEC>(C, r, col0 + tx * 8 + 4, M, N, make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]));
+    }
+}
+
+/* ---------------------------------------------------------------- 5: quads + double buffering */
+
+/* Thread (ty, tx) owns rows {ty*4..+3, 64+ty*4..+3} and columns {tx*4..+3, 64+tx*4..+3}.
+ * In version 4 the 16 threads of a half-warp read float4s 32 bytes apart (tx*8), two of
+ * them per bank group: 2-way bank conflicts. Here they read float4s 16 bytes apart: 256
+ * contiguous bytes, no conflict. Two shared buffers: while the tiles of step k are
+ * multiplied from one, the loads for step k+1 are already in flight to registers and go
+ * to the other, so one barrier per step suffices and the load latency hides behind FMAs. */
+template <bool VEC>
+__global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    __shared__ __align__(16) float As[2][BIG_BK][BIG_BM];
+    __shared__ __align__(16) float Bs[2][BIG_BK][BIG_BN];
+    int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    int row0 = blockIdx.y * BIG_BM, col0 = blockIdx.x * BIG_BN;
+    int a_r = tid / 2, a_c = (tid % 2) * 4, b_r = tid / 32, b_c = (tid % 32) * 4;
+    float acc[8][8] = {};
+
+    float4 av = load4<VEC>(A, row0 + a_r, a_c, M, K);
+    float4 bv = load4<VEC>(B, b_r, col0 + b_c, K, N);
+    As[0][a_c + 0][a_r] = av.x; As[0][a_c + 1][a_r] = av.y;
+    As[0][a_c + 2][a_r] = av.z; As[0][a_c + 3][a_r] = av.w;
+    *reinterpret_cast<float4 *>(&Bs[0][b_r][b_c]) = bv;
+    __syncthreads();
+
+    int buf = 0;
+    for (int k0 = 0; k0 < K; k0 += BIG_BK) {
+        bool more = k0 + BIG_BK < K;
+        if (more) {   /* issue the next step's loads now; they are used after the FMAs */
+            av = load4<VEC>(A, row0 + a_r, k0 + BIG_BK + a_c, M, K);
+            bv = load4<VEC>(B, k0 + BIG_BK + b_r, col0 + b_c, K, N);
+        }
+#pragma unroll
+        for (int kk = 0; kk < BIG_BK; kk++) {
+            float4 a0 = *reinterpret_cast<const float4 *>(&As[buf][kk][ty * 4]);
+            float4 a1 = *reinterpret_cast<const float4 *>(&As[buf][kk][64 + ty * 4]);
+            float4 b0 = *reinterpret_cast<const float4 *>(&Bs[buf][kk][tx * 4]);
+            float4 b1 = *reinterpret_cast<const float4 *>(&Bs[buf][kk][64 + tx * 4]);
+            float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+        }
+        if (more) {   /* the other buffer was last read before the previous barrier: free */
+            As[buf ^ 1][a_c + 0][a_r] = av.x; As[buf ^ 1][a_c + 1][a_r] = av.y;
+            As[buf ^ 1][a_c + 2][a_r] = av.z; As[buf ^ 1][a_c + 3][a_r] = av.w;
+            *reinterpret_cast<float4 *>(&Bs[buf ^ 1][b_r][b_c]) = bv;
+        }
+        __syncthreads();   /* the next tiles are in place, and nobody reads this buffer any more */
+        buf ^= 1;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int r = row0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+        store4<VEC>(C, r, col0 + tx * 4, M, N, make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
+        store4<VEC>(C, r, col0 + 64 + tx * 4, M, N, make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]));
+    }
+}
+
+/* ---------------------------------------------------------------- launchers */
+
+static unsigned int cdiv(int a, int b) { return (unsigned int)((a + b - 1) / b); }
+
+extern "C" int matmul_tile(void) { return TILE; }
+
+extern "C" cudaError_t matmul_tiled_launch(int tile, const float *d_a, const float *d_b, float *d_c,
+                                           int m, int n, int k)
+{
+    switch (tile) {
+    case 8: matmul_tiled_kernel<8><<<dim3(cdiv(n, 8), cdiv(m, 8)), dim3(8, 8)>>>(d_a, d_b, d_c, m, n, k); break;
+    case 16: matmul_tiled_kernel<16><<<dim3(cdiv(n, 16), cdiv(m, 16)), dim3(16, 16)>>>(d_a, d_b, d_c, m, n, k); break;
+    case 32: matmul_tiled_kernel<32><<<dim3(cdiv(n, 32), cdiv(m, 32)), dim3(32, 32)>>>(d_a, d_b, d_c, m, n, k); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float *d_c,
+                                     int m, int n, int k, int block)
+{
+    /* 16-byte loads need every row to start 16-byte aligned: K and N multiples of 4 */
+    bool vec = (k % 4 == 0) && (n % 4 == 0);
+    dim3 big(cdiv(n, BIG_BN), cdiv(m, BIG_BM));
+    switch (version) {
+    case 1:
+        matmul_kernel1<<<dim3(cdiv(n, block), cdiv(m, block)), dim3(block, block)>>>(d_a, d_b, d_c, m, n, k);
+        break;
+    case 2:
+        return matmul_tiled_launch(TILE, d_a, d_b, d_c, m, n, k);
+    case 3:
+        matmul_kernel3<<<dim3(cdiv(n, K3_BN), cdiv(m, K3_BM)), 256>>>(d_a, d_b, d_c, m, n, k);
+        break;
+    case 4:
+        if (vec) matmul_kernel4<true><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
+        else matmul_kernel4<false><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
+        break;
+    case 5:
+        if (vec) matmul_kernel5<true><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
+        else matmul_kernel5<false><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
+        break;
+    default:
+        return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}

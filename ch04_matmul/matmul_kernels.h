@@ -1,0 +1,28 @@
+/* matmul_kernels.h - launchers for matmul_kernels.cu (callable from C).
+ * A is (M,K), B is (K,N), C is (M,N), all row-major fp32: C = A @ B. */
+#ifndef MATMUL_KERNELS_H
+#define MATMUL_KERNELS_H
+#include <cuda_runtime_api.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MATMUL_FIRST_KERNEL 1
+#define MATMUL_LAST_KERNEL 5
+
+/* Launch kernel `version` (1..5); block is the naive kernel's block edge (threads per
+ * side, 16 -> 16x16); the others have fixed shapes. Returns the launch error. */
+cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float *d_c,
+                          int m, int n, int k, int block);
+
+/* The tiled kernel (version 2) with a given tile edge (8, 16 or 32), for --sweep. */
+cudaError_t matmul_tiled_launch(int tile, const float *d_a, const float *d_b, float *d_c,
+                                int m, int n, int k);
+
+/* The compile-time TILE of version 2 (make TILE=32). */
+int matmul_tile(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
