@@ -13,6 +13,9 @@
  *   5  as 4, with each thread's 8x8 split into four 4x4 quads 64 apart (conflict-free
  *      shared-memory reads) and double buffering: the next tiles are fetched from global
  *      memory into registers while the current ones are multiplied
+ *   6  as 5, with the tiles copied by cp.async (global -> shared without registers) three
+ *      K steps ahead, K steps of 16, and blocks launched in groups of rows so that the
+ *      blocks running together reuse the same panels of A and B from L2
  *
  * No tensor cores: every product is an FFMA on the FP32 cores, like cuBLAS's default sgemm.
  */
@@ -254,6 +257,169 @@ __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const floa
     }
 }
 
+/* ---------------------------------------------------------------- 6: cp.async pipeline */
+
+#ifndef K6_BK
+#define K6_BK 16     /* tunable: K step per stage (make K6_BK=8 or 32) */
+#endif
+#ifndef K6_STAGES
+#define K6_STAGES 3  /* tunable: tiles in flight (2 = double buffering) */
+#endif
+#ifndef K6_GROUP
+#define K6_GROUP 8   /* tunable: rows of blocks per group in the launch order, 0 = plain order */
+#endif
+#ifndef K6_MINB
+#define K6_MINB 2    /* tunable: blocks per SM the register budget must allow */
+#endif
+#define K6_A_STRIDE (K6_BK + 4)   /* padding: rows 4 apart land in different banks */
+#define K6_STAGE_FLOATS (BIG_BM * K6_A_STRIDE + K6_BK * BIG_BN)
+
+/* Block (pid_m, pid_n) of C for launch-order number pid. The plain order walks a whole row
+ * of blocks (all of B) before moving down; the grouped order walks GROUP rows of blocks
+ * column by column, so the blocks resident together share fewer panels of A and B and
+ * find them in the 60 MB L2 more often. */
+__device__ __forceinline__ void block_coords(int &pid_m, int &pid_n)
+{
+    if (K6_GROUP <= 0) { pid_m = blockIdx.y; pid_n = blockIdx.x; return; }
+    int pid = blockIdx.y * gridDim.x + blockIdx.x;
+    int per_group = K6_GROUP * gridDim.x;
+    int first_m = (pid / per_group) * K6_GROUP;
+    int rows = min((int)gridDim.y - first_m, K6_GROUP);
+    pid_m = first_m + (pid % per_group) % rows;
+    pid_n = (pid % per_group) / rows;
+}
+
+/* cp.async (sm_80+): the copy engine moves global memory straight to shared memory, no
+ * registers in between, and the thread goes on. src_bytes < size fills the rest with
+ * zeros: that is how out-of-range elements become 0 without a branch. */
+__device__ __forceinline__ void cp_async16(float *smem, const float *gmem, int src_bytes)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async4(float *smem, const float *gmem, int src_bytes)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+/* Copy 4 floats p[r][c..c+3] of a rows x cols matrix to dst, zeros outside. */
+template <bool VEC>
+__device__ __forceinline__ void copy4(float *dst, const float *p, int r, int c, int rows, int cols)
+{
+    bool row_ok = r < rows;
+    const float *src = p + (row_ok ? (size_t)r * cols + c : 0);
+    if (VEC) {   /* cols % 4 == 0: the 4 are all inside or all outside */
+        cp_async16(dst, src, row_ok && c < cols ? 16 : 0);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            bool ok = row_ok && c + i < cols;
+            cp_async4(dst + i, ok ? src + i : p, ok ? 4 : 0);
+        }
+    }
+}
+
+/* Start copying the K step at k0: the A tile (128 x BK) into As[m][k] (not transposed:
+ * cp.async moves contiguous bytes) and the B tile (BK x 128) into Bs[k][n]. */
+template <bool VEC>
+__device__ __forceinline__ void load_stage(float *stage, const float *A, const float *B, int row0, int col0,
+                                           int k0, int M, int N, int K)
+{
+    float *As = stage, *Bs = stage + BIG_BM * K6_A_STRIDE;
+    int tid = threadIdx.x;
+#pragma unroll
+    for (int idx = tid; idx < BIG_BM * K6_BK / 4; idx += 256) {
+        int r = idx / (K6_BK / 4), c = (idx % (K6_BK / 4)) * 4;
+        copy4<VEC>(&As[r * K6_A_STRIDE + c], A, row0 + r, k0 + c, M, K);
+    }
+#pragma unroll
+    for (int idx = tid; idx < K6_BK * BIG_BN / 4; idx += 256) {
+        int r = idx / (BIG_BN / 4), c = (idx % (BIG_BN / 4)) * 4;
+        copy4<VEC>(&Bs[r * BIG_BN + c], B, k0 + r, col0 + c, K, N);
+    }
+}
+
+/* As version 5 (same 4x4 quads), but the tiles arrive by cp.async, STAGES steps ahead:
+ * while step t is multiplied, steps t+1 .. t+STAGES-1 are already on their way. Per step of
+ * BK = 16, a thread reads its 8 rows of A as float4 along k (4 steps at once) and 2 float4
+ * of B per k. __launch_bounds__(256, 2): at most 128 registers, two blocks per SM. */
+template <bool VEC>
+__global__ void __launch_bounds__(256, K6_MINB) matmul_kernel6(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    extern __shared__ __align__(16) float smem[];
+    int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    int pid_m, pid_n;
+    block_coords(pid_m, pid_n);
+    int row0 = pid_m * BIG_BM, col0 = pid_n * BIG_BN;
+    int steps = (K + K6_BK - 1) / K6_BK;
+    float acc[8][8] = {};
+
+    /* fill the pipeline: one commit group per stage, even when empty, so that
+     * "wait until at most STAGES-2 groups are pending" always means "step t has landed" */
+#pragma unroll
+    for (int s = 0; s < K6_STAGES - 1; s++) {
+        if (s < steps) load_stage<VEC>(smem + s * K6_STAGE_FLOATS, A, B, row0, col0, s * K6_BK, M, N, K);
+        cp_async_commit();
+    }
+    for (int t = 0; t < steps; t++) {
+        cp_async_wait<K6_STAGES - 2>();   /* my copies for step t are done ... */
+        __syncthreads();                  /* ... and everyone's; and step t-1's stage is free */
+        int next = t + K6_STAGES - 1;
+        if (next < steps)
+            load_stage<VEC>(smem + (next % K6_STAGES) * K6_STAGE_FLOATS, A, B, row0, col0, next * K6_BK, M, N, K);
+        cp_async_commit();
+
+        const float *As = smem + (t % K6_STAGES) * K6_STAGE_FLOATS, *Bs = As + BIG_BM * K6_A_STRIDE;
+#pragma unroll
+        for (int kk = 0; kk < K6_BK; kk += 4) {
+            float4 a4[8];   /* a4[i] = A[row i][kk..kk+3] */
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                int r = i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4;
+                a4[i] = *reinterpret_cast<const float4 *>(&As[r * K6_A_STRIDE + kk]);
+            }
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                float4 b0 = *reinterpret_cast<const float4 *>(&Bs[(kk + q) * BIG_BN + tx * 4]);
+                float4 b1 = *reinterpret_cast<const float4 *>(&Bs[(kk + q) * BIG_BN + 64 + tx * 4]);
+                float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    float a = q == 0 ? a4[i].x : q == 1 ? a4[i].y : q == 2 ? a4[i].z : a4[i].w;
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[i][j] += a * b[j];
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int r = row0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+        store4<VEC>(C, r, col0 + tx * 4, M, N, make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
+        store4<VEC>(C, r, col0 + 64 + tx * 4, M, N, make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]));
+    }
+}
+
+/* more than 48 KB of shared memory per block must be asked for once per kernel */
+template <bool VEC>
+static cudaError_t launch_kernel6(dim3 grid, const float *d_a, const float *d_b, float *d_c, int m, int n, int k)
+{
+    static int configured = 0;
+    size_t bytes = sizeof(float) * K6_STAGES * K6_STAGE_FLOATS;
+    if (!configured) {
+        cudaError_t e = cudaFuncSetAttribute(matmul_kernel6<VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+        if (e != cudaSuccess) return e;
+        configured = 1;
+    }
+    matmul_kernel6<VEC><<<grid, 256, bytes>>>(d_a, d_b, d_c, m, n, k);
+    return cudaGetLastError();
+}
+
 /* ---------------------------------------------------------------- launchers */
 
 static unsigned int cdiv(int a, int b) { return (unsigned int)((a + b - 1) / b); }
@@ -295,6 +461,9 @@ extern "C" cudaError_t matmul_launch(int version, const float *d_a, const float 
         if (vec) matmul_kernel5<true><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
         else matmul_kernel5<false><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
         break;
+    case 6:
+        return vec ? launch_kernel6<true>(big, d_a, d_b, d_c, m, n, k)
+                   : launch_kernel6<false>(big, d_a, d_b, d_c, m, n, k);
     default:
         return cudaErrorInvalidValue;
     }

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# explore.sh - build kernel 6 with several tunable settings and time each against cuBLAS
+# (the experiments behind NOTES.md; run on the GPU: bash explore.sh)
+set -u
+cd "$(dirname "$0")"
+for cfg in "" "K6_STAGES=2" "K6_STAGES=4" "K6_BK=8" "K6_BK=32" "K6_GROUP=0" "K6_GROUP=16" "K6_MINB=1"; do
+    make -s $cfg >/dev/null || { echo "build failed: $cfg"; continue; }
+    for n in 4096 2048; do
+        printf '%-14s %5d ' "${cfg:-default}" "$n"
+        ./matmul 6 --size $n --iters 20 | awk '/^RESULT/ { for (i = 1; i <= NF; i++) if ($i ~ /^(ms|tflops|ratio|check)=/) printf "%s ", $i; print "" }'
+    done
+done
+make -s >/dev/null
