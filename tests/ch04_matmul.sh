@@ -18,3 +18,24 @@ gpu_check ./matmul --check-only --size 513
 gpu_check ./matmul --check-only --size 2048
 gpu_check ./matmul 1 --check-only --size 100,200,50 --block 7
 gpu_check ./matmul --size 256 --iters 2
+
+host_test test_life
+bad_input 2 ./life --bogus
+bad_input 2 ./life --size 0
+bad_input 2 ./life --size 70000
+bad_input 2 ./life --gens 0
+bad_input 2 ./life --density 1.5
+bad_input 2 ./life --density x
+bad_input 2 ./life --frames -1
+bad_input 2 ./life 4
+bad_input 0 ./life --help
+no_gpu ./life
+
+gpu_check ./life --check-only --size 1 --gens 3 --no-png
+gpu_check ./life --check-only --size 5x7 --gens 20 --no-png
+gpu_check ./life --check-only --size 33x17 --gens 40 --no-png
+gpu_check ./life --check-only --size 1000x1023 --gens 25 --no-png
+gpu_check ./life --check-only --size 100x3 --gens 10 --density 0.5 --no-png
+gpu_check ./life --check-only --size 64 --gens 7 --density 1 --no-png
+gpu_check ./life --check-only --size 2048 --gens 30 --no-png
+gpu_check ./life --size 96x80 --gens 12 --iters 2 --frames 4 --png "$LOG_DIR/life-test.png"

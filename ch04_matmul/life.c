@@ -1,0 +1,282 @@
+/* life.c - Conway's Game of Life on a torus: CPU, global-memory, shared-tile and bit-packed.
+ *
+ *   The board is W x H cells (default 4096 x 4096), a random fraction --density alive at
+ *   the start (seeded), run for --gens generations. Edges wrap around.
+ *   build: make ch04      run: ./life [version] [--size 16384 | WxH] [--gens 100] [--frames K]
+ *
+ * versions (kernels in life_kernels.cu):
+ *   0  CPU, every core (OpenMP): the reference
+ *   1  global memory, one thread per cell, many blocks
+ *   2  shared-memory tiles with a one-cell halo
+ *   3  bit-packed, 32 cells per word, bitwise full adders
+ *
+ * Every version's board after G generations must equal the CPU's, cell for cell. Speed is in
+ * cell updates per second, and against the memory bound of versions 1-2: 2 bytes per cell
+ * per generation (read the old board, write the new) at the device-to-device copy bandwidth
+ * measured in the same run. The final board is written to life.png; --frames K writes every
+ * K-th generation as life_frame_NNNNNN.png to flip through.
+ */
+#include "labbook.h"
+#include "life_kernels.h"
+
+#include <errno.h>
+#include <omp.h>
+#include <string.h>
+
+#define N_VERSIONS 4
+#define MAX_SIDE 65536
+static const char *const version_title[N_VERSIONS] = {"CPU, OpenMP (every core)", "global memory", "shared tiles + halo", "bit-packed, 32 per word"};
+static const char *const version_name[N_VERSIONS] = {"cpu_omp", "global", "shared_halo", "bitpacked"};
+
+/* ---------------------------------------------------------------- CPU reference */
+
+static void life_step_cpu(const uint8_t *in, uint8_t *out, int W, int H)
+{
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < H; y++) {
+        const uint8_t *up = in + (size_t)(y == 0 ? H - 1 : y - 1) * W, *mid = in + (size_t)y * W;
+        const uint8_t *down = in + (size_t)(y == H - 1 ? 0 : y + 1) * W;
+        for (int x = 0; x < W; x++) {
+            int xl = x == 0 ? W - 1 : x - 1, xr = x == W - 1 ? 0 : x + 1;
+            int n = up[xl] + up[x] + up[xr] + mid[xl] + mid[xr] + down[xl] + down[x] + down[xr];
+            out[(size_t)y * W + x] = (uint8_t)(n == 3 || (n == 2 && mid[x]));
+        }
+    }
+}
+
+/* bytes <-> bits, in the layout life_kernels.h describes */
+static void pack_board(const uint8_t *cells, uint32_t *words, int W, int H)
+{
+    int nw = (W + 31) / 32;
+    memset(words, 0, sizeof(uint32_t) * (size_t)nw * H);
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            if (cells[(size_t)y * W + x]) words[(size_t)y * nw + x / 32] |= 1u << (x % 32);
+}
+
+static void unpack_board(const uint32_t *words, uint8_t *cells, int W, int H)
+{
+    int nw = (W + 31) / 32;
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) cells[(size_t)y * W + x] = (words[(size_t)y * nw + x / 32] >> (x % 32)) & 1u;
+}
+
+/* ---------------------------------------------------------------- running G generations */
+
+typedef struct {
+    int version, w, h, gens;
+    int from_start;       /* copy the start board in first (verification); timing skips it */
+    void *d_a, *d_b;      /* ping-pong boards: bytes (1, 2) or words (3) */
+    const void *d_start;  /* the initial board, same layout */
+    size_t board_bytes;
+} life_job;
+
+/* Run G generations from d_a (after copying the start board there when from_start); the
+ * result is in d_a when G is even, else in d_b. */
+static cudaError_t run_generations(void *ctx)
+{
+    life_job *j = (life_job *)ctx;
+    cudaError_t e = cudaSuccess;
+    if (j->from_start) e = cudaMemcpyAsync(j->d_a, j->d_start, j->board_bytes, cudaMemcpyDeviceToDevice, 0);
+    void *in = j->d_a, *out = j->d_b;
+    for (int g = 0; g < j->gens && e == cudaSuccess; g++) {
+        e = j->version == 3 ? life_step_bits((const uint32_t *)in, (uint32_t *)out, j->w, j->h)
+                            : life_step_bytes(j->version, (const uint8_t *)in, (uint8_t *)out, j->w, j->h);
+        void *t = in; in = out; out = t;
+    }
+    return e;
+}
+
+static const void *result_of(const life_job *j) { return j->gens % 2 ? j->d_b : j->d_a; }
+
+static void write_board_png(const char *path, const uint8_t *cells, int W, int H)
+{
+    unsigned char *grey = lb_host_alloc((size_t)W * H, "the picture");
+    for (size_t i = 0; i < (size_t)W * H; i++) grey[i] = cells[i] ? 255 : 0;
+    if (lb_write_png(path, W, H, 1, grey, NULL)) lb_die(LB_EXIT_USAGE, "life: cannot write %s: %s", path, strerror(errno));
+    free(grey);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int gens = 100, frames = 0, no_png = 0;
+static double density = 0.25;
+static const char *png_path = "life.png";
+static const lb_opt options[] = {
+    {"--gens", LB_OPT_INT, &gens, "generations to run"},
+    {"--density", LB_OPT_DOUBLE, &density, "fraction of cells alive at the start"},
+    {"--frames", LB_OPT_INT, &frames, "also write every K-th generation as life_frame_NNNNNN.png (0: none)"},
+    {"--png", LB_OPT_STRING, &png_path, "the final board's picture"},
+    {"--no-png", LB_OPT_FLAG, &no_png, "don't write the final board"},
+};
+static const lb_program program = {
+    "life", "Conway's Game of Life on a torus: CPU, global memory, shared tiles, bit-packed",
+    "versions:\n"
+    "  0  CPU, every core (OpenMP): the reference\n"
+    "  1  global memory, one thread per cell, many blocks\n"
+    "  2  shared-memory tiles with a one-cell halo\n"
+    "  3  bit-packed, 32 cells per word, bitwise full adders\n"
+    "--size is N (N x N cells) or WxH.\n",
+    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION,
+    options, sizeof options / sizeof options[0]};
+
+int main(int argc, char **argv)
+{
+    lb_args args = {.size = {{4096}, 1}, .max_size_dims = 2, .iters = 5, .seed = 1, .version = -1,
+                    .max_version = N_VERSIONS - 1};
+    lb_parse_args(&program, &args, argc, argv);
+    long long w_ll = args.size.v[0], h_ll = args.size.n > 1 ? args.size.v[1] : w_ll;
+    if (w_ll > MAX_SIDE || h_ll > MAX_SIDE) lb_usage_error(&program, "--size: at most %dx%d cells", MAX_SIDE, MAX_SIDE);
+    if (gens < 1) lb_usage_error(&program, "--gens must be positive");
+    if (frames < 0) lb_usage_error(&program, "--frames must be 0 or positive");
+    if (!(density >= 0.0 && density <= 1.0)) lb_usage_error(&program, "--density must be between 0 and 1");
+    int W = (int)w_ll, H = (int)h_ll, nw = (W + 31) / 32;
+    size_t cells = (size_t)W * H, byte_board = cells, word_board = sizeof(uint32_t) * (size_t)nw * H;
+
+    lb_gpu gpu;
+    lb_gpu_init(&gpu);
+    lb_require_device_memory(3 * byte_board + 3 * word_board + (args.check_only ? 0 : 2 * byte_board), "the boards");
+    if (!args.quiet)
+        printf("life: %dx%d torus, %d generations, %.0f%% alive at start, %s (%s), seed %llu, %d CPU threads\n", W, H,
+               gens, 100 * density, gpu.prop.name, gpu.sm, args.seed, omp_get_max_threads());
+
+    /* the start board and the CPU's board after G generations */
+    uint8_t *start = lb_host_alloc(byte_board, "the board"), *ref = lb_host_alloc(byte_board, "the CPU board");
+    uint8_t *tmp = lb_host_alloc(byte_board, "the CPU board"), *got = lb_host_alloc(byte_board, "the GPU board");
+    uint32_t *words = lb_host_alloc(word_board, "the packed board");
+    lb_rng rng;
+    lb_rng_seed(&rng, args.seed);
+    uint64_t threshold = (uint64_t)(density * 18446744073709551615.0);
+    for (size_t i = 0; i < cells; i++) start[i] = density >= 1.0 || lb_rng_next(&rng) < threshold;
+    memcpy(ref, start, byte_board);
+    double t0 = lb_wall_ms();
+    for (int g = 0; g < gens; g++) {
+        life_step_cpu(ref, tmp, W, H);
+        uint8_t *t = ref; ref = tmp; tmp = t;
+    }
+    double cpu_ms = lb_wall_ms() - t0;
+    size_t alive = 0;
+    for (size_t i = 0; i < cells; i++) alive += ref[i];
+
+    /* device boards: bytes for versions 1-2, words for 3 */
+    uint8_t *d_start8, *d_a8, *d_b8;
+    uint32_t *d_start32, *d_a32, *d_b32;
+    CUDA_CHECK(cudaMalloc((void **)&d_start8, byte_board));
+    CUDA_CHECK(cudaMalloc((void **)&d_a8, byte_board));
+    CUDA_CHECK(cudaMalloc((void **)&d_b8, byte_board));
+    CUDA_CHECK(cudaMalloc((void **)&d_start32, word_board));
+    CUDA_CHECK(cudaMalloc((void **)&d_a32, word_board));
+    CUDA_CHECK(cudaMalloc((void **)&d_b32, word_board));
+    CUDA_CHECK(cudaMemcpy(d_start8, start, byte_board, cudaMemcpyHostToDevice));
+    pack_board(start, words, W, H);
+    CUDA_CHECK(cudaMemcpy(d_start32, words, word_board, cudaMemcpyHostToDevice));
+
+    int first = args.version < 0 ? 1 : args.version, last = args.version < 0 ? N_VERSIONS - 1 : args.version;
+    double ms[N_VERSIONS] = {0};
+    lb_check check[N_VERSIONS];
+    int failures = 0;
+    for (int v = (first == 0 ? 1 : first); v <= last && first != 0; v++) {
+        life_job job = {v, W, H, gens, 1, v == 3 ? (void *)d_a32 : (void *)d_a8, v == 3 ? (void *)d_b32 : (void *)d_b8,
+                        v == 3 ? (const void *)d_start32 : (const void *)d_start8, v == 3 ? word_board : byte_board};
+        lb_poison_device(job.d_a, job.board_bytes);   /* 0xFF cells: neither 0 nor 1, and fail */
+        lb_poison_device(job.d_b, job.board_bytes);
+        CUDA_CHECK(run_generations(&job));
+        if (v == 3) {
+            CUDA_CHECK(cudaMemcpy(words, result_of(&job), word_board, cudaMemcpyDeviceToHost));
+            unpack_board(words, got, W, H);
+            /* the unused bits of each row's last word must have stayed 0 */
+            size_t stray = 0;
+            if (W % 32)
+                for (int y = 0; y < H; y++) stray += (words[(size_t)y * nw + nw - 1] >> (W % 32)) != 0;
+            if (stray && !args.quiet) fprintf(stderr, "  bitpacked: %zu rows have bits set past the board's width\n", stray);
+            failures += stray != 0;
+        } else {
+            CUDA_CHECK(cudaMemcpy(got, result_of(&job), byte_board, cudaMemcpyDeviceToHost));
+        }
+        /* compare as ints through a widening copy would cost memory: compare bytes directly */
+        lb_check c = {0, 0.0, 0.0};
+        for (size_t i = 0; i < cells; i++)
+            if (got[i] != ref[i]) {
+                if (!args.quiet && c.n_bad < 5)
+                    fprintf(stderr, "  %s mismatch at (x=%zu, y=%zu): got %d, want %d\n", version_name[v],
+                            i % (size_t)W, i / (size_t)W, got[i], ref[i]);
+                c.n_bad++;
+                c.max_abs_err = 1;
+            }
+        if (c.n_bad && !args.quiet) fprintf(stderr, "  %s: %zu of %zu cells wrong\n", version_name[v], c.n_bad, cells);
+        check[v] = c;
+        failures += c.n_bad != 0;
+        job.from_start = 0;   /* time the generations alone, continuing from the current board */
+        if (!args.check_only) ms[v] = lb_time_ms(run_generations, &job, 1, args.iters);
+    }
+
+    /* report, per generation */
+    double bound_gcells = 0.0;
+    if (!args.check_only) bound_gcells = lb_memcpy_ceiling_gbps(2 * byte_board, args.iters, NULL) / 2.0;
+    char sz[32], buf[96];
+    snprintf(sz, sizeof sz, "%dx%d", W, H);
+    double updates = (double)cells * gens;
+    int best = -1;
+    if (!args.quiet) {
+        printf("alive after %d generations: %zu of %zu cells\n", gens, alive, cells);
+        printf(" ver  version                       ms/gen    G cells/s   vs 2B/cell bound   check\n");
+        if (!args.check_only && args.version <= 0)
+            printf("   0  %-26s %10.4f %12.2f %12.3f         reference\n", version_title[0], cpu_ms / gens,
+                   updates / (cpu_ms * 1e6), updates / (cpu_ms * 1e6) / bound_gcells);
+    }
+    if (!args.check_only && args.version <= 0) {
+        lb_result r = {"life", 0, version_name[0], sz, cpu_ms / gens, "gcells_s", updates / (cpu_ms * 1e6),
+                       "membound_2B", updates / (cpu_ms * 1e6) / bound_gcells, -1};
+        lb_print_result(&r);
+    }
+    for (int v = (first == 0 ? 1 : first); v <= last && first != 0; v++) {
+        const char *verdict = lb_check_summary(&check[v], buf, sizeof buf);
+        if (args.check_only) {
+            if (!args.quiet) printf("  %2d  %-26s          -            -                  -   %s\n", v, version_title[v], verdict);
+            continue;
+        }
+        double rate = updates / (ms[v] * 1e6);
+        if (best < 0 || ms[v] < ms[best]) best = v;
+        if (!args.quiet)
+            printf("  %2d  %-26s %10.4f %12.1f %12.3f         %s\n", v, version_title[v], ms[v] / gens, rate,
+                   rate / bound_gcells, verdict);
+        lb_result r = {"life", v, version_name[v], sz, ms[v] / gens, "gcells_s", rate, "membound_2B",
+                       rate / bound_gcells, check[v].n_bad == 0};
+        lb_print_result(&r);
+    }
+    if (!args.quiet && !args.check_only)
+        printf("memory bound for versions 1-2: 2 bytes per cell per generation at %.0f GB/s (D2D memcpy, this run) "
+               "= %.1f G cells/s\n", 2 * bound_gcells, bound_gcells);
+
+    /* pictures: the final board, and with --frames every K-th generation (CPU, from the start) */
+    if (!no_png) write_board_png(png_path, ref, W, H);
+    if (frames > 0) {
+        uint8_t *a = tmp, *b = got;
+        memcpy(a, start, byte_board);
+        char name[64];
+        for (int g = 0; g <= gens; g++) {
+            if (g % frames == 0) {
+                snprintf(name, sizeof name, "life_frame_%06d.png", g);
+                write_board_png(name, a, W, H);
+            }
+            if (g < gens) {
+                life_step_cpu(a, b, W, H);
+                uint8_t *t = a; a = b; b = t;
+            }
+        }
+        if (!args.quiet) printf("wrote life_frame_*.png every %d generations\n", frames);
+    }
+    if (!args.quiet && !no_png) printf("wrote %s\n", png_path);
+    if (args.quiet) {
+        if (best > 0)
+            printf("life: %s x %d gens, best v%d %.1f G cell updates/s = %.2fx the 2-byte memory bound, %s\n", sz, gens,
+                   best, updates / (ms[best] * 1e6), updates / (ms[best] * 1e6) / bound_gcells, failures ? "FAIL" : "PASS");
+        else
+            printf("life: %s x %d gens, %s\n", sz, gens, failures ? "FAIL" : "all versions PASS");
+    }
+
+    CUDA_CHECK(cudaFree(d_start8)); CUDA_CHECK(cudaFree(d_a8)); CUDA_CHECK(cudaFree(d_b8));
+    CUDA_CHECK(cudaFree(d_start32)); CUDA_CHECK(cudaFree(d_a32)); CUDA_CHECK(cudaFree(d_b32));
+    free(start); free(ref); free(tmp); free(got); free(words);
+    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+}
