@@ -6,10 +6,11 @@
  *   1  global memory, one thread per cell, any number of blocks (the book's version runs in
  *      a single block and syncs it; separate input and output boards make that unnecessary:
  *      every thread reads only the old board and writes only the new one)
- *   2  shared-memory tiles: a block copies its 32x32 cells plus a 1-cell halo into shared
- *      memory once, and its threads read the 9-cell neighbourhoods from there
+ *   2  shared-memory tiles: a block copies its tile plus a one-cell halo into shared memory
+ *      once and its threads read the neighbourhoods from there, 4 cells (bytes) per 32-bit
+ *      word added at once (one cell per thread when the width is not a multiple of 4)
  *   3  bit-packed: 32 cells per 32-bit word, the 8 neighbour counts of 32 cells added at once
- *      with bitwise full adders
+ *      with bitwise full adders, 4 rows per thread
  *
  * Versions 1 and 2 move at least 2 bytes per cell per generation (read the old cell, write
  * the new one): memory-bound. Version 3 moves 1/4 byte per cell.
@@ -38,14 +39,77 @@ __global__ void life_kernel1(const uint8_t *in, uint8_t *out, int W, int H)
 
 /* ---------------------------------------------------------------- 2: shared tiles + halo */
 
-#define T2_W 32               /* tile width = blockDim.x */
-#define T2_H 32               /* tile height = blockDim.y * T2_ROWS */
-#define T2_ROWS 4             /* rows per thread */
-/* The block (32 x 8 threads) owns a 32 x 32 tile. Its neighbourhoods need one more cell on
- * every side, so it loads (32+2) x (32+2) cells: 1.13 global bytes per cell instead of the
- * 9 reads per cell of version 1 (which the L1 cache mostly absorbed, at the cost of 9 load
- * instructions per cell). */
-__global__ void life_kernel2(const uint8_t *in, uint8_t *out, int W, int H)
+/* Four cells per 32-bit word. Byte b of a word is cell 4*i + b (the GPU is little-endian),
+ * each byte 0 or 1. The 8 neighbour counts of a word's 4 cells are added as whole words:
+ * a count is at most 8, so no byte ever carries into the next. The left neighbours of the
+ * 4 cells are the word shifted up one byte with the previous word's last byte shifted in:
+ * __funnelshift_l(prev, cur, 8) = (cur << 8) | (prev >> 24); the right ones likewise. */
+__device__ __forceinline__ uint32_t rule4(uint32_t count, uint32_t alive)
+{
+    /* __vcmpeq4: 0xFF in each byte where the bytes are equal */
+    uint32_t born_or_stay = __vcmpeq4(count, 0x03030303u) | (__vcmpeq4(count, 0x02020202u) & (alive * 0xFFu));
+    return born_or_stay & 0x01010101u;
+}
+
+#define T2_W 32               /* tile width in words (128 cells) = blockDim.x = warp size */
+#define T2_H 64               /* tile height in rows = blockDim.y * T2_ROWS */
+#define T2_ROWS 8             /* consecutive rows per thread */
+/* The block (32 x 8 threads) owns 32 words x 64 rows. It copies them with a one-word halo on
+ * every side into shared memory, (64+2) x (32+2) words: 1.09 global reads per word. Warp w
+ * copies rows w, w+8, ...: each row's 32 inner words are one coalesced 128-byte load, and
+ * lanes 0 and 1 also fetch the row's left and right halo word. The loop is unrolled, so a
+ * thread has all its 9 loads in flight at once. Each thread then walks down its 8 rows
+ * keeping the row above, the row and the row below in registers: 3 shared-memory reads
+ * per output word. */
+__global__ void life_kernel2(const uint32_t *in, uint32_t *out, int NW, int H)
+{
+    __shared__ uint32_t tile[T2_H + 2][T2_W + 2];
+    int x0 = blockIdx.x * T2_W, y0 = blockIdx.y * T2_H, lane = threadIdx.x;
+    /* wrap: the halo of the first tile is the board's last column/row; a tile sticking out
+     * past the board's end wraps the same way and does not write those cells */
+    int gx = x0 + lane < NW ? x0 + lane : (x0 + lane) % NW;
+    int hx = lane == 0 ? (x0 == 0 ? NW - 1 : x0 - 1) : (x0 + T2_W) % NW;   /* halo column */
+    constexpr int STEP = T2_H / T2_ROWS, N_LOADS = (T2_H + 2 + STEP - 1) / STEP;
+    uint32_t inner[N_LOADS], halo[N_LOADS];
+#pragma unroll
+    for (int k = 0; k < N_LOADS; k++) {   /* first issue every load ... */
+        int r = threadIdx.y + k * STEP, gy = y0 + r - 1;
+        gy = gy < 0 ? gy + H : gy >= H ? gy % H : gy;
+        const uint32_t *row = in + (size_t)gy * NW;
+        if (r < T2_H + 2) {
+            inner[k] = row[gx];
+            if (lane < 2) halo[k] = row[hx];
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < N_LOADS; k++) {   /* ... then store them: the latencies overlap */
+        int r = threadIdx.y + k * STEP;
+        if (r < T2_H + 2) {
+            tile[r][lane + 1] = inner[k];
+            if (lane < 2) tile[r][lane == 0 ? 0 : T2_W + 1] = halo[k];
+        }
+    }
+    __syncthreads();   /* the whole tile, halo included, must be in place before anyone reads it */
+
+    int lx = threadIdx.x + 1, x = x0 + threadIdx.x, ly0 = threadIdx.y * T2_ROWS + 1;
+    uint32_t three[T2_ROWS + 2], sides[T2_ROWS + 2], centre[T2_ROWS + 2];
+#pragma unroll
+    for (int k = 0; k < T2_ROWS + 2; k++) {   /* per row: left + right, and left + centre + right */
+        uint32_t p = tile[ly0 - 1 + k][lx - 1], c = tile[ly0 - 1 + k][lx], n = tile[ly0 - 1 + k][lx + 1];
+        sides[k] = __funnelshift_l(p, c, 8) + __funnelshift_r(c, n, 8);
+        three[k] = sides[k] + c;
+        centre[k] = c;
+    }
+#pragma unroll
+    for (int k = 1; k <= T2_ROWS; k++) {
+        int y = y0 + ly0 - 1 + k - 1;
+        uint32_t count = three[k - 1] + sides[k] + three[k + 1];
+        if (x < NW && y < H) out[(size_t)y * NW + x] = rule4(count, centre[k]);
+    }
+}
+
+/* The same tile idea one cell per thread, for boards whose width is not a multiple of 4. */
+__global__ void life_kernel2_bytes(const uint8_t *in, uint8_t *out, int W, int H)
 {
     __shared__ uint8_t tile[T2_H + 2][T2_W + 2];
     int x0 = blockIdx.x * T2_W, y0 = blockIdx.y * T2_H;
@@ -53,14 +117,11 @@ __global__ void life_kernel2(const uint8_t *in, uint8_t *out, int W, int H)
     for (int i = tid; i < (T2_H + 2) * (T2_W + 2); i += blockDim.x * blockDim.y) {
         int r = i / (T2_W + 2), c = i % (T2_W + 2);
         int gx = x0 + c - 1, gy = y0 + r - 1;
-        /* wrap: the halo of the first tile is the last column/row of the board; a tile that
-         * sticks out past the board's end (W or H not a multiple of 32) wraps the same way,
-         * and the cells it computes there are not written */
         gx = gx < 0 ? gx + W : gx >= W ? gx % W : gx;
         gy = gy < 0 ? gy + H : gy >= H ? gy % H : gy;
         tile[r][c] = in[(size_t)gy * W + gx];
     }
-    __syncthreads();   /* the whole tile, halo included, must be in place before anyone reads it */
+    __syncthreads();
     int lx = threadIdx.x + 1, x = x0 + threadIdx.x;
 #pragma unroll
     for (int k = 0; k < T2_ROWS; k++) {
@@ -73,7 +134,7 @@ __global__ void life_kernel2(const uint8_t *in, uint8_t *out, int W, int H)
 
 /* ---------------------------------------------------------------- 3: bit-packed */
 
-/* One thread per word: 32 cells. For each of the 3 rows it builds the words of the left
+/* One thread per word column: 32 cells wide, 8 rows down. For each row it builds the words of the left
  * neighbours (cells x-1: the word shifted up one bit, plus the last cell of the previous
  * word) and of the right neighbours (x+1), so that bit b of each of the 8 neighbour words
  * is one neighbour of cell b. Then it adds the 8 words bit by bit with full adders: 3 sum
@@ -87,16 +148,36 @@ __device__ __forceinline__ void full_add(uint32_t a, uint32_t b, uint32_t c, uin
 
 struct row_words { uint32_t left, centre, right; };
 
-/* The neighbour words of word j of one row (nw words, the last has `valid` bits). */
-__device__ __forceinline__ row_words neighbours_in_row(const uint32_t *row, int j, int nw, int valid)
+/* 8 neighbour words and the centre -> the next state of 32 cells */
+__device__ __forceinline__ uint32_t rule32(const row_words &u, const row_words &m, const row_words &d)
 {
-    uint32_t cur = row[j];
-    uint32_t prev = row[j == 0 ? nw - 1 : j - 1], next = row[j == nw - 1 ? 0 : j + 1];
-    /* cell x-1 of bit 0: the top cell of the previous word, or across the wrap the last
-     * valid cell of the row (bit valid-1 of the last word) */
-    uint32_t west_bit = j == 0 ? (prev >> (valid - 1)) & 1u : prev >> 31;
-    /* cell x+1 of the word's top cell: bit 0 of the next word (word 0 across the wrap) */
-    int top = j == nw - 1 ? valid - 1 : 31;
+    /* add 8 one-bit numbers per bit position: ones (s0), twos (s1), fours (s2) */
+    uint32_t sa, ca, sb, cb, s0, cd, t1, t2;
+    full_add(u.left, u.centre, u.right, sa, ca);
+    full_add(m.left, m.right, d.left, sb, cb);
+    uint32_t sc = d.centre ^ d.right, cc = d.centre & d.right;   /* half adder */
+    full_add(sa, sb, sc, s0, cd);            /* weight 1 */
+    full_add(ca, cb, cc, t1, t2);            /* weight 2 ... */
+    uint32_t s1 = t1 ^ cd, t3 = t1 & cd;
+    uint32_t s2 = t2 ^ t3;                   /* weight 4 (8 neighbours give 0: dead either way) */
+    /* alive next: count == 3 (s2=0, s1=1, s0=1), or count == 2 (s0=0) and alive now */
+    return ~s2 & s1 & (s0 | m.centre);
+}
+
+#define T3_ROWS 8   /* consecutive rows per thread: each row's words are loaded once, used 3 times */
+/* The left and right neighbour words of lane l are lane l-1's and l+1's own words: a warp
+ * shuffle passes them over, and only the lanes at the warp's edges (and at the row's wrap)
+ * load a second word. Every lane takes part in the shuffles, so lanes past the row's end
+ * load a valid word and simply do not store. */
+__device__ __forceinline__ row_words row_neighbours(const uint32_t *row, int j, int nw, int valid)
+{
+    int lane = threadIdx.x, jc = j < nw ? j : nw - 1;
+    uint32_t cur = row[jc];
+    uint32_t from_left = __shfl_up_sync(0xffffffffu, cur, 1), from_right = __shfl_down_sync(0xffffffffu, cur, 1);
+    uint32_t prev = (lane > 0 && jc > 0) ? from_left : row[jc == 0 ? nw - 1 : jc - 1];
+    uint32_t next = (lane < 31 && jc + 1 < nw) ? from_right : row[jc == nw - 1 ? 0 : jc + 1];
+    uint32_t west_bit = jc == 0 ? (prev >> (valid - 1)) & 1u : prev >> 31;
+    int top = jc == nw - 1 ? valid - 1 : 31;
     row_words r;
     r.centre = cur;
     r.left = (cur << 1) | west_bit;
@@ -107,30 +188,21 @@ __device__ __forceinline__ row_words neighbours_in_row(const uint32_t *row, int 
 __global__ void life_kernel3(const uint32_t *in, uint32_t *out, int W, int H)
 {
     int nw = (W + 31) / 32, valid = W - 32 * (nw - 1);
-    int j = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (j >= nw || y >= H) return;
-    const uint32_t *row_up = in + (size_t)(y == 0 ? H - 1 : y - 1) * nw;
-    const uint32_t *row_mid = in + (size_t)y * nw;
-    const uint32_t *row_down = in + (size_t)(y == H - 1 ? 0 : y + 1) * nw;
-    row_words u = neighbours_in_row(row_up, j, nw, valid);
-    row_words m = neighbours_in_row(row_mid, j, nw, valid);
-    row_words d = neighbours_in_row(row_down, j, nw, valid);
-
-    /* add 8 one-bit numbers per bit position: ones (s0), twos (s1), fours (s2) */
-    uint32_t sa, ca, sb, cb, sc, cc, s0, cd, t1, t2, s1, t3;
-    full_add(u.left, u.centre, u.right, sa, ca);
-    full_add(m.left, m.right, d.left, sb, cb);
-    sc = d.centre ^ d.right;                 /* half adder */
-    cc = d.centre & d.right;
-    full_add(sa, sb, sc, s0, cd);            /* weight 1 */
-    full_add(ca, cb, cc, t1, t2);            /* weight 2 ... */
-    s1 = t1 ^ cd;
-    t3 = t1 & cd;
-    uint32_t s2 = t2 ^ t3;                   /* weight 4 (8 neighbours give 0: dead either way) */
-    /* alive next: count == 3 (s2=0, s1=1, s0=1) or count == 2 (s2=0, s1=1, s0=0) and alive */
-    uint32_t next = ~s2 & s1 & (s0 | m.centre);
-    if (j == nw - 1 && valid < 32) next &= (1u << valid) - 1u;   /* keep the unused bits 0 */
-    out[(size_t)y * nw + j] = next;
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * T3_ROWS;
+    if (y0 >= H) return;   /* the whole warp shares y0: it leaves together */
+    uint32_t mask = (j == nw - 1 && valid < 32) ? (1u << valid) - 1u : ~0u;   /* unused bits stay 0 */
+    row_words u = row_neighbours(in + (size_t)(y0 == 0 ? H - 1 : y0 - 1) * nw, j, nw, valid);
+    row_words m = row_neighbours(in + (size_t)y0 * nw, j, nw, valid);
+#pragma unroll
+    for (int k = 0; k < T3_ROWS; k++) {
+        int y = y0 + k;
+        if (y >= H) break;   /* also the same for the whole warp */
+        row_words d = row_neighbours(in + (size_t)(y == H - 1 ? 0 : y + 1) * nw, j, nw, valid);
+        if (j < nw) out[(size_t)y * nw + j] = rule32(u, m, d) & mask;
+        u = m;
+        m = d;
+    }
 }
 
 /* ---------------------------------------------------------------- launchers */
@@ -144,7 +216,11 @@ extern "C" cudaError_t life_step_bytes(int version, const uint8_t *d_in, uint8_t
         life_kernel1<<<dim3(cdiv(w, 32), cdiv(h, 8)), dim3(32, 8)>>>(d_in, d_out, w, h);
         break;
     case 2:
-        life_kernel2<<<dim3(cdiv(w, T2_W), cdiv(h, T2_H)), dim3(T2_W, T2_H / T2_ROWS)>>>(d_in, d_out, w, h);
+        if (w % 4 == 0)   /* whole words per row: 4 cells per thread-word */
+            life_kernel2<<<dim3(cdiv(w / 4, T2_W), cdiv(h, T2_H)), dim3(T2_W, T2_H / T2_ROWS)>>>(
+                reinterpret_cast<const uint32_t *>(d_in), reinterpret_cast<uint32_t *>(d_out), w / 4, h);
+        else
+            life_kernel2_bytes<<<dim3(cdiv(w, T2_W), cdiv(h, T2_H)), dim3(T2_W, T2_H / T2_ROWS)>>>(d_in, d_out, w, h);
         break;
     default:
         return cudaErrorInvalidValue;
@@ -155,6 +231,6 @@ extern "C" cudaError_t life_step_bytes(int version, const uint8_t *d_in, uint8_t
 extern "C" cudaError_t life_step_bits(const uint32_t *d_in, uint32_t *d_out, int w, int h)
 {
     int nw = (w + 31) / 32;
-    life_kernel3<<<dim3(cdiv(nw, 32), cdiv(h, 8)), dim3(32, 8)>>>(d_in, d_out, w, h);
+    life_kernel3<<<dim3(cdiv(nw, 32), cdiv(h, 8 * T3_ROWS)), dim3(32, 8)>>>(d_in, d_out, w, h);
     return cudaGetLastError();
 }

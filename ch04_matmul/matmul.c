@@ -11,7 +11,8 @@
  *   3  2D register blocking, 4x4 outputs per thread
  *   4  128x128 tiles, 8x8 per thread, float4 loads, transposed A tile
  *   5  as 4 with conflict-free 4x4 quads and double buffering
- *   6  as 5 with K steps of 16 and an L2-friendly block order
+ *   6  tiles copied by cp.async three K steps ahead (K steps of 16, grouped block order)
+ *   7  128 threads of 8x16 outputs in 2x2 warp tiles, register double buffering
  *
  * Verification: cuBLAS against a CPU reference accumulating in double (every element up
  * to 2^30 multiply-adds, else 8 sampled rows and 8 sampled columns); every kernel against
@@ -26,11 +27,11 @@
 #include <string.h>
 
 #define N_VERSIONS (MATMUL_LAST_KERNEL + 1)
-static const char *const version_name[N_VERSIONS] = {"cublas", "naive", "tiled", "regblock4x4", "float4_8x8", "quads_dbuf", "bk16_grouped"};
+static const char *const version_name[N_VERSIONS] = {"cublas", "naive", "tiled", "regblock4x4", "float4_8x8", "quads_dbuf", "cp_async", "warptile_8x16"};
 static const char *version_title(int v, char *buf, size_t len)
 {
     static const char *const titles[N_VERSIONS] = {"cuBLAS sgemm", "naive", "shared tiles", "2D reg. blocking 4x4",
-                                                   "8x8, float4, A^T tile", "4x4 quads, double buf.", "BK=16, grouped order"};
+                                                   "8x8, float4, A^T tile", "4x4 quads, double buf.", "cp.async, 3 stages", "2x2 warps, 8x16/thread"};
     if (v == 2) snprintf(buf, len, "shared tiles TILE=%d", matmul_tile());
     else snprintf(buf, len, "%s", titles[v]);
     return buf;
@@ -131,7 +132,7 @@ static void sweep(cublasHandle_t handle, int iters)
 {
     static const int sizes[] = {512, 1024, 2048, 4096, 8192};
     printf("sweep: TFLOP/s (ratio to cuBLAS) for square sizes; naive by block edge, tiled by TILE\n");
-    printf("   size   cuBLAS   naive b8  naive b16  naive b32  tiled 8  tiled 16  tiled 32      v3      v4      v5      v6\n");
+    printf("   size   cuBLAS   naive b8  naive b16  naive b32  tiled 8  tiled 16  tiled 32      v3      v4      v5      v6      v7\n");
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int n = sizes[s];
         size_t bytes = sizeof(float) * (size_t)n * n;
@@ -154,7 +155,8 @@ static void sweep(cublasHandle_t handle, int iters)
                          {1, 0, handle, d_a, d_b, d_c, n, n, n, 32}, {2, 8, handle, d_a, d_b, d_c, n, n, n, 0},
                          {2, 16, handle, d_a, d_b, d_c, n, n, n, 0}, {2, 32, handle, d_a, d_b, d_c, n, n, n, 0},
                          {3, 0, handle, d_a, d_b, d_c, n, n, n, 0},  {4, 0, handle, d_a, d_b, d_c, n, n, n, 0},
-                         {5, 0, handle, d_a, d_b, d_c, n, n, n, 0},  {6, 0, handle, d_a, d_b, d_c, n, n, n, 0}};
+                         {5, 0, handle, d_a, d_b, d_c, n, n, n, 0},  {6, 0, handle, d_a, d_b, d_c, n, n, n, 0},
+                         {7, 0, handle, d_a, d_b, d_c, n, n, n, 0}};
         for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; j++) {
             double t = tflops(n, n, n, lb_time_ms(run_version, &jobs[j], 1, reps));
             printf(" %5.1f(%.2f)", t, t / t0);
@@ -182,7 +184,8 @@ static const lb_program program = {
     "  3  2D register blocking, 4x4 outputs per thread\n"
     "  4  128x128 tiles, 8x8 per thread, float4 loads, transposed A tile\n"
     "  5  as 4, conflict-free 4x4 quads, double buffering\n"
-    "  6  as 5, K steps of 16, blocks in L2-friendly groups\n"
+    "  6  cp.async pipeline, 3 stages, K steps of 16, grouped block order\n"
+    "  7  2x2 warp tiles, 8x16 outputs per thread, double buffering\n"
     "--size is N (square) or M,N,K.\n",
     LB_USE_ALL, options, 1};
 

@@ -4,7 +4,7 @@ bad_input 2 ./matmul --size 0
 bad_input 2 ./matmul --size 2,3
 bad_input 2 ./matmul --size 1,2,3,4
 bad_input 2 ./matmul --size 100000
-bad_input 2 ./matmul 7
+bad_input 2 ./matmul 8
 bad_input 2 ./matmul --block 33
 bad_input 0 ./matmul --help
 no_gpu ./matmul
