@@ -28,7 +28,7 @@ for n in 1 2 3 4 5 31 1000 2^20+3; do
 done
 gpu_check ./vecadd --check-only --size 2^20+3 --block 96
 gpu_check ./vecadd --check-only --size 100001 --block 1000
-gpu_check ./vecadd 3 --check-only --size 2^22+1 --block 32
+gpu_check_large ./vecadd 3 --check-only --size 2^22+1 --block 32
 gpu_check ./vecadd --size 2^16 --iters 3
 gpu_check ./elementwise --check-only --size 1
 gpu_check ./elementwise --check-only --size 2^20+3 --block 100

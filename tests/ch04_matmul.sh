@@ -10,12 +10,12 @@ bad_input 0 ./matmul --help
 no_gpu ./matmul
 
 gpu_check ./matmul --check-only --size 1,1,1
-gpu_check ./matmul --check-only --size 1000,1023,777
+gpu_check_large ./matmul --check-only --size 1000,1023,777
 gpu_check ./matmul --check-only --size 17,33,65
 gpu_check ./matmul --check-only --size 128,128,13
 gpu_check ./matmul --check-only --size 256,260,100
 gpu_check ./matmul --check-only --size 513
-gpu_check ./matmul --check-only --size 2048
+gpu_check_large ./matmul --check-only --size 2048
 gpu_check ./matmul 1 --check-only --size 100,200,50 --block 7
 gpu_check ./matmul --size 256 --iters 2
 
@@ -34,8 +34,8 @@ no_gpu ./life
 gpu_check ./life --check-only --size 1 --gens 3 --no-png
 gpu_check ./life --check-only --size 5x7 --gens 20 --no-png
 gpu_check ./life --check-only --size 33x17 --gens 40 --no-png
-gpu_check ./life --check-only --size 1000x1023 --gens 25 --no-png
+gpu_check_large ./life --check-only --size 1000x1023 --gens 25 --no-png
 gpu_check ./life --check-only --size 100x3 --gens 10 --density 0.5 --no-png
 gpu_check ./life --check-only --size 64 --gens 7 --density 1 --no-png
-gpu_check ./life --check-only --size 2048 --gens 30 --no-png
+gpu_check_large ./life --check-only --size 2048 --gens 30 --no-png
 gpu_check ./life --size 96x80 --gens 12 --iters 2 --frames 4 --png "$LOG_DIR/life-test.png"

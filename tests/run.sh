@@ -114,6 +114,13 @@ gpu_check() {
     fi
 }
 
+# gpu_check_large <command...> : like gpu_check, but too slow to repeat under the sanitizer's
+# four tools (large sizes); the small cases beside it cover the same code there
+gpu_check_large() {
+    [ $SANITIZE = 1 ] && return
+    gpu_check "$@"
+}
+
 # gpu_expect <exit> <pattern> <command...> : a GPU run with a given exit code and output
 gpu_expect() {
     local want=$1 pattern=$2; shift 2
