@@ -105,6 +105,18 @@ __device__ __forceinline__ void store4(float *p, int r, int c, int rows, int col
     if (c + 3 < cols) q[3] = v.w;
 }
 
+/* acc += a b^T for a thread's 8 values of A (in a0, a1) and 8 of B (in b0, b1): 64 FMAs.
+ * (forceinline: acc stays in registers, every index is a compile-time constant) */
+__device__ __forceinline__ void outer_8x8(float (&acc)[8][8], float4 a0, float4 a1, float4 b0, float4 b1)
+{
+    float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+    float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+}
+
 /* ---------------------------------------------------------------- 3: 2D register blocking */
 
 #define K3_BM 64
@@ -181,12 +193,7 @@ __global__ void __launch_bounds__(256) matmul_kernel4(const float *A, const floa
             float4 a1 = *reinterpret_cast<const float4 *>(&As[kk][ty * 8 + 4]);
             float4 b0 = *reinterpret_cast<const float4 *>(&Bs[kk][tx * 8]);
             float4 b1 = *reinterpret_cast<const float4 *>(&Bs[kk][tx * 8 + 4]);
-            float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-#pragma unroll
-                for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+            outer_8x8(acc, a0, a1, b0, b1);
         }
         __syncthreads();
     }
@@ -236,12 +243,7 @@ __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const floa
             float4 a1 = *reinterpret_cast<const float4 *>(&As[buf][kk][64 + ty * 4]);
             float4 b0 = *reinterpret_cast<const float4 *>(&Bs[buf][kk][tx * 4]);
             float4 b1 = *reinterpret_cast<const float4 *>(&Bs[buf][kk][64 + tx * 4]);
-            float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-#pragma unroll
-                for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+            outer_8x8(acc, a0, a1, b0, b1);
         }
         if (more) {   /* the other buffer was last read before the previous barrier: free */
             As[buf ^ 1][a_c + 0][a_r] = av.x; As[buf ^ 1][a_c + 1][a_r] = av.y;
