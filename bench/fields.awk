@@ -17,6 +17,7 @@ function unit_text(u) {
     if (u == "gbps") return "GB/s"
     if (u == "tflops") return "TFLOP/s"
     if (u == "giter_s") return "G iter/s"
+    if (u == "gcells_s") return "G cells/s"
     if (u == "speedup_vs_cpu") return "x CPU"
     if (u == "kernel_share") return "kernel share"
     return u
