@@ -1,0 +1,20 @@
+# tests/ch06_profiling.sh - cases for ch06_profiling, sourced by tests/run.sh (helpers are defined there).
+for p in events bandwidth; do
+    bad_input 2 ./$p --bogus
+    bad_input 2 ./$p --size 0
+    bad_input 2 ./$p --iters 0
+    bad_input 0 ./$p --help
+    no_gpu ./$p
+done
+bad_input 2 ./events --reps 0
+bad_input 2 ./events --block 0
+bad_input 2 ./bandwidth 1
+
+gpu_expect 2 "not allowed" ./events --block 2048
+gpu_expect 2 "needs" ./bandwidth --size 2^44
+gpu_check ./events --check-only --size 1
+gpu_check ./events --check-only --size 2^20+3 --block 96 --reps 50
+gpu_check ./events --size 2^16 --reps 20 --iters 3
+gpu_check ./bandwidth --check-only --size 1
+gpu_check ./bandwidth --check-only --size 1000003
+gpu_check ./bandwidth --size 1M --iters 2
