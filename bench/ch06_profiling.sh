@@ -1,3 +1,4 @@
 # bench/ch06_profiling.sh - what `make bench` measures in ch06_profiling (sourced by bench/run.sh)
 measure ./events
 measure ./bandwidth
+measure ./divergence

@@ -477,6 +477,19 @@ lb_check lb_check_i32(const char *what, const int *got, const int *want, size_t 
     return c;
 }
 
+size_t lb_sample_step(size_t n, double cost_per_element, double budget)
+{
+    double affordable = budget / (cost_per_element > 0 ? cost_per_element : 1);
+    if ((double)n <= affordable || affordable < 1) return 1;
+    return (size_t)((double)n / affordable) + 1;
+}
+
+size_t lb_sample_next(size_t i, size_t n, size_t step)
+{
+    if (i + step < n || i == n - 1) return i + step;
+    return n - 1;
+}
+
 const char *lb_check_summary(const lb_check *c, char *buf, size_t len)
 {
     if (c->n_bad)

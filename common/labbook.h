@@ -255,6 +255,10 @@ lb_check lb_check_f32(const char *what, const float *got, const float *want, siz
                       double atol, double rtol, int quiet);
 /* Exact comparison of ints; prints the first mismatches unless quiet. */
 lb_check lb_check_i32(const char *what, const int *got, const int *want, size_t n, int quiet);
+/* Sampled checks: for (i = 0; i < n; i = lb_sample_next(i, n, step)) visits 0, step, 2*step, ...
+ * and always n-1 last, so the ends are covered when checking every element costs too much. */
+size_t lb_sample_step(size_t n, double cost_per_element, double budget);
+size_t lb_sample_next(size_t i, size_t n, size_t step);
 /* "PASS (max rel err 3.1e-06)" or "FAIL (12 of 1000 wrong, max abs err ...)" into buf. */
 const char *lb_check_summary(const lb_check *c, char *buf, size_t len);
 

@@ -18,3 +18,14 @@ gpu_check ./events --size 2^16 --reps 20 --iters 3
 gpu_check ./bandwidth --check-only --size 1
 gpu_check ./bandwidth --check-only --size 1000003
 gpu_check ./bandwidth --size 1M --iters 2
+
+bad_input 2 ./divergence --bogus
+bad_input 2 ./divergence --block 96
+bad_input 2 ./divergence --work 0
+bad_input 2 ./divergence 0
+bad_input 2 ./divergence 3
+bad_input 0 ./divergence --help
+no_gpu ./divergence
+gpu_check ./divergence --check-only --size 1
+gpu_check ./divergence --check-only --size 2^20+3 --block 128 --work 20
+gpu_check ./divergence --size 2^16 --work 16 --iters 3 --print

@@ -132,6 +132,16 @@ static void test_checkers(void)
     gi[3] = -1;
     CHECK(lb_check_i32("ints", gi, wi, 4, 1).n_bad == 1);
 
+    /* sampling: every element when affordable; else a stride, and always the last */
+    CHECK(lb_sample_step(100, 1.0, 1000.0) == 1);
+    size_t step = lb_sample_step(1000, 10.0, 1000.0), visits = 0, last = 0;
+    CHECK(step > 1);
+    for (size_t i = 0; i < 1000; i = lb_sample_next(i, 1000, step)) visits++, last = i;
+    CHECK(last == 999 && visits <= 1000 / step + 2);
+    visits = 0;
+    for (size_t i = 0; i < 1; i = lb_sample_next(i, 1, 1)) visits++;
+    CHECK(visits == 1);
+
     char buf[96];
     lb_check ok = {0, 0.0, 0.0}, bad = {3, 0.5, 0.1};
     CHECK(strncmp(lb_check_summary(&ok, buf, sizeof buf), "PASS", 4) == 0);
