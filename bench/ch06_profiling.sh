@@ -2,3 +2,5 @@
 measure ./events
 measure ./bandwidth
 measure ./divergence
+measure ./occupancy
+measure ./occupancy 1 --smem 49152

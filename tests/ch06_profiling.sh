@@ -29,3 +29,16 @@ no_gpu ./divergence
 gpu_check ./divergence --check-only --size 1
 gpu_check ./divergence --check-only --size 2^20+3 --block 128 --work 20
 gpu_check ./divergence --size 2^16 --work 16 --iters 3 --print
+
+bad_input 2 ./occupancy --bogus
+bad_input 2 ./occupancy 0
+bad_input 2 ./occupancy 3
+bad_input 2 ./occupancy --smem -1
+bad_input 2 ./occupancy --work 0
+bad_input 0 ./occupancy --help
+no_gpu ./occupancy
+gpu_expect 2 "at most" ./occupancy --smem 1000000
+gpu_check ./occupancy --check-only --size 1
+gpu_check ./occupancy --check-only --size 2^20+3 --work 3
+gpu_check ./occupancy 1 --check-only --size 100000 --smem 65536
+gpu_check ./occupancy 2 --size 2^16 --iters 2
