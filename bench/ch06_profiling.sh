@@ -4,3 +4,4 @@ measure ./bandwidth
 measure ./divergence
 measure ./occupancy
 measure ./occupancy 1 --smem 49152
+measure ./streams

@@ -42,3 +42,15 @@ gpu_check ./occupancy --check-only --size 1
 gpu_check ./occupancy --check-only --size 2^20+3 --work 3
 gpu_check ./occupancy 1 --check-only --size 100000 --smem 65536
 gpu_check ./occupancy 2 --size 2^16 --iters 2
+
+bad_input 2 ./streams --bogus
+bad_input 2 ./streams --streams 0
+bad_input 2 ./streams --chunks 0
+bad_input 2 ./streams --arrays -3
+bad_input 2 ./streams --size 0
+bad_input 0 ./streams --help
+no_gpu ./streams
+gpu_check ./streams --check-only --arrays 1 --size 1
+gpu_check ./streams --check-only --arrays 7 --size 1000003 --streams 3 --chunks 5 --reps 10
+gpu_check ./streams --check-only --arrays 3 --size 100 --streams 8 --chunks 1000
+gpu_check ./streams --arrays 8 --size 2^16 --reps 50 --iters 2

@@ -1,0 +1,209 @@
+/* streams.c - overlapping copies and kernels with CUDA streams (the book's chapter 5).
+ *
+ *   K arrays of M floats (default 200 x 2^20, 800 MB), in pinned host memory; each is copied
+ *   to the GPU, processed (--reps FMAs per element) and copied back.
+ *   build: make ch06      run: ./streams [--arrays K] [--size M] [--streams S] [--chunks C] [--reps R]
+ *
+ * Schedules, each verified and timed:
+ *   the parts alone      all copies in, the kernel over everything, all copies out, one
+ *                        at a time: their maximum is the bound for any overlap, their sum
+ *                        what no overlap costs
+ *   serial, K arrays     copy in, kernel, copy out for one array after the other, default stream
+ *   streams, K arrays    array k on stream k % S: one array's kernel runs while the next is
+ *                        copied in and the previous copied out (copy engines both ways)
+ *   pipeline             the same data as one array cut into C chunks over S streams
+ * The pipeline is compared with the bound: the goal is within 1.2x of it. NVTX ranges name
+ * each schedule for Nsight Systems.
+ */
+#include "labbook.h"
+#include "streams_kernels.h"
+#include <nvtx3/nvToolsExt.h>
+
+#include <math.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- CPU reference */
+
+static float work_cpu(float v, int reps)
+{
+    for (int r = 0; r < reps; r++) v = fmaf(WORK_A, v, WORK_B);   /* as __fmaf_rn on the GPU */
+    return v;
+}
+
+/* ---------------------------------------------------------------- schedules */
+
+typedef struct {
+    const float *h_in;   /* pinned */
+    float *h_out;        /* pinned */
+    float *d;            /* device */
+    size_t total;        /* floats */
+    int reps;
+    cudaStream_t *streams;
+} buffers;
+
+/* Cut the data into `chunks` pieces; piece c goes on stream c % n_streams (n_streams 0: the
+ * default stream). Each piece: copy in, kernel, copy out, queued in that order on its
+ * stream, so they run in order there while other streams' pieces interleave. */
+static cudaError_t run_chunked(const buffers *b, size_t chunks, int n_streams)
+{
+    size_t per = (b->total + chunks - 1) / chunks;
+    for (size_t c = 0; c < chunks; c++) {
+        size_t off = c * per;
+        if (off >= b->total) break;
+        size_t len = b->total - off < per ? b->total - off : per;
+        cudaStream_t s = n_streams ? b->streams[c % (size_t)n_streams] : 0;
+        cudaError_t e = cudaMemcpyAsync(b->d + off, b->h_in + off, len * sizeof(float), cudaMemcpyHostToDevice, s);
+        if (!e) e = work_launch(b->d + off, len, b->reps, s);
+        if (!e) e = cudaMemcpyAsync(b->h_out + off, b->d + off, len * sizeof(float), cudaMemcpyDeviceToHost, s);
+        if (e) return e;
+    }
+    return cudaSuccess;
+}
+
+typedef struct { const buffers *b; int part; size_t chunks; int n_streams; } sched_job;
+
+enum { PART_H2D, PART_KERNEL, PART_D2H, SCHEDULE };
+
+static cudaError_t run_schedule(void *ctx)
+{
+    sched_job *j = (sched_job *)ctx;
+    const buffers *b = j->b;
+    size_t bytes = b->total * sizeof(float);
+    switch (j->part) {
+    case PART_H2D: return cudaMemcpyAsync(b->d, b->h_in, bytes, cudaMemcpyHostToDevice, 0);
+    case PART_KERNEL: return work_launch(b->d, b->total, b->reps, 0);
+    case PART_D2H: return cudaMemcpyAsync(b->h_out, b->d, bytes, cudaMemcpyDeviceToHost, 0);
+    default: return run_chunked(b, j->chunks, j->n_streams);
+    }
+}
+
+/* Time a schedule: events on the legacy default stream, which waits for every (blocking)
+ * stream's earlier work, so the stop event marks the end of all of it. */
+static float time_schedule(sched_job *j, int iters, const char *label)
+{
+    nvtxRangePushA(label);
+    float ms = lb_time_ms(run_schedule, j, 1, iters);
+    nvtxRangePop();
+    return ms;
+}
+
+/* The output after a schedule must be the CPU's: an even sample (cost budget) and the last. */
+static size_t check_output(const buffers *b, int quiet)
+{
+    size_t bad = 0, step = lb_sample_step(b->total, b->reps, 33554432.0);
+    for (size_t i = 0; i < b->total; i = lb_sample_next(i, b->total, step)) {
+        float want = work_cpu(b->h_in[i], b->reps);
+        if (!(b->h_out[i] == want)) {   /* the same FMAs: equal; NaN (poison) fails */
+            if (!quiet && bad < 3) fprintf(stderr, "  mismatch at [%zu]: got %.9g, want %.9g\n", i, b->h_out[i], want);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int arrays = 200, n_streams = 16, chunks = 64, reps = 2000;
+static const lb_opt options[] = {
+    {"--arrays", LB_OPT_INT, &arrays, "independent arrays (the book's experiment)"},
+    {"--streams", LB_OPT_INT, &n_streams, "streams to spread the work over"},
+    {"--chunks", LB_OPT_INT, &chunks, "pieces the pipeline cuts the data into"},
+    {"--reps", LB_OPT_INT, &reps, "FMAs per element in the kernel (sets the kernel's share)"},
+};
+static const lb_program program = {
+    "streams", "copies and kernels overlapped with streams: serial vs streams vs a chunked pipeline, against the bound",
+    "--size is M, the floats per array; the data is arrays x M floats in pinned memory.\n",
+    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, options, 4};
+
+int main(int argc, char **argv)
+{
+    lb_args args = {.size = {{1 << 20}, 1}, .max_size_dims = 1, .iters = 3, .seed = 1, .version = -1};
+    lb_parse_args(&program, &args, argc, argv);
+    if (arrays < 1 || n_streams < 1 || chunks < 1 || reps < 0)
+        lb_usage_error(&program, "--arrays, --streams and --chunks must be positive, --reps 0 or more");
+    if (n_streams > 1024) lb_usage_error(&program, "--streams %d: at most 1024", n_streams);
+    size_t total = (size_t)arrays * (size_t)args.size.v[0], bytes = total * sizeof(float);
+
+    lb_gpu gpu;
+    lb_gpu_init(&gpu);
+    lb_require_device_memory(bytes, "the data");
+    buffers b = {NULL, NULL, NULL, total, reps, NULL};
+    float *h_in = NULL;
+    cudaError_t e = cudaMallocHost((void **)&h_in, bytes);
+    if (e == cudaSuccess) e = cudaMallocHost((void **)&b.h_out, bytes);
+    if (e == cudaErrorMemoryAllocation)
+        lb_die(LB_EXIT_USAGE, "size too large: 2 x %.2f GiB of pinned host memory could not be allocated", bytes / 1073741824.0);
+    CUDA_CHECK(e);
+    CUDA_CHECK(cudaMalloc((void **)&b.d, bytes));
+    b.streams = lb_host_alloc(sizeof(cudaStream_t) * (size_t)n_streams, "the streams");
+    for (int s = 0; s < n_streams; s++) CUDA_CHECK(cudaStreamCreate(&b.streams[s]));
+    lb_rng rng;
+    lb_rng_seed(&rng, args.seed);
+    lb_fill_uniform(h_in, total, -1.0f, 1.0f, &rng);
+    b.h_in = h_in;
+    if (!args.quiet)
+        printf("streams: %d arrays x %lld floats = %.0f MB pinned, %d FMAs per element, %d streams, %s (%s)\n", arrays,
+               args.size.v[0], bytes / 1e6, reps, n_streams, gpu.prop.name, gpu.sm);
+
+    /* every schedule: poison the output, run it once, check it, then time it */
+    struct { const char *label, *name; int part; size_t chunks; int n_streams; } sched[] = {
+        {"copy in alone", "h2d", PART_H2D, 0, 0},
+        {"kernel alone", "kernel", PART_KERNEL, 0, 0},
+        {"copy out alone", "d2h", PART_D2H, 0, 0},
+        {"serial, arrays, default stream", "serial_arrays", SCHEDULE, (size_t)arrays, 0},
+        {"arrays over streams", "streams_arrays", SCHEDULE, (size_t)arrays, n_streams},
+        {"one array, serial", "serial_whole", SCHEDULE, 1, 0},
+        {"pipeline: chunks over streams", "pipeline", SCHEDULE, (size_t)chunks, n_streams},
+    };
+    enum { N_SCHED = sizeof sched / sizeof sched[0] };
+    float ms[N_SCHED] = {0};
+    size_t bad = 0;
+    for (int k = 0; k < N_SCHED; k++) {
+        sched_job j = {&b, sched[k].part, sched[k].chunks, sched[k].n_streams};
+        if (sched[k].part == SCHEDULE) {
+            lb_poison_host(b.h_out, bytes);
+            lb_poison_device(b.d, bytes);
+            CUDA_CHECK(run_schedule(&j));
+            CUDA_CHECK(cudaDeviceSynchronize());
+            size_t wrong = check_output(&b, args.quiet);
+            if (wrong && !args.quiet) fprintf(stderr, "  %s: %zu sampled elements wrong\n", sched[k].label, wrong);
+            bad += wrong;
+        }
+        if (!args.check_only) ms[k] = time_schedule(&j, args.iters, sched[k].label);
+    }
+    if (args.check_only) {
+        printf("%s%s\n", args.quiet ? "streams: " : "", bad ? "FAIL" : "every schedule's output matches the CPU (sampled): PASS");
+    } else {
+        double bound = fmax(ms[PART_H2D], fmax(ms[PART_KERNEL], ms[PART_D2H]));
+        double sum = ms[PART_H2D] + ms[PART_KERNEL] + ms[PART_D2H];
+        char sz[48];
+        snprintf(sz, sizeof sz, "%dx%lld", arrays, args.size.v[0]);
+        if (!args.quiet) printf(" schedule                              ms    vs bound   overlap\n");
+        for (int k = 0; k < N_SCHED; k++) {
+            /* overlap: 0 = the parts one after another (their sum), 1 = perfectly hidden (the bound) */
+            double overlap = sum > bound ? (sum - ms[k]) / (sum - bound) : 0.0;
+            if (!args.quiet) {
+                if (sched[k].part == SCHEDULE)
+                    printf(" %-32s %9.3f %9.2f %9.2f\n", sched[k].label, ms[k], ms[k] / bound, overlap);
+                else
+                    printf(" %-32s %9.3f         -         -\n", sched[k].label, ms[k]);
+            }
+            lb_result r = {"streams", -1, sched[k].name, sz, ms[k], "x_bound", ms[k] / bound, NULL, 0.0,
+                           sched[k].part == SCHEDULE ? !bad : -1};
+            lb_print_result(&r);
+        }
+        if (!args.quiet)
+            printf("bound = max(copy in, kernel, copy out) = %.3f ms; no overlap = their sum = %.3f ms; "
+                   "pipeline: %.2fx the bound (goal <= 1.2)\n", bound, sum, ms[N_SCHED - 1] / bound);
+        else
+            printf("streams: pipeline %.3f ms = %.2fx the bound, serial %.3f ms, %s\n", ms[N_SCHED - 1],
+                   ms[N_SCHED - 1] / bound, ms[3], bad ? "FAIL" : "PASS");
+    }
+
+    for (int s = 0; s < n_streams; s++) CUDA_CHECK(cudaStreamDestroy(b.streams[s]));
+    free(b.streams);
+    CUDA_CHECK(cudaFreeHost(h_in));
+    CUDA_CHECK(cudaFreeHost(b.h_out));
+    CUDA_CHECK(cudaFree(b.d));
+    return bad ? LB_EXIT_FAIL : LB_EXIT_PASS;
+}
