@@ -636,6 +636,22 @@ static void idat_put(idat_writer *w, const unsigned char *p, size_t n)
     }
 }
 
+/* Adler-32 sums; the modulo is taken every 5552 bytes, the most that cannot overflow 32 bits */
+static void adler_update(uint32_t *a1, uint32_t *a2, const unsigned char *p, size_t n)
+{
+    while (n) {
+        size_t k = n < 5552 ? n : 5552;
+        for (size_t i = 0; i < k; i++) {
+            *a1 += p[i];
+            *a2 += *a1;
+        }
+        *a1 %= 65521u;
+        *a2 %= 65521u;
+        p += k;
+        n -= k;
+    }
+}
+
 int lb_write_png(const char *path, int width, int height, int channels,
                  const unsigned char *pixels, const unsigned char *palette)
 {
@@ -682,10 +698,7 @@ int lb_write_png(const char *path, int width, int height, int channels,
                 }
                 size_t k = n < block_left ? n : block_left;
                 idat_put(&w, p, k);
-                for (size_t i = 0; i < k; i++) {
-                    a1 = (a1 + p[i]) % 65521u;
-                    a2 = (a2 + a1) % 65521u;
-                }
+                adler_update(&a1, &a2, p, k);
                 p += k; n -= k; block_left -= k; raw_done += k;
             }
         }
