@@ -61,9 +61,8 @@ static const lb_program program = {
 int main(int argc, char **argv)
 {
     lb_args args = {.size = {{1 << 22}, 1}, .max_size_dims = 1, .block = 256, .iters = 20, .seed = 1,
-                    .version = -1, .max_version = 2};
+                    .version = -1, .min_version = 1, .max_version = 2};
     lb_parse_args(&program, &args, argc, argv);
-    if (args.version == 0) lb_usage_error(&program, "version 0 does not exist here (1 or 2)");
     if (work < 1) lb_usage_error(&program, "--work must be positive");
     if (args.block % 64) lb_usage_error(&program, "--block %d: must be a multiple of 64", args.block);
     size_t n = (size_t)args.size.v[0], bytes = n * sizeof(float);

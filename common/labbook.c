@@ -376,8 +376,8 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
             results_quiet = 1;
         } else if ((u & LB_USE_VERSION) && isdigit((unsigned char)arg[0])) {
             long long v;
-            if (lb_parse_i64(arg, &v) || v < 0 || v > a->max_version)
-                lb_usage_error(prog, "version '%s' does not exist (0..%d)", arg, a->max_version);
+            if (lb_parse_i64(arg, &v) || v < a->min_version || v > a->max_version)
+                lb_usage_error(prog, "version '%s' does not exist (%d..%d)", arg, a->min_version, a->max_version);
             a->version = (int)v;
         } else {
             const lb_opt *o = NULL;

@@ -202,6 +202,7 @@ typedef struct {
     int check_only;         /* --check-only: verify, don't time */
     int quiet;              /* --quiet: one summary line */
     int version;            /* positional version number, -1 = all */
+    int min_version;        /* lowest valid version number (0 unless version 0 is missing) */
     int max_version;        /* highest valid version number */
 } lb_args;
 

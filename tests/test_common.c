@@ -85,6 +85,11 @@ static void test_args(void)
     char *argv2[] = {"t", "-n", "2^20+3", "0", NULL};
     lb_parse_args(&prog, &b, 4, argv2);
     CHECK(b.size.n == 1 && b.size.v[0] == 1048579 && b.version == 0);
+
+    lb_args c = {.version = -1, .min_version = 1, .max_version = 2};
+    char *argv3[] = {"t", "2", NULL};
+    lb_parse_args(&prog, &c, 2, argv3);
+    CHECK(c.version == 2);
 }
 
 /* ---------------------------------------------------------------- checkers */
