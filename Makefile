@@ -8,6 +8,9 @@
 #   make run             build, then run each chapter's demo (one summary line each)
 #   make sanitize        the GPU checks under compute-sanitizer (memcheck, racecheck, synccheck, initcheck)
 #   make env             check the machine: toolkit, driver, GPU, libraries (env/check.sh)
+#   make profile PROG=ch04_matmul/matmul ARGS="2 --size 2048 --iters 1" [KERNEL=tiled] [COUNT=1]
+#                        build PROG, run it under Nsight Compute, print a short set of sections
+#                        for COUNT launches of the kernels whose name matches KERNEL
 #   make clean           remove what the build made
 #
 # Variables: ARCH=sm_86 (default: the installed GPU's, else sm_90), CUDA_PATH=/usr/local/cuda,
@@ -16,7 +19,7 @@
 CHAPTERS := $(sort $(wildcard ch[0-9][0-9]_*))
 short = $(firstword $(subst _, ,$(1)))
 
-.PHONY: all test bench run sanitize env clean $(CHAPTERS) $(foreach c,$(CHAPTERS),$(call short,$(c)))
+.PHONY: all test bench run sanitize env profile clean $(CHAPTERS) $(foreach c,$(CHAPTERS),$(call short,$(c)))
 
 all: $(CHAPTERS)
 
@@ -41,6 +44,20 @@ run:
 
 env:
 	@bash env/check.sh
+
+# Nsight Compute: the clocks stay as they are (--clock-control none: the numbers are the
+# ones the program really gets); sections: throughput against the peaks (SpeedOfLight),
+# where the memory traffic goes, occupancy, the launch shape, and why warps stall.
+CUDA_PATH ?= /usr/local/cuda
+NCU ?= $(shell command -v ncu 2>/dev/null || echo $(CUDA_PATH)/bin/ncu)
+PROFILE_SECTIONS ?= SpeedOfLight MemoryWorkloadAnalysis Occupancy LaunchStats WarpStateStats
+COUNT ?= 1
+profile:
+	@test -n "$(PROG)" || { echo 'usage: make profile PROG=ch04_matmul/matmul ARGS="2 --size 2048 --iters 1" [KERNEL=regex] [COUNT=1]'; exit 2; }
+	@test -f "$(PROG).c" || { echo "make profile: no program $(PROG) (expected $(PROG).c)"; exit 2; }
+	@$(MAKE) -s --no-print-directory -C $(dir $(PROG)) $(notdir $(PROG))
+	cd $(dir $(PROG)) && $(NCU) --clock-control none $(addprefix --section ,$(PROFILE_SECTIONS)) \
+	    $(if $(KERNEL),--kernel-name regex:$(KERNEL)) --launch-count $(COUNT) ./$(notdir $(PROG)) $(ARGS)
 
 clean:
 	@for c in $(CHAPTERS); do $(MAKE) -s -C $$c clean; done

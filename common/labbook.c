@@ -233,7 +233,7 @@ static void print_usage(const lb_program *prog, const lb_args *a, FILE *f)
     for (int i = 0; i < prog->n_opts; i++) {
         const lb_opt *o = &prog->opts[i];
         char left[64];
-        const char *arg = o->kind == LB_OPT_FLAG ? "" : o->kind == LB_OPT_DIMS ? " X[xY]"
+        const char *arg = o->kind == LB_OPT_FLAG ? "" : o->kind == LB_OPT_DIMS ? " X[,Y]"
                         : o->kind == LB_OPT_STRING ? " S" : o->kind == LB_OPT_DOUBLE ? " X" : " N";
         snprintf(left, sizeof left, "%s%s", o->name, arg);
         fprintf(f, "  %-21s %s", left, o->help);
@@ -245,6 +245,7 @@ static void print_usage(const lb_program *prog, const lb_args *a, FILE *f)
             if (*(const char **)o->dst) fprintf(f, " (default %s)", *(const char **)o->dst);
             break;
         case LB_OPT_DIMS:
+            if (((lb_dims *)o->dst)->n == 0) break;   /* no default: off unless given */
             fprintf(f, " (default ");
             print_dims(f, (lb_dims *)o->dst);
             fprintf(f, ")");

@@ -54,3 +54,31 @@ gpu_check ./streams --check-only --arrays 1 --size 1
 gpu_check ./streams --check-only --arrays 7 --size 1000003 --streams 3 --chunks 5 --reps 10
 gpu_check ./streams --check-only --arrays 3 --size 100 --streams 8 --chunks 1000
 gpu_check ./streams --arrays 8 --size 2^16 --reps 50 --iters 2
+
+bad_input 2 ./debugging --bogus
+bad_input 2 ./debugging --bug 5
+bad_input 2 ./debugging --bug -1
+bad_input 2 ./debugging --probe 3
+bad_input 2 ./debugging --probe 1,2,3
+bad_input 2 ./debugging --probe 1008,0
+bad_input 2 ./debugging --size 5000
+bad_input 2 ./debugging --size 3,4
+bad_input 0 ./debugging --help
+no_gpu ./debugging
+no_gpu ./debugging --bug 2
+gpu_check ./debugging --check-only --size 1
+gpu_check ./debugging --check-only --size 100,70,50
+gpu_check ./debugging --check-only --size 33,65,17
+gpu_check ./debugging --size 256 --iters 2
+gpu_expect 0 "probe C\[5\]\[3\]: thread (3,5) of block (0,0), inside C" ./debugging --check-only --size 40,30,50 --probe 5,3
+gpu_expect 0 "cpu   C\[39\]\[29\] tile  3" ./debugging --check-only --size 40,30,50 --probe 39,29
+# The lab's promise: compute-sanitizer finds each planted bug, and nothing in the correct kernel.
+for tool in memcheck racecheck synccheck initcheck; do
+    sanitizer_expect $tool clean "" ./debugging --check-only --size 100,70,50
+done
+sanitizer_expect memcheck report "Invalid __global__ write" ./debugging --bug 1 --check-only --size 100,70,50
+sanitizer_expect racecheck report "Race reported" ./debugging --bug 2 --check-only --size 100,70,50
+sanitizer_expect synccheck report "Barrier error" ./debugging --bug 3 --check-only --size 100,70,50
+sanitizer_expect memcheck report "Invalid __global__ write" ./debugging --bug 4 --check-only --size 100,70,50
+# the result check sees bugs 1 and 4 at this size (a wrong or missing element) without any tool
+gpu_expect 1 "FAIL" ./debugging --bug 4 --check-only --size 100,70,50

@@ -45,7 +45,7 @@ else
     echo "no usable GPU here: GPU checks are skipped ($(tail -n 1 "$LOG_DIR/gpu.txt" 2>/dev/null))"
 fi
 SANITIZER=${COMPUTE_SANITIZER:-compute-sanitizer}
-if [ $SANITIZE = 1 ] && ! command -v "$SANITIZER" >/dev/null 2>&1; then
+if ! command -v "$SANITIZER" >/dev/null 2>&1; then
     [ -x /usr/local/cuda/bin/compute-sanitizer ] && SANITIZER=/usr/local/cuda/bin/compute-sanitizer
 fi
 
@@ -127,6 +127,19 @@ gpu_expect() {
     if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: $* (no GPU)"; return; fi
     [ $SANITIZE = 1 ] && return
     run_case "$CHAPTER: $* -> exit $want" "$want" "$pattern" "" "$@"
+}
+
+# sanitizer_expect <tool> <report|clean> <pattern> <command...> : the command under
+# compute-sanitizer's <tool>: `report` means the tool must find an error (exit 99) and print
+# the pattern; `clean` that it finds none (exit 0). For the debugging lab's planted bugs.
+sanitizer_expect() {
+    local tool=$1 verdict=$2 pattern=$3; shift 3
+    local name="$CHAPTER: $tool $verdict: $*"
+    if [ $HAVE_GPU = 0 ]; then record SKIP "$name (no GPU)"; return; fi
+    if ! command -v "$SANITIZER" >/dev/null 2>&1; then record SKIP "$name (compute-sanitizer not found)"; return; fi
+    local want=0
+    [ "$verdict" = report ] && want=99
+    run_case "$name" "$want" "$pattern" "" "$SANITIZER" --tool "$tool" --error-exitcode 99 "$@"
 }
 
 # ---- host-only unit tests ----

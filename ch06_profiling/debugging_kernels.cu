@@ -1,0 +1,80 @@
+/* debugging_kernels.cu - one shared-memory tiled matmul with four bugs that can be planted in it.
+ *
+ *   A is (M,K), B is (K,N), C is (M,N), row-major. Each 16x16 block computes a 16x16 tile of C,
+ *   walking along K one 16-wide tile of A and of B at a time through shared memory.
+ *
+ * The bugs (`BUG` is a template parameter, so each variant compiles to exactly its own code):
+ *   1  out-of-bounds write: C is stored without the bounds check; the blocks on the bottom and
+ *      right edges write outside C                                   -> memcheck
+ *   2  race: the second __syncthreads is missing; a fast thread loads the next tile over the
+ *      one a slow thread is still reading                             -> racecheck
+ *   3  uninitialized shared memory: the bounds check wraps the whole tile loop, so threads
+ *      outside C skip their share of the tile loads (the slots they should fill, with data or
+ *      zeros, are never written, yet the threads inside C read them) and the barriers
+ *                                                                     -> synccheck
+ *   4  wrong index mapping: C[row * M + col], the index of a square matrix; the right one
+ *      is row * N + col (N values per row)                            -> memcheck when M > N
+ * Every bug also shows in the result check (at sizes that are not multiples of 16), though
+ * 2 and 3 only sometimes: that is why the tools exist.
+ */
+#include "debugging_kernels.h"
+#include <stdio.h>
+
+#define T DEBUG_TILE
+
+template <int BUG>
+__global__ void matmul_kernel(const float *A, const float *B, float *C, int M, int N, int K,
+                              int probe_row, int probe_col)
+{
+    __shared__ float As[T][T], Bs[T][T];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    bool inside = row < M && col < N;
+    bool probe = row == probe_row && col == probe_col;
+
+    /* BUG 3: "threads with nothing to compute may leave": but they also had tile slots to fill */
+    if (BUG == 3 && !inside) return;
+
+    float sum = 0.0f;
+    for (int t = 0; t < K; t += T) {
+        /* Each thread loads one element of each tile; outside the matrices it loads 0, so
+         * that the partial tiles at the edges add nothing. */
+        As[ty][tx] = (row < M && t + tx < K) ? A[(size_t)row * K + t + tx] : 0.0f;
+        Bs[ty][tx] = (t + ty < K && col < N) ? B[(size_t)(t + ty) * N + col] : 0.0f;
+        __syncthreads();   /* the whole tile is loaded before anyone reads it */
+
+        float part = 0.0f;
+        for (int k = 0; k < T; k++) part += As[ty][k] * Bs[k][tx];
+        sum += part;
+        if (probe) printf("probe C[%d][%d] tile %2d (k %d..%d): adds %12.6f, sum %12.6f\n", row, col, t / T, t,
+                          t + T - 1, part, sum);
+
+        /* BUG 2: without this barrier the next iteration's loads overwrite As and Bs while
+         * slower threads of the block are still reading them */
+        if (BUG != 2) __syncthreads();
+    }
+
+    /* BUG 1: the store's bounds check is gone. BUG 4: the row stride is M, not N. */
+    size_t index = BUG == 4 ? (size_t)row * M + col : (size_t)row * N + col;
+    if (probe)
+        printf("probe C[%d][%d]: thread (%d,%d) of block (%d,%d), %s C, stores %.6f at index %llu "
+               "(row * N + col = %llu, C has %llu elements)\n", row, col, tx, ty, blockIdx.x, blockIdx.y,
+               inside ? "inside" : "outside", sum, (unsigned long long)index,
+               (unsigned long long)((size_t)row * N + col), (unsigned long long)((size_t)M * N));
+    if (BUG == 1 || inside) C[index] = sum;
+}
+
+extern "C" cudaError_t debug_matmul_launch(int bug, const float *d_a, const float *d_b, float *d_c,
+                                           int M, int N, int K, int probe_row, int probe_col)
+{
+    dim3 block(T, T), grid((N + T - 1) / T, (M + T - 1) / T);
+    switch (bug) {
+    case 0: matmul_kernel<0><<<grid, block>>>(d_a, d_b, d_c, M, N, K, probe_row, probe_col); break;
+    case 1: matmul_kernel<1><<<grid, block>>>(d_a, d_b, d_c, M, N, K, probe_row, probe_col); break;
+    case 2: matmul_kernel<2><<<grid, block>>>(d_a, d_b, d_c, M, N, K, probe_row, probe_col); break;
+    case 3: matmul_kernel<3><<<grid, block>>>(d_a, d_b, d_c, M, N, K, probe_row, probe_col); break;
+    case 4: matmul_kernel<4><<<grid, block>>>(d_a, d_b, d_c, M, N, K, probe_row, probe_col); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
