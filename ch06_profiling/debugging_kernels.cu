@@ -8,10 +8,9 @@
  *      right edges write outside C                                   -> memcheck
  *   2  race: the second __syncthreads is missing; a fast thread loads the next tile over the
  *      one a slow thread is still reading                             -> racecheck
- *   3  uninitialized shared memory: the bounds check wraps the whole tile loop, so threads
- *      outside C skip their share of the tile loads (the slots they should fill, with data or
- *      zeros, are never written, yet the threads inside C read them) and the barriers
- *                                                                     -> synccheck
+ *   3  uninitialized shared memory: threads outside C skip the loop's body, so their share
+ *      of each tile (data or the zeros past the edge) is never written, yet the threads
+ *      inside C read it; and they skip the barriers the others wait at  -> synccheck
  *   4  wrong index mapping: C[row * M + col], the index of a square matrix; the right one
  *      is row * N + col (N values per row)                            -> memcheck when M > N
  * Every bug also shows in the result check (at sizes that are not multiples of 16), though
@@ -32,11 +31,12 @@ __global__ void matmul_kernel(const float *A, const float *B, float *C, int M, i
     bool inside = row < M && col < N;
     bool probe = row == probe_row && col == probe_col;
 
-    /* BUG 3: "threads with nothing to compute may leave": but they also had tile slots to fill */
-    if (BUG == 3 && !inside) return;
-
     float sum = 0.0f;
     for (int t = 0; t < K; t += T) {
+        /* BUG 3: "threads outside C have nothing to compute, let them skip ahead": but they
+         * had tile slots to fill, which now stay unwritten while the threads inside C read
+         * them, and they skip the barriers the others wait at */
+        if (BUG == 3 && !inside) continue;
         /* Each thread loads one element of each tile; outside the matrices it loads 0, so
          * that the partial tiles at the edges add nothing. */
         As[ty][tx] = (row < M && t + tx < K) ? A[(size_t)row * K + t + tx] : 0.0f;
