@@ -714,3 +714,61 @@ int lb_write_png(const char *path, int width, int height, int channels,
     if (w.err && !errno) errno = EIO;
     return w.err ? -1 : 0;
 }
+
+/* ---------------------------------------------------------------- PGM reader */
+
+/* The next header number of a PGM: skip whitespace and '#' comments, read digits. */
+static int pgm_number(FILE *f, long *out)
+{
+    int c = fgetc(f);
+    for (;;) {
+        while (c != EOF && isspace(c)) c = fgetc(f);
+        if (c != '#') break;
+        while (c != EOF && c != '\n') c = fgetc(f);
+    }
+    if (c == EOF || !isdigit(c)) return -1;
+    long v = 0;
+    while (c != EOF && isdigit(c)) {
+        if (v > 100000000) return -1;
+        v = v * 10 + (c - '0');
+        c = fgetc(f);
+    }
+    if (c == EOF || !isspace(c)) return -1;   /* exactly one whitespace byte ends the header */
+    *out = v;
+    return 0;
+}
+
+unsigned char *lb_read_pgm(const char *path, int *width, int *height, char *err, size_t err_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char *px = NULL;
+    char magic[2];
+    long w, h, maxval;
+    if (fread(magic, 1, 2, f) != 2 || magic[0] != 'P' || magic[1] != '5') {
+        snprintf(err, err_len, "%s: not a binary PGM (the file must start with P5)", path);
+    } else if (pgm_number(f, &w) || pgm_number(f, &h) || pgm_number(f, &maxval)) {
+        snprintf(err, err_len, "%s: malformed PGM header (expected P5, width, height, maxval)", path);
+    } else if (w < 1 || h < 1 || w > 65536 || h > 65536) {
+        snprintf(err, err_len, "%s: size %ldx%ld (each side must be 1..65536)", path, w, h);
+    } else if (maxval < 1 || maxval > 255) {
+        snprintf(err, err_len, "%s: maxval %ld: only 8-bit PGM (maxval 1..255) is supported", path, maxval);
+    } else if (!(px = malloc((size_t)w * (size_t)h))) {
+        snprintf(err, err_len, "%s: out of memory for %ldx%ld pixels", path, w, h);
+    } else {
+        size_t got = fread(px, 1, (size_t)w * (size_t)h, f);
+        if (got != (size_t)w * (size_t)h) {
+            snprintf(err, err_len, "%s: truncated: %zu of %zu pixel bytes", path, got, (size_t)w * (size_t)h);
+            free(px);
+            px = NULL;
+        } else {
+            *width = (int)w;
+            *height = (int)h;
+        }
+    }
+    fclose(f);
+    return px;
+}

@@ -8,7 +8,7 @@
  *   data          lb_rng / lb_fill_uniform (seeded), lb_poison_* (NaN bytes)
  *   checking      lb_check_f32 (abs + rel tolerance, NaN fails), lb_check_i32 (exact)
  *   timing        lb_time_ms (CUDA events, warm-up, median), lb_memcpy_ceiling (D2D)
- *   reporting     lb_print_result (the RESULT line for bench/), lb_write_png
+ *   reporting     lb_print_result (the RESULT line for bench/), lb_write_png, lb_read_pgm
  *
  * Exit codes (LABBOOK 8): 0 pass, 1 wrong result, 2 bad input, 3 CUDA/system error, 77 no GPU.
  */
@@ -305,6 +305,11 @@ void lb_print_result(const lb_result *r);
  * from 1-channel pixels. Returns 0, or -1 with errno set. */
 int lb_write_png(const char *path, int width, int height, int channels,
                  const unsigned char *pixels, const unsigned char *palette);
+
+/* Read a binary 8-bit PGM (P5, maxval 1..255, '#' comments allowed) into a malloc'd
+ * width*height buffer, row-major. On any problem returns NULL and writes a one-line reason
+ * naming the file into err ("camera.pgm: truncated: 1000 of 262144 pixel bytes"). */
+unsigned char *lb_read_pgm(const char *path, int *width, int *height, char *err, size_t err_len);
 
 #ifdef __cplusplus
 }

@@ -301,6 +301,57 @@ static void test_png(void)
     CHECK(lb_write_png("/nonexistent-dir/x.png", 1, 1, 1, (const unsigned char *)"a", NULL) != 0);
 }
 
+/* Write `bytes` to a temporary file and read it back as a PGM; err gets the reason. */
+static unsigned char *pgm_from_bytes(const char *bytes, size_t n, int *w, int *h, char *err, size_t err_len)
+{
+    char path[] = "/tmp/labbook_pgm_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) return NULL;
+    CHECK(write(fd, bytes, n) == (ssize_t)n);
+    close(fd);
+    unsigned char *px = lb_read_pgm(path, w, h, err, err_len);
+    unlink(path);
+    return px;
+}
+
+static void test_pgm(void)
+{
+    int w = 0, h = 0;
+    char err[256];
+    /* good: a comment in the header, 3x2 pixels */
+    static const char good[] = "P5\n# a comment\n3 2\n255\n\x01\x02\x03\xfd\xfe\xff";
+    unsigned char *px = pgm_from_bytes(good, sizeof good - 1, &w, &h, err, sizeof err);
+    CHECK(px && w == 3 && h == 2);
+    if (px) CHECK(px[0] == 1 && px[2] == 3 && px[5] == 255);
+    free(px);
+    /* the data set */
+    px = lb_read_pgm("../datasets/camera.pgm", &w, &h, err, sizeof err);
+    if (!px) px = lb_read_pgm("datasets/camera.pgm", &w, &h, err, sizeof err);
+    CHECK(px && w == 512 && h == 512);
+    free(px);
+    /* bad: each must fail with its reason */
+    static const struct { const char *bytes; const char *reason; } bad[] = {
+        {"P2\n3 2\n255\n1 2 3 4 5 6\n", "must start with P5"},
+        {"P5\n3\n", "malformed PGM header"},
+        {"P5\n3 x 255\n", "malformed PGM header"},
+        {"P5\n3 2\n65535\nxxxxxxxxxxxx", "maxval 65535"},
+        {"P5\n3 2\n0\nxxxxxx", "maxval 0"},
+        {"P5\n0 2\n255\n", "each side"},
+        {"P5\n3 2\n255\nabcd", "truncated: 4 of 6"},
+        {"", "must start with P5"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        px = pgm_from_bytes(bad[i].bytes, strlen(bad[i].bytes), &w, &h, err, sizeof err);
+        CHECK(px == NULL);
+        CHECK(strstr(err, bad[i].reason) != NULL);
+        if (!strstr(err, bad[i].reason)) fprintf(stderr, "  case %zu: got '%s'\n", i, err);
+        free(px);
+    }
+    CHECK(lb_read_pgm("/nonexistent/x.pgm", &w, &h, err, sizeof err) == NULL && strstr(err, "cannot open"));
+}
+
 int main(void)
 {
     test_numbers();
@@ -308,6 +359,7 @@ int main(void)
     test_checkers();
     test_rng();
     test_png();
+    test_pgm();
     printf("test_common: %d checks, %d failed\n", n_checks, n_failed);
     return n_failed ? 1 : 0;
 }
