@@ -18,6 +18,8 @@ function unit_text(u) {
     if (u == "tflops") return "TFLOP/s"
     if (u == "giter_s") return "G iter/s"
     if (u == "gcells_s") return "G cells/s"
+    if (u == "gflops") return "GFLOP/s"
+    if (u == "gsamples_s") return "G samples/s"
     if (u == "speedup_vs_cpu") return "x CPU"
     if (u == "kernel_share") return "kernel share"
     return u

@@ -16,7 +16,7 @@
                   ("base" in f) ? sprintf("%.2fx %s", f["ratio"], f["base"]) : "-", f["check"], f["date"])
     rows[p] = rows[p] row "\n"
     # chart groups: one per program, size and rate unit
-    if (k == "gbps" || k == "tflops" || k == "giter_s" || k == "gcells_s") {
+    if (k == "gbps" || k == "tflops" || k == "giter_s" || k == "gcells_s" || k == "gflops" || k == "gsamples_s") {
         g = p SUBSEP f["size"] SUBSEP k
         if (!(g in gn)) { groups[++ng] = g }
         gn[g]++

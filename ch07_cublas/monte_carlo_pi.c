@@ -1,0 +1,157 @@
+/* monte_carlo_pi.c - pi from random points in the unit square, with cuRAND two ways.
+ *
+ *   n points (default 2^34) uniform in (0,1]^2; the share inside the quarter circle is pi/4.
+ *   build: make ch07      run: ./monte_carlo_pi [1|2] [--size N] [--seed S]
+ *
+ * Versions:
+ *   1  cuRAND host API: curandGenerateUniform fills memory (in chunks of 2^27 points), then
+ *      a kernel counts; the baseline: every number makes a round trip through memory
+ *   2  fused, cuRAND device API: each thread runs its own Philox4_32_10 subsequence
+ *      (curand_init(seed, thread id, 0, &state)) and counts as it draws; nothing but the
+ *      count reaches memory
+ * Checks: the estimate must be within 5 standard deviations of pi (the count is binomial:
+ * sd of the estimate = 4 sqrt(p (1 - p) / n), p = pi/4); version 1 at small n also counts
+ * the very same numbers on the CPU (exact); version 2 must give the same count when run twice
+ * with the same seed.
+ */
+#include <curand.h>
+#include "labbook.h"
+#include "monte_carlo_pi_kernels.h"
+
+#include <math.h>
+
+#define CHUNK_POINTS (1ull << 27)   /* version 1's buffer: 2^27 points = 1 GB of floats */
+#define FUSED_THREADS (1ull << 19)  /* version 2 spreads n over this many threads, whatever the GPU */
+#define PI 3.14159265358979323846
+
+/* ---------------------------------------------------------------- CPU reference */
+
+static unsigned long long count_inside_cpu(const float *xy, size_t n_points)
+{
+    unsigned long long c = 0;
+    for (size_t i = 0; i < n_points; i++) c += xy[2 * i] * xy[2 * i] + xy[2 * i + 1] * xy[2 * i + 1] <= 1.0f;
+    return c;
+}
+
+/* ---------------------------------------------------------------- the two versions */
+
+typedef struct {
+    int version;
+    unsigned long long n, seed;
+    curandGenerator_t gen;   /* version 1 */
+    float *d_xy;             /* version 1's chunk buffer */
+    unsigned long long *d_count;
+} pi_job;
+
+static unsigned int fused_per_thread(unsigned long long n)
+{
+    unsigned long long p = (n + FUSED_THREADS - 1) / FUSED_THREADS;
+    return (unsigned int)(p + (p & 1));   /* even: whole pairs of points per Philox call */
+}
+
+static cudaError_t run_pi(void *ctx)
+{
+    pi_job *j = (pi_job *)ctx;
+    cudaError_t e = cudaMemsetAsync(j->d_count, 0, sizeof(unsigned long long), 0);
+    if (e) return e;
+    if (j->version == 2) return pi_fused_launch(j->seed, j->n, fused_per_thread(j->n), j->d_count);
+    /* version 1: restart the generator's sequence, so every run draws the same numbers */
+    CURAND_CHECK(curandSetGeneratorOffset(j->gen, 0));
+    for (unsigned long long done = 0; done < j->n; done += CHUNK_POINTS) {
+        size_t pts = j->n - done < CHUNK_POINTS ? (size_t)(j->n - done) : (size_t)CHUNK_POINTS;
+        CURAND_CHECK(curandGenerateUniform(j->gen, j->d_xy, 2 * pts));
+        e = count_inside_launch(j->d_xy, pts, j->d_count);
+        if (e) return e;
+    }
+    return cudaSuccess;
+}
+
+static unsigned long long run_and_count(pi_job *j)
+{
+    unsigned long long c;
+    CUDA_CHECK(run_pi(j));
+    CUDA_CHECK(cudaMemcpy(&c, j->d_count, sizeof c, cudaMemcpyDeviceToHost));
+    return c;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static const lb_program program = {
+    "monte_carlo_pi", "pi by Monte Carlo: cuRAND host API (generate, then count) vs a fused device-API kernel",
+    "versions: 1 host API (the baseline), 2 fused device API (Philox4_32_10)\n"
+    "--size is the number of points (at most 2^40).\n",
+    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION, NULL, 0};
+
+int main(int argc, char **argv)
+{
+    lb_args args = {.size = {{1ll << 34}, 1}, .max_size_dims = 1, .iters = 5, .seed = 1234, .version = -1,
+                    .min_version = 1, .max_version = 2};
+    lb_parse_args(&program, &args, argc, argv);
+    unsigned long long n = (unsigned long long)args.size.v[0];
+    if (n > (1ull << 40)) lb_usage_error(&program, "--size: at most 2^40 points");
+
+    lb_gpu gpu;
+    lb_gpu_init(&gpu);
+    size_t chunk = n < CHUNK_POINTS ? (size_t)n : (size_t)CHUNK_POINTS;
+    lb_require_device_memory(2 * chunk * sizeof(float), "version 1's buffer of random numbers");
+    if (!args.quiet)
+        printf("monte_carlo_pi: %llu points, %s (%s), seed %llu\n", n, gpu.prop.name, gpu.sm, args.seed);
+
+    pi_job job = {0, n, args.seed, NULL, NULL, NULL};
+    CURAND_CHECK(curandCreateGenerator(&job.gen, CURAND_RNG_PSEUDO_PHILOX4_32_10));
+    CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(job.gen, args.seed));
+    CUDA_CHECK(cudaMalloc((void **)&job.d_xy, 2 * chunk * sizeof(float)));
+    CUDA_CHECK(cudaMalloc((void **)&job.d_count, sizeof(unsigned long long)));
+
+    double sd = 4.0 * sqrt(PI / 4 * (1 - PI / 4) / (double)n);
+    int all_ok = 1;
+    double base_rate = 0.0;
+    if (!args.quiet) printf(" ver  method                      estimate      error/sd        ms    G samples/s   vs host API   check\n");
+    for (int v = 1; v <= 2; v++) {
+        if (args.version >= 0 && v != args.version) continue;
+        job.version = v;
+        unsigned long long c = run_and_count(&job);
+        double est = 4.0 * (double)c / (double)n, z = (est - PI) / sd;
+        int ok = fabs(z) <= 5.0;   /* a correct program fails this once in 1.7 million seeds */
+        const char *extra = "";
+        if (v == 1 && n <= (1u << 24)) {
+            /* the same numbers, counted on the CPU: must agree exactly */
+            float *h_xy = lb_host_alloc(2 * (size_t)n * sizeof(float), "the points");
+            CUDA_CHECK(cudaMemcpy(h_xy, job.d_xy, 2 * (size_t)n * sizeof(float), cudaMemcpyDeviceToHost));
+            if (count_inside_cpu(h_xy, (size_t)n) != c) ok = 0, extra = ", CPU count differs";
+            else extra = ", = CPU count";
+            free(h_xy);
+        }
+        if (v == 2 && run_and_count(&job) != c) ok = 0, extra = ", not reproducible";
+        else if (v == 2) extra = ", reproducible";
+        float ms = 0.0f;
+        double rate = 0.0;
+        if (!args.check_only) {
+            ms = lb_time_ms(run_pi, &job, 1, args.iters);
+            rate = (double)n / (ms * 1e6);
+            if (v == 1) base_rate = rate;
+        }
+        if (!args.quiet) {
+            printf("   %d  %-24s %12.9f  %+9.2f", v, v == 1 ? "host API, then count" : "fused device API", est, z);
+            if (!args.check_only) {
+                printf("  %9.3f  %12.1f  ", ms, rate);
+                if (base_rate > 0) printf("%12.2f", rate / base_rate);
+                else printf("%12s", "-");
+            }
+            printf("   %s (|error| %.2e%s)\n", ok ? "PASS" : "FAIL", fabs(est - PI), extra);
+        }
+        if (!args.check_only) {
+            char sz[32];
+            snprintf(sz, sizeof sz, "%llu", n);
+            lb_result r = {"monte_carlo_pi", v, v == 1 ? "host_api" : "fused_philox", sz, ms, "gsamples_s", rate,
+                           base_rate > 0 ? "host_api" : NULL, base_rate > 0 ? rate / base_rate : 0.0, ok};
+            lb_print_result(&r);
+        }
+        all_ok &= ok;
+    }
+    if (args.quiet) printf("monte_carlo_pi: n=%llu, %s\n", n, all_ok ? "PASS" : "FAIL");
+    CURAND_CHECK(curandDestroyGenerator(job.gen));
+    CUDA_CHECK(cudaFree(job.d_xy));
+    CUDA_CHECK(cudaFree(job.d_count));
+    return all_ok ? LB_EXIT_PASS : LB_EXIT_FAIL;
+}
