@@ -20,6 +20,7 @@ function unit_text(u) {
     if (u == "gcells_s") return "G cells/s"
     if (u == "gflops") return "GFLOP/s"
     if (u == "gsamples_s") return "G samples/s"
+    if (u == "mpix_s") return "Mpixel/s"
     if (u == "speedup_vs_cpu") return "x CPU"
     if (u == "kernel_share") return "kernel share"
     return u
