@@ -9,7 +9,7 @@
  *   0  correct (the default)
  *   1  out-of-bounds write              compute-sanitizer --tool memcheck finds it
  *   2  missing __syncthreads: a race    compute-sanitizer --tool racecheck
- *   3  uninitialized shared memory      compute-sanitizer --tool synccheck (the skipped barrier)
+ *   3  uninitialized shared memory      compute-sanitizer --tool racecheck (read before write)
  *   4  wrong index mapping              compute-sanitizer --tool memcheck (and the check)
  * --probe ROW,COL makes the thread that computes C[ROW][COL] print each tile's contribution
  * and where it stores (device printf); this program then prints the CPU's contributions
@@ -54,7 +54,7 @@ static double abs_tol(int K) { return K * 2.384185791015625e-07; }
 static const char *const bug_names[DEBUG_BUGS + 1] = {
     "correct", "out-of-bounds write", "missing __syncthreads (race)", "uninitialized shared memory",
     "wrong index mapping"};
-static const char *const bug_tools[DEBUG_BUGS + 1] = {"", "memcheck", "racecheck", "synccheck", "memcheck"};
+static const char *const bug_tools[DEBUG_BUGS + 1] = {"", "memcheck", "racecheck", "racecheck", "memcheck"};
 
 typedef struct { int bug; const float *d_a, *d_b; float *d_c; int m, n, k; } mm_job;
 

@@ -78,7 +78,7 @@ for tool in memcheck racecheck synccheck initcheck; do
 done
 sanitizer_expect memcheck report "Invalid __global__ write" ./debugging --bug 1 --check-only --size 100,70,50
 sanitizer_expect racecheck report "Race reported" ./debugging --bug 2 --check-only --size 100,70,50
-sanitizer_expect synccheck report "Barrier error" ./debugging --bug 3 --check-only --size 100,70,50
+sanitizer_expect racecheck report "Race reported" ./debugging --bug 3 --check-only --size 100,70,50
 sanitizer_expect memcheck report "Invalid __global__ write" ./debugging --bug 4 --check-only --size 100,70,50
 # the result check sees bugs 1 and 4 at this size (a wrong or missing element) without any tool
 gpu_expect 1 "FAIL" ./debugging --bug 4 --check-only --size 100,70,50
