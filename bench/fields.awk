@@ -27,6 +27,7 @@ function unit_text(u) {
 }
 function rate_text(u, v) {
     if (u == "kernel_share") return sprintf("%.1f%% kernel", 100 * v)
+    if (v + 0 >= 10000) v = sprintf("%.0f", v)   # 1.157e+04 -> 11570
     return sprintf("%s %s", v, unit_text(u))
 }
 BEGIN {
