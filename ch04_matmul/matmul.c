@@ -198,12 +198,8 @@ int main(int argc, char **argv)
     lb_args args = {.size = {{4096}, 1}, .max_size_dims = 3, .block = 16, .iters = 10, .seed = 1,
                     .version = -1, .max_version = N_VERSIONS - 1};
     lb_parse_args(&program, &args, argc, argv);
-    long long dims[3];
-    for (int i = 0; i < 3; i++) dims[i] = args.size.n == 3 ? args.size.v[i] : args.size.v[0];
-    if (args.size.n == 2) lb_usage_error(&program, "--size takes N or M,N,K");
-    for (int i = 0; i < 3; i++)
-        if (dims[i] > 65536) lb_usage_error(&program, "--size: each dimension at most 65536");
-    int M = (int)dims[0], N = (int)dims[1], K = (int)dims[2];
+    int M, N, K;
+    lb_size_mnk(&program, &args, &M, &N, &K);
     if (args.block > 32) lb_usage_error(&program, "--block %d: the naive kernel's block is B x B threads, B at most 32", args.block);
 
     lb_gpu gpu;

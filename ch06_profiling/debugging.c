@@ -80,10 +80,10 @@ int main(int argc, char **argv)
 {
     lb_args args = {.size = {{1000, 700, 500}, 3}, .max_size_dims = 3, .iters = 10, .seed = 1, .version = -1};
     lb_parse_args(&program, &args, argc, argv);
-    if (args.size.n == 2) lb_usage_error(&program, "--size takes N or M,N,K");
+    int M, N, K;
+    lb_size_mnk(&program, &args, &M, &N, &K);
     if (bug < 0 || bug > DEBUG_BUGS) lb_usage_error(&program, "--bug must be 0..%d", DEBUG_BUGS);
     if (probe.n == 1 || probe.n == 3) lb_usage_error(&program, "--probe takes ROW,COL");
-    int M = (int)args.size.v[0], N = (int)(args.size.n == 3 ? args.size.v[1] : M), K = (int)(args.size.n == 3 ? args.size.v[2] : M);
     if ((double)M * N * K > 4294967296.0)
         lb_usage_error(&program, "--size %dx%dx%d: at most 2^32 multiply-adds (the CPU checks every element)", M, N, K);
     int pr = probe.n ? (int)probe.v[0] : -1, pc = probe.n ? (int)probe.v[1] : -1;

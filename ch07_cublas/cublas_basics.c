@@ -111,12 +111,12 @@ static int report(const char *what, int ok, int quiet, const char *fmt_detail, d
 }
 
 /* Compare sampled rows and columns of a GEMM result (4 + 4, with the first row and the last
- * column) with the CPU. tol(K) is the
- * absolute tolerance; returns the largest error relative to the largest |C| sampled. */
+ * column) with the CPU; A, B, C are float, or double when `dbl`. atol is the absolute
+ * tolerance; also returns the largest error and the largest |C| sampled (for a relative error). */
 typedef struct { int ok; double max_err, max_ref; } gemm_check;
 
-static gemm_check check_gemm_f(const float *A, const float *B, const float *C, int M, int N, int K, double atol,
-                               lb_rng *rng, int quiet)
+static gemm_check check_gemm(int dbl, const void *A, const void *B, const void *C, int M, int N, int K, double atol,
+                             lb_rng *rng, int quiet)
 {
     gemm_check g = {1, 0.0, 0.0};
     int shown = 0;
@@ -127,35 +127,12 @@ static gemm_check check_gemm_f(const float *A, const float *B, const float *C, i
         int len = is_row ? N : M;
         for (int i = 0; i < len; i++) {
             int r = is_row ? idx : i, c = is_row ? i : idx;
-            double want = gemm_elem_f(A, B, N, K, r, c), got = C[(size_t)r * N + c];
-            double err = fabs(got - want);
+            size_t at = (size_t)r * N + c;
+            long double want = dbl ? gemm_elem_d(A, B, N, K, r, c) : gemm_elem_f(A, B, N, K, r, c);
+            long double got = dbl ? ((const double *)C)[at] : ((const float *)C)[at];
+            double err = (double)fabsl(got - want);
             if (!(err <= atol)) {   /* NaN fails */
-                if (!quiet && shown++ < 3) fprintf(stderr, "    C[%d][%d]: got %.7g, want %.7g\n", r, c, got, want);
-                g.ok = 0;
-            }
-            if (err > g.max_err || err != err) g.max_err = err;
-            if (fabs(want) > g.max_ref) g.max_ref = fabs(want);
-        }
-    }
-    return g;
-}
-
-static gemm_check check_gemm_d(const double *A, const double *B, const double *C, int M, int N, int K, double atol,
-                               lb_rng *rng, int quiet)
-{
-    gemm_check g = {1, 0.0, 0.0};
-    int shown = 0;
-    for (int s = 0; s < 8; s++) {
-        int is_row = s < 4, idx = (int)(lb_rng_next(rng) % (uint64_t)(is_row ? M : N));
-        if (s == 0) idx = 0;
-        if (s == 4) idx = N - 1;
-        int len = is_row ? N : M;
-        for (int i = 0; i < len; i++) {
-            int r = is_row ? idx : i, c = is_row ? i : idx;
-            long double want = gemm_elem_d(A, B, N, K, r, c);
-            double err = (double)fabsl((long double)C[(size_t)r * N + c] - want);
-            if (!(err <= atol)) {
-                if (!quiet && shown++ < 3) fprintf(stderr, "    C[%d][%d]: got %.15g, want %.15Lg\n", r, c, C[(size_t)r * N + c], want);
+                if (!quiet && shown++ < 3) fprintf(stderr, "    C[%d][%d]: got %.15Lg, want %.15Lg\n", r, c, got, want);
                 g.ok = 0;
             }
             if (err > g.max_err || err != err) g.max_err = err;
@@ -182,10 +159,8 @@ int main(int argc, char **argv)
 {
     lb_args args = {.size = {{5000, 10000, 10000}, 3}, .max_size_dims = 3, .iters = 10, .seed = 1, .version = -1};
     lb_parse_args(&program, &args, argc, argv);
-    if (args.size.n == 2) lb_usage_error(&program, "--size takes N or M,N,K");
-    int M = (int)args.size.v[0], N = (int)(args.size.n == 3 ? args.size.v[1] : M), K = (int)(args.size.n == 3 ? args.size.v[2] : M);
-    for (int i = 0; i < args.size.n; i++)
-        if (args.size.v[i] > 65536) lb_usage_error(&program, "--size: each dimension at most 65536");
+    int M, N, K;
+    lb_size_mnk(&program, &args, &M, &N, &K);
     if (vec_n < 1 || vec_n > (1LL << 31) - 1) lb_usage_error(&program, "--vec must be 1..2^31-1 (cuBLAS counts in int)");
     size_t n = (size_t)vec_n, a_n = (size_t)M * K, b_n = (size_t)K * N, c_n = (size_t)M * N;
 
@@ -230,7 +205,7 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMemcpy(h_c, d_c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
     /* fp32 sums of K products of values in [-1, 1]: rounding grows about like sqrt(K); K * 2^-22
      * is a few times the worst seen and far below the O(1) error of any wrong element */
-    gemm_check gs = check_gemm_f(h_a, h_b, h_c, M, N, K, K * 2.384185791015625e-07, &rng, args.quiet);
+    gemm_check gs = check_gemm(0, h_a, h_b, h_c, M, N, K, K * 2.384185791015625e-07, &rng, args.quiet);
     all_ok &= report("sgemm (8 rows/columns vs CPU)", gs.ok, args.quiet, " (max rel err %.1e)", gs.max_err / gs.max_ref);
 
     gemm_job js = {h, 32, d_a, d_b, d_c, M, N, K};
@@ -246,7 +221,7 @@ int main(int argc, char **argv)
         lb_poison_device(d_c, sizeof(float) * c_n);
         CUDA_CHECK(run_gemm(&js));
         CUDA_CHECK(cudaMemcpy(h_c, d_c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
-        gt = check_gemm_f(h_a, h_b, h_c, M, N, K, 6.0 * sqrt((double)K) * 4.8828125e-4, &rng, args.quiet);
+        gt = check_gemm(0, h_a, h_b, h_c, M, N, K, 6.0 * sqrt((double)K) * 4.8828125e-4, &rng, args.quiet);
         all_ok &= report("sgemm TF32 (8 rows/columns vs CPU)", gt.ok, args.quiet, " (max rel err %.1e)", gt.max_err / gt.max_ref);
         if (!args.check_only) tf_ms = lb_time_ms(run_gemm, &js, 1, args.iters);
         CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
@@ -296,7 +271,7 @@ int main(int argc, char **argv)
     CUDA_CHECK(run_gemm(&jd));
     CUDA_CHECK(cudaMemcpy(hd_c, dd_c, sizeof(double) * c_n, cudaMemcpyDeviceToHost));
     /* products of fp32 values are exact in double; K * 2^-50 bounds the sum's rounding */
-    gemm_check gd = check_gemm_d(hd_a, hd_b, hd_c, M, N, K, K * 8.881784197001252e-16, &rng, args.quiet);
+    gemm_check gd = check_gemm(1, hd_a, hd_b, hd_c, M, N, K, K * 8.881784197001252e-16, &rng, args.quiet);
     all_ok &= report("dgemm (8 rows/columns vs CPU)", gd.ok, args.quiet, " (max rel err %.1e)", gd.max_err / gd.max_ref);
     float d_ms = 0.0f;
     if (!args.check_only) d_ms = lb_time_ms(run_gemm, &jd, 1, args.iters);

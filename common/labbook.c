@@ -395,6 +395,17 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
     }
 }
 
+void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, int *K)
+{
+    if (args->size.n == 2) lb_usage_error(prog, "--size takes N or M,N,K");
+    long long d[3];
+    for (int i = 0; i < 3; i++) {
+        d[i] = args->size.n == 3 ? args->size.v[i] : args->size.v[0];
+        if (d[i] > 65536) lb_usage_error(prog, "--size: each dimension at most 65536");
+    }
+    *M = (int)d[0], *N = (int)d[1], *K = (int)d[2];
+}
+
 void lb_check_block(const lb_program *prog, const lb_gpu *gpu, int block)
 {
     if (block < 1 || block > gpu->prop.maxThreadsPerBlock)

@@ -226,6 +226,9 @@ LB_NORETURN void lb_usage_error(const lb_program *prog, const char *fmt, ...) LB
 int lb_parse_i64(const char *s, long long *out);
 int lb_parse_dims(const char *s, lb_dims *out, int max_dims);
 
+/* A matrix product's --size: "N" (square) or "M,N,K", each 1..65536; exits 2 otherwise. */
+void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, int *K);
+
 /* Exit 2 when the block size is not in 1..device limit (call after lb_gpu_init). */
 void lb_check_block(const lb_program *prog, const lb_gpu *gpu, int block);
 

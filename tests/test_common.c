@@ -90,6 +90,14 @@ static void test_args(void)
     char *argv3[] = {"t", "2", NULL};
     lb_parse_args(&prog, &c, 2, argv3);
     CHECK(c.version == 2);
+
+    /* a matrix product's size: N means N,N,N; M,N,K as given */
+    int M, N, K;
+    lb_size_mnk(&prog, &a, &M, &N, &K);
+    CHECK(M == 1000 && N == 1023 && K == 777);
+    lb_args d = {.size = {{300}, 1}};
+    lb_size_mnk(&prog, &d, &M, &N, &K);
+    CHECK(M == 300 && N == 300 && K == 300);
 }
 
 /* ---------------------------------------------------------------- checkers */
