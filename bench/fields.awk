@@ -21,6 +21,8 @@ function unit_text(u) {
     if (u == "gflops") return "GFLOP/s"
     if (u == "gsamples_s") return "G samples/s"
     if (u == "mpix_s") return "Mpixel/s"
+    if (u == "msamples_s") return "M samples/s"
+    if (u == "test_acc_pct") return "% test accuracy"
     if (u == "speedup_vs_cpu") return "x CPU"
     if (u == "kernel_share") return "kernel share"
     return u

@@ -238,9 +238,10 @@ static void print_usage(const lb_program *prog, const lb_args *a, FILE *f)
         snprintf(left, sizeof left, "%s%s", o->name, arg);
         fprintf(f, "  %-21s %s", left, o->help);
         switch (o->kind) {
-        case LB_OPT_INT: fprintf(f, " (default %d)", *(int *)o->dst); break;
-        case LB_OPT_I64: fprintf(f, " (default %lld)", *(long long *)o->dst); break;
-        case LB_OPT_DOUBLE: fprintf(f, " (default %g)", *(double *)o->dst); break;
+        /* a default of -1 means "chosen by the program": its help text says how */
+        case LB_OPT_INT: if (*(int *)o->dst != -1) fprintf(f, " (default %d)", *(int *)o->dst); break;
+        case LB_OPT_I64: if (*(long long *)o->dst != -1) fprintf(f, " (default %lld)", *(long long *)o->dst); break;
+        case LB_OPT_DOUBLE: if (*(double *)o->dst != -1.0) fprintf(f, " (default %g)", *(double *)o->dst); break;
         case LB_OPT_STRING:
             if (*(const char **)o->dst) fprintf(f, " (default %s)", *(const char **)o->dst);
             break;

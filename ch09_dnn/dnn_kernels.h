@@ -1,0 +1,54 @@
+/* dnn_kernels.h - launchers for dnn_kernels.cu (callable from C). Every launcher queues its
+ * kernel on `stream` and returns cudaGetLastError(). Matrices are row-major, one sample a row. */
+#ifndef DNN_KERNELS_H
+#define DNN_KERNELS_H
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { ACT_RELU = 0, ACT_SIGMOID = 1 };
+
+/* What the training step keeps on the device between kernels and steps (see dnn.c). */
+typedef struct {
+    int cursor;       /* next position in this epoch's permutation */
+    int t;            /* optimizer steps so far (Adam's bias correction) */
+    float loss_sum;   /* this epoch: sum of the batches' mean losses */
+    int correct;      /* this epoch: training samples classified right */
+} step_state;
+
+/* xb[i] = X[perm[cursor + i]], yb[i] = y[...] for i < rows (F features a row) */
+cudaError_t gather_batch_launch(const float *d_x, const int *d_y, const int *d_perm, const step_state *d_state,
+                                int rows, int features, float *d_xb, int *d_yb, cudaStream_t stream);
+
+/* Z = act(Z + b), in place; Z is rows x cols */
+cudaError_t bias_act_launch(float *d_z, const float *d_b, int rows, int cols, int act, cudaStream_t stream);
+
+/* The loss layer, one block: logits = Z + b (rows x classes); p = softmax(logits);
+ * state->loss_sum += mean over rows of -log p[y]; state->correct += rows with argmax = y;
+ * dZ = (p - onehot(y)) / rows; db = column sums of dZ. Then advances the step:
+ * state->cursor += rows, state->t += 1. */
+cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, const int *d_y, int rows, int classes,
+                                float *d_dz, float *d_db, step_state *d_state, cudaStream_t stream);
+
+/* Back through the activation, in place: dZ = dA * act'(A) (A is the layer's output), and
+ * db = column sums of dZ (rows x cols) */
+cudaError_t act_backward_launch(float *d_da, const float *d_a, int rows, int cols, int act, float *d_db,
+                                cudaStream_t stream);
+
+/* Optimizers over all n parameters at once. SGD with momentum: v = mu v - lr g; w += v.
+ * Adam: m, v moments, bias-corrected with the step count in state->t. */
+cudaError_t sgd_momentum_launch(float *d_w, const float *d_g, float *d_v, size_t n, float lr, float mu,
+                                cudaStream_t stream);
+cudaError_t adam_launch(float *d_w, const float *d_g, float *d_m, float *d_v, size_t n, float lr,
+                        const step_state *d_state, cudaStream_t stream);
+
+/* pred[r] = argmax over classes of (Z + b)[r], prob[r] its softmax probability */
+cudaError_t predict_launch(const float *d_z, const float *d_b, int rows, int classes, int *d_pred, float *d_prob,
+                           cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
