@@ -6,9 +6,10 @@ FNR == NR {
 }
 /<!-- results / {
     print
-    want_prog = $0; sub(/.*prog=/, "", want_prog); sub(/[ -].*/, "", want_prog)
+    # a value ends at a space or at the closing "-->" (sizes may hold dashes: 784-1024-10_b128)
+    want_prog = $0; sub(/.*prog=/, "", want_prog); sub(/-->.*/, "", want_prog); sub(/ .*/, "", want_prog)
     want_size = ""
-    if ($0 ~ /size=/) { want_size = $0; sub(/.*size=/, "", want_size); sub(/[ -].*/, "", want_size) }
+    if ($0 ~ /size=/) { want_size = $0; sub(/.*size=/, "", want_size); sub(/-->.*/, "", want_size); sub(/ .*/, "", want_size) }
     print ""
     print "| ver | name | size | ms | rate | vs baseline | check |"
     print "|---|---|---|---|---|---|---|"
