@@ -1,0 +1,6 @@
+# bench/ch10_advanced.sh - what `make bench` measures in ch10_advanced (sourced by bench/run.sh)
+measure ./reduce
+measure ./scan
+measure ./histogram
+measure ./atomics
+measure ./shuffle

@@ -1,0 +1,105 @@
+/* histogram_kernels.cu - a 256-bin histogram of n bytes.
+ *
+ *   1  global atomics: every byte is one atomicAdd on its bin in device memory; 256 addresses
+ *      shared by the whole GPU, so threads wait on each other (worst when all bytes are equal)
+ *   2  privatized in shared memory: each block counts into its own 256 bins with shared-memory
+ *      atomics (on the SM, much cheaper), then adds its bins to the global ones: 256 global
+ *      atomics per block instead of one per byte
+ *   3  a sub-histogram per warp, 16-byte loads: each warp has its own 256 bins in shared memory
+ *      (8 warps, 8 KB), so only the 32 lanes of one warp contend on a bin; each thread reads 16
+ *      bytes at a time (uint4) in a grid-stride loop; a grid that fills the GPU once
+ * 0 is cub::DeviceHistogram::HistogramEven (257 levels 0..256, one bin per byte value).
+ */
+#include "histogram_kernels.h"
+#include <cub/cub.cuh>
+
+#define BLOCK 256
+
+__global__ void hist1(const unsigned char *in, size_t n, unsigned int *hist)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        atomicAdd(&hist[in[i]], 1u);
+}
+
+__global__ void hist2(const unsigned char *in, size_t n, unsigned int *hist)
+{
+    __shared__ unsigned int local[HIST_BINS];
+    for (int b = threadIdx.x; b < HIST_BINS; b += blockDim.x) local[b] = 0;
+    __syncthreads();   /* zeroed before anyone counts */
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        atomicAdd(&local[in[i]], 1u);
+    __syncthreads();   /* every count is in before the block's bins are added up */
+    for (int b = threadIdx.x; b < HIST_BINS; b += blockDim.x)
+        if (local[b]) atomicAdd(&hist[b], local[b]);
+}
+
+__device__ __forceinline__ void count_word(unsigned int *bins, unsigned int w)
+{
+    atomicAdd(&bins[w & 0xff], 1u);
+    atomicAdd(&bins[(w >> 8) & 0xff], 1u);
+    atomicAdd(&bins[(w >> 16) & 0xff], 1u);
+    atomicAdd(&bins[w >> 24], 1u);
+}
+
+__global__ void __launch_bounds__(BLOCK) hist3(const unsigned char *in, size_t n, unsigned int *hist)
+{
+    __shared__ unsigned int warp_bins[BLOCK / 32][HIST_BINS];
+    unsigned int *bins = warp_bins[threadIdx.x / 32];
+    for (int b = threadIdx.x; b < (BLOCK / 32) * HIST_BINS; b += BLOCK) (&warp_bins[0][0])[b] = 0;
+    __syncthreads();
+    const uint4 *in16 = (const uint4 *)in;
+    size_t n16 = n / 16;
+    for (size_t i = (size_t)blockIdx.x * BLOCK + threadIdx.x; i < n16; i += (size_t)gridDim.x * BLOCK) {
+        uint4 q = in16[i];   /* 16 bytes in one load */
+        count_word(bins, q.x);
+        count_word(bins, q.y);
+        count_word(bins, q.z);
+        count_word(bins, q.w);
+    }
+    /* the last n % 16 bytes, by the first threads of block 0 */
+    if (blockIdx.x == 0 && threadIdx.x < (n & 15)) atomicAdd(&bins[in[(n & ~(size_t)15) + threadIdx.x]], 1u);
+    __syncthreads();
+    /* add the 8 warps' bins, then one global atomic per bin per block */
+    for (int b = threadIdx.x; b < HIST_BINS; b += BLOCK) {
+        unsigned int s = 0;
+        for (int w = 0; w < BLOCK / 32; w++) s += warp_bins[w][b];
+        if (s) atomicAdd(&hist[b], s);
+    }
+}
+
+static unsigned int full_grid(const void *kernel)
+{
+    int dev, sms, per_sm;
+    if (cudaGetDevice(&dev) || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0))
+        return 1024;
+    return (unsigned int)(sms * per_sm);
+}
+
+extern "C" size_t histogram_scratch_bytes(int version, size_t n)
+{
+    if (version != 0) return 0;
+    size_t bytes = 0;
+    cub::DeviceHistogram::HistogramEven(NULL, bytes, (const unsigned char *)NULL, (unsigned int *)NULL, HIST_BINS + 1,
+                                        0, HIST_BINS, (int64_t)n);
+    return bytes;
+}
+
+extern "C" cudaError_t histogram_launch(int version, const unsigned char *d_in, size_t n, unsigned int *d_hist,
+                                        void *d_scratch)
+{
+    if (version == 0) {
+        size_t bytes = histogram_scratch_bytes(0, n);
+        /* levels 0, 1, ..., 256: bin b holds the samples in [b, b + 1) */
+        return cub::DeviceHistogram::HistogramEven(d_scratch, bytes, d_in, d_hist, HIST_BINS + 1, 0, HIST_BINS, (int64_t)n);
+    }
+    cudaError_t e = cudaMemsetAsync(d_hist, 0, HIST_BINS * sizeof(unsigned int), 0);
+    if (e) return e;
+    switch (version) {
+    case 1: hist1<<<full_grid((const void *)hist1), BLOCK>>>(d_in, n, d_hist); break;
+    case 2: hist2<<<full_grid((const void *)hist2), BLOCK>>>(d_in, n, d_hist); break;
+    case 3: hist3<<<full_grid((const void *)hist3), BLOCK>>>(d_in, n, d_hist); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}

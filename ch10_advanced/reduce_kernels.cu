@@ -1,0 +1,288 @@
+/* reduce_kernels.cu - the sum of n floats, from the textbook kernel to one that races CUB.
+ *
+ * Versions 1-6 are the classic steps (each block sums 256 or 512 elements into a partial sum;
+ * the launcher reruns the kernel on the partials until one value is left):
+ *   1  interleaved addressing, `if (tid % (2*s) == 0)`: threads of a warp take different paths
+ *   2  interleaved addressing, strided index `i = 2*s*tid`: no divergence, but at stride s the
+ *      threads of a warp hit the same shared-memory banks (conflicts)
+ *   3  sequential addressing: thread tid adds tid + s, s halving: no divergence, no conflicts,
+ *      but half the threads idle from the first step
+ *   4  first add during load: each thread loads two elements and adds them; half the blocks
+ *   5  the last warp unrolled, done correctly: below 32 the warp finishes alone, with
+ *      __syncwarp() between steps (the old `volatile` trick without it is a race since Volta)
+ *   6  warp shuffles: __shfl_down_sync adds within a warp through registers, shared memory only
+ *      carries the 8 warp sums
+ * and then the modern ones, each one kernel:
+ *   7  the book's optimized sum: 16-byte float4 loads, a grid-stride loop, a warp sum with the
+ *      lane id from inline PTX (%laneid), one atomicAdd per warp into the result
+ *   8  one pass, deterministic: 4 float4 loads in flight per thread and 4 accumulators, a
+ *      grid sized to fill the GPU once, per-block partials, and the last block to finish
+ *      (found with a ticket counter) adds the partials in a fixed order
+ * 0 is cub::DeviceReduce::Sum.
+ */
+#include "reduce_kernels.h"
+#include <cub/cub.cuh>
+
+#define BLOCK 256
+
+/* ---------------------------------------------------------------- versions 1-6 */
+
+/* Version 1: interleaved addressing with a divergent branch */
+__global__ void reduce1(const float *in, size_t n, float *out)
+{
+    __shared__ float s[BLOCK];
+    unsigned int tid = threadIdx.x;
+    size_t i = (size_t)blockIdx.x * BLOCK + tid;
+    s[tid] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (unsigned int st = 1; st < BLOCK; st *= 2) {
+        if (tid % (2 * st) == 0) s[tid] += s[tid + st];   /* only every (2 st)-th thread works */
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+
+/* Version 2: interleaved addressing, strided index: the working threads are contiguous */
+__global__ void reduce2(const float *in, size_t n, float *out)
+{
+    __shared__ float s[BLOCK];
+    unsigned int tid = threadIdx.x;
+    size_t i = (size_t)blockIdx.x * BLOCK + tid;
+    s[tid] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (unsigned int st = 1; st < BLOCK; st *= 2) {
+        unsigned int idx = 2 * st * tid;   /* at st = 16, lanes 0 and 1 use banks 0 and 0 + 32 */
+        if (idx < BLOCK) s[idx] += s[idx + st];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+
+/* Version 3: sequential addressing */
+__global__ void reduce3(const float *in, size_t n, float *out)
+{
+    __shared__ float s[BLOCK];
+    unsigned int tid = threadIdx.x;
+    size_t i = (size_t)blockIdx.x * BLOCK + tid;
+    s[tid] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (unsigned int st = BLOCK / 2; st > 0; st >>= 1) {
+        if (tid < st) s[tid] += s[tid + st];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+
+/* Version 4: first add during load: a block covers 2 * BLOCK elements */
+__global__ void reduce4(const float *in, size_t n, float *out)
+{
+    __shared__ float s[BLOCK];
+    unsigned int tid = threadIdx.x;
+    size_t i = (size_t)blockIdx.x * (2 * BLOCK) + tid;
+    float v = i < n ? in[i] : 0.0f;
+    if (i + BLOCK < n) v += in[i + BLOCK];
+    s[tid] = v;
+    __syncthreads();
+    for (unsigned int st = BLOCK / 2; st > 0; st >>= 1) {
+        if (tid < st) s[tid] += s[tid + st];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+
+/* Version 5: as 4 until 64 values are left, then the first warp alone. Its lanes read what
+ * other lanes wrote, so they must synchronize: __syncwarp() orders the warp's shared-memory
+ * accesses (since Volta, lanes of a warp need not run in lockstep). */
+__global__ void reduce5(const float *in, size_t n, float *out)
+{
+    __shared__ float s[BLOCK];
+    unsigned int tid = threadIdx.x;
+    size_t i = (size_t)blockIdx.x * (2 * BLOCK) + tid;
+    float v = i < n ? in[i] : 0.0f;
+    if (i + BLOCK < n) v += in[i + BLOCK];
+    s[tid] = v;
+    __syncthreads();
+    for (unsigned int st = BLOCK / 2; st > 32; st >>= 1) {
+        if (tid < st) s[tid] += s[tid + st];
+        __syncthreads();
+    }
+    if (tid < 32) {
+        v = s[tid] + s[tid + 32];
+        for (int st = 16; st > 0; st >>= 1) {
+            __syncwarp();           /* everyone has read before anyone writes */
+            s[tid] = v;
+            __syncwarp();           /* everyone has written before anyone reads */
+            v += s[tid + st];
+        }
+        if (tid == 0) out[blockIdx.x] = v;
+    }
+}
+
+/* the sum of v over the 32 lanes, in every lane's register after the xor butterfly */
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* the sum over the block, in thread 0: warp sums through registers, then the 8 warp sums */
+__device__ __forceinline__ float block_sum(float v)
+{
+    __shared__ float warp_sums[BLOCK / 32];
+    v = warp_sum(v);
+    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = threadIdx.x < BLOCK / 32 ? warp_sums[threadIdx.x] : 0.0f;
+    if (threadIdx.x < 32) v = warp_sum(v);
+    return v;
+}
+
+/* Version 6: first add during load, then shuffles */
+__global__ void reduce6(const float *in, size_t n, float *out)
+{
+    size_t i = (size_t)blockIdx.x * (2 * BLOCK) + threadIdx.x;
+    float v = i < n ? in[i] : 0.0f;
+    if (i + BLOCK < n) v += in[i + BLOCK];
+    v = block_sum(v);
+    if (threadIdx.x == 0) out[blockIdx.x] = v;
+}
+
+/* ---------------------------------------------------------------- versions 7 and 8 */
+
+/* The elements past the last whole float4 (at most 3), added by the first threads of block 0 */
+__device__ __forceinline__ float tail(const float *in, size_t n)
+{
+    size_t i = (n & ~(size_t)3) + threadIdx.x;
+    return (blockIdx.x == 0 && threadIdx.x < 4 && i < n) ? in[i] : 0.0f;
+}
+
+/* Version 7: the book's optimized sum */
+__global__ void reduce7(const float *in, size_t n, float *out)
+{
+    const float4 *in4 = (const float4 *)in;
+    size_t n4 = n / 4;
+    float v = tail(in, n);
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
+        float4 q = in4[i];
+        v += (q.x + q.y) + (q.z + q.w);
+    }
+    v = warp_sum(v);
+    unsigned int lane;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));   /* the lane id, read from the special register */
+    if (lane == 0) atomicAdd(out, v);
+}
+
+/* Version 8: 4 loads in flight per thread, partials, the last block adds them in order */
+__global__ void __launch_bounds__(BLOCK) reduce8(const float *in, size_t n, float *partial, unsigned int *ticket,
+                                                 float *out)
+{
+    const float4 *in4 = (const float4 *)in;
+    size_t n4 = n / 4, stride = (size_t)gridDim.x * BLOCK;
+    size_t i = (size_t)blockIdx.x * BLOCK + threadIdx.x;
+    float a = tail(in, n), b = 0.0f, c = 0.0f, d = 0.0f;
+    /* four independent loads per iteration: 64 bytes a thread in flight, four separate sums */
+    for (; i + 3 * stride < n4; i += 4 * stride) {
+        float4 p = in4[i], q = in4[i + stride], r = in4[i + 2 * stride], s = in4[i + 3 * stride];
+        a += (p.x + p.y) + (p.z + p.w);
+        b += (q.x + q.y) + (q.z + q.w);
+        c += (r.x + r.y) + (r.z + r.w);
+        d += (s.x + s.y) + (s.z + s.w);
+    }
+    for (; i < n4; i += stride) {
+        float4 p = in4[i];
+        a += (p.x + p.y) + (p.z + p.w);
+    }
+    float v = block_sum((a + b) + (c + d));
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = v;
+        __threadfence();   /* the partial is visible to every block before the ticket says so */
+        last = atomicAdd(ticket, 1) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    /* the last block: every partial is in memory; add them in a fixed order */
+    float s = 0.0f;
+    for (unsigned int k = threadIdx.x; k < gridDim.x; k += BLOCK) s += ((volatile float *)partial)[k];
+    s = block_sum(s);
+    if (threadIdx.x == 0) {
+        *out = s;
+        *ticket = 0;   /* ready for the next run */
+    }
+}
+
+/* ---------------------------------------------------------------- launchers */
+
+static unsigned int grid_for(int version, size_t n)
+{
+    size_t per_block = version >= 4 ? 2 * BLOCK : BLOCK;
+    return (unsigned int)((n + per_block - 1) / per_block);
+}
+
+/* blocks that fill the GPU once: resident blocks per SM times the SMs */
+static unsigned int full_grid(const void *kernel)
+{
+    int dev, sms, per_sm;
+    if (cudaGetDevice(&dev) || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0))
+        return 1024;
+    return (unsigned int)(sms * per_sm);
+}
+
+extern "C" size_t reduce_scratch_bytes(int version, size_t n)
+{
+    if (version == 0) {
+        size_t bytes = 0;
+        cub::DeviceReduce::Sum(NULL, bytes, (const float *)NULL, (float *)NULL, (int64_t)n);
+        return bytes;
+    }
+    if (version >= 7) return 65536 * sizeof(float) + 256;   /* partials and the ticket */
+    return sizeof(float) * ((size_t)grid_for(version, n) + grid_for(version, grid_for(version, n)) + 64);
+}
+
+extern "C" cudaError_t reduce_launch(int version, const float *d_in, size_t n, float *d_out, void *d_scratch)
+{
+    if (version == 0) {
+        size_t bytes = reduce_scratch_bytes(0, n);
+        return cub::DeviceReduce::Sum(d_scratch, bytes, d_in, d_out, (int64_t)n);
+    }
+    if (version == 7) {
+        cudaError_t e = cudaMemsetAsync(d_out, 0, sizeof(float), 0);
+        if (e) return e;
+        reduce7<<<full_grid((const void *)reduce7), BLOCK>>>(d_in, n, d_out);
+        return cudaGetLastError();
+    }
+    if (version == 8) {
+        float *partial = (float *)d_scratch;
+        unsigned int *ticket = (unsigned int *)(partial + 65536);
+        unsigned int grid = full_grid((const void *)reduce8);
+        if (grid > 65536) grid = 65536;
+        reduce8<<<grid, BLOCK>>>(d_in, n, partial, ticket, d_out);
+        return cudaGetLastError();
+    }
+    /* versions 1-6: one partial per block, then the partials again, until one value remains;
+     * two scratch areas are used in turn (a pass never reads and writes the same one) */
+    float *bufs[2] = {(float *)d_scratch, (float *)d_scratch + grid_for(version, n) + 32};
+    const float *src = d_in;
+    size_t len = n;
+    int k = 0;
+    do {
+        unsigned int grid = grid_for(version, len);
+        float *dst = grid == 1 ? d_out : bufs[k];
+        switch (version) {
+        case 1: reduce1<<<grid, BLOCK>>>(src, len, dst); break;
+        case 2: reduce2<<<grid, BLOCK>>>(src, len, dst); break;
+        case 3: reduce3<<<grid, BLOCK>>>(src, len, dst); break;
+        case 4: reduce4<<<grid, BLOCK>>>(src, len, dst); break;
+        case 5: reduce5<<<grid, BLOCK>>>(src, len, dst); break;
+        case 6: reduce6<<<grid, BLOCK>>>(src, len, dst); break;
+        default: return cudaErrorInvalidValue;
+        }
+        cudaError_t e = cudaGetLastError();
+        if (e) return e;
+        src = dst;
+        len = grid;
+        k ^= 1;
+    } while (len > 1);
+    return cudaSuccess;
+}

@@ -1,0 +1,44 @@
+# tests/ch10_advanced.sh - cases for ch10_advanced, sourced by tests/run.sh (helpers are defined there).
+for p in reduce histogram scan atomics shuffle; do
+    bad_input 2 ./$p --bogus
+    bad_input 0 ./$p --help
+    bad_input 2 ./$p --size 0
+    no_gpu ./$p
+done
+bad_input 2 ./reduce 9
+bad_input 2 ./reduce --exact --size 2^23
+bad_input 2 ./histogram 4
+bad_input 2 ./histogram --input skewed
+bad_input 2 ./scan 5
+bad_input 2 ./scan --type double
+bad_input 2 ./scan --mode both-ways
+bad_input 2 ./shuffle --size 33
+bad_input 2 ./shuffle --reps 0
+
+# every version at awkward sizes; exact integer sums prove each element is counted once
+for n in 1 31 1000 2^20+3 2^22-5; do
+    gpu_check ./reduce --check-only --exact --size $n
+done
+gpu_check ./reduce --check-only --size 2^20+3
+gpu_check ./reduce --size 2^20 --iters 2
+gpu_check_large ./reduce --check-only --size 2^28+1
+
+for n in 1 31 1000 2^20+3; do
+    gpu_check ./histogram --check-only --size $n
+done
+gpu_check ./histogram --size 2^20 --iters 2
+gpu_check_large ./histogram --check-only --size 2^28+1 --input uniform
+
+for n in 1 31 1023 1024 1025 4097 2^20+3 3145805; do
+    gpu_check ./scan --check-only --size $n
+done
+gpu_check ./scan --size 2^20 --iters 2
+gpu_check_large ./scan --check-only --size 2^28+1
+
+gpu_check ./atomics --check-only --size 1
+gpu_check ./atomics --check-only --size 2^20+3
+gpu_check ./atomics --size 2^20 --iters 2
+
+gpu_check ./shuffle --check-only --size 32 --reps 1
+gpu_check ./shuffle --check-only --size 2^20+32 --reps 5
+gpu_check ./shuffle --size 2^20 --reps 8 --iters 2
