@@ -88,7 +88,6 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d_in, n * sizeof(float)));
     CUDA_CHECK(cudaMalloc((void **)&d_out, sizeof(float)));
     CUDA_CHECK(cudaMalloc(&d_scratch, scratch));
-    CUDA_CHECK(cudaMemset(d_scratch, 0, scratch));   /* version 8's ticket starts at 0 */
     CUDA_CHECK(cudaMemcpy(d_in, h, n * sizeof(float), cudaMemcpyHostToDevice));
     free(h);
 
