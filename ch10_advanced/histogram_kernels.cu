@@ -12,6 +12,7 @@
  */
 #include "histogram_kernels.h"
 #include <cub/cub.cuh>
+#include "labbook.h"
 
 #define BLOCK 256
 
@@ -67,14 +68,8 @@ __global__ void __launch_bounds__(BLOCK) hist3(const unsigned char *in, size_t n
     }
 }
 
-static unsigned int full_grid(const void *kernel)
-{
-    int dev, sms, per_sm;
-    if (cudaGetDevice(&dev) || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0))
-        return 1024;
-    return (unsigned int)(sms * per_sm);
-}
+/* blocks that fill the GPU once (common/labbook.c) */
+static unsigned int full_grid(const void *kernel) { return lb_resident_blocks(kernel, BLOCK, 0); }
 
 extern "C" size_t histogram_scratch_bytes(int version, size_t n)
 {

@@ -22,6 +22,7 @@
  */
 #include "reduce_kernels.h"
 #include <cub/cub.cuh>
+#include "labbook.h"
 
 #define BLOCK 256
 
@@ -216,15 +217,8 @@ static unsigned int grid_for(int version, size_t n)
     return (unsigned int)((n + per_block - 1) / per_block);
 }
 
-/* blocks that fill the GPU once: resident blocks per SM times the SMs */
-static unsigned int full_grid(const void *kernel)
-{
-    int dev, sms, per_sm;
-    if (cudaGetDevice(&dev) || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0))
-        return 1024;
-    return (unsigned int)(sms * per_sm);
-}
+/* blocks that fill the GPU once (common/labbook.c) */
+static unsigned int full_grid(const void *kernel) { return lb_resident_blocks(kernel, BLOCK, 0); }
 
 extern "C" size_t reduce_scratch_bytes(int version, size_t n)
 {

@@ -396,6 +396,15 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
     }
 }
 
+unsigned int lb_resident_blocks(const void *kernel, int block, size_t smem)
+{
+    int dev, sms, per_sm;
+    if (cudaGetDevice(&dev) || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, smem) || per_sm < 1)
+        return 1024;   /* a safe guess if the device cannot be asked */
+    return (unsigned int)(sms * per_sm);
+}
+
 void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, int *K)
 {
     if (args->size.n == 2) lb_usage_error(prog, "--size takes N or M,N,K");

@@ -229,6 +229,10 @@ int lb_parse_dims(const char *s, lb_dims *out, int max_dims);
 /* A matrix product's --size: "N" (square) or "M,N,K", each 1..65536; exits 2 otherwise. */
 void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, int *K);
 
+/* Blocks of `block` threads (and smem bytes of dynamic shared memory) that fill the current
+ * GPU once: the occupancy API's blocks per SM times the SMs. For grid-stride kernels. */
+unsigned int lb_resident_blocks(const void *kernel, int block, size_t smem);
+
 /* Exit 2 when the block size is not in 1..device limit (call after lb_gpu_init). */
 void lb_check_block(const lb_program *prog, const lb_gpu *gpu, int block);
 
