@@ -4,3 +4,4 @@ measure ./scan
 measure ./histogram
 measure ./atomics
 measure ./shuffle
+measure ./vector_types

@@ -42,3 +42,20 @@ gpu_check ./atomics --size 2^20 --iters 2
 gpu_check ./shuffle --check-only --size 32 --reps 1
 gpu_check ./shuffle --check-only --size 2^20+32 --reps 5
 gpu_check ./shuffle --size 2^20 --reps 8 --iters 2
+
+# part 2
+host_test test_ptx
+for p in vector_types ptx; do
+    bad_input 2 ./$p --bogus
+    bad_input 0 ./$p --help
+    bad_input 2 ./$p --size 0
+    no_gpu ./$p
+done
+bad_input 2 ./ptx --size 2^29
+for n in 1 3 5 1000003; do
+    gpu_check ./vector_types --check-only --size $n
+done
+gpu_check ./vector_types --size 2^20 --iters 2
+gpu_check ./ptx --size 1
+gpu_check ./ptx --size 33
+gpu_check ./ptx
