@@ -8,6 +8,7 @@
 #     NVCCFLAGS_prog    := -rdc=true      # extra nvcc flags for one program's kernels
 #     TUNABLES := TILE                    # make TILE=32 passes -DTILE=32 and rebuilds
 #     DEMO := ./mandelbrot --quiet        # what `make run` runs
+#     CLEAN_EXTRA := libx.so              # more files for `make clean` to remove
 #     include ../common/rules.mk
 #
 # Variables you may set on the command line:
@@ -81,7 +82,7 @@ test: all
 	@bash $(COMMON_DIR)/../tests/run.sh $(CHAPTER)
 
 clean:
-	rm -f $(PROGS) *.o *.png .build-flags
+	rm -f $(PROGS) *.o *.png .build-flags $(CLEAN_EXTRA)
 
 print-arch:
 	@echo $(ARCH)

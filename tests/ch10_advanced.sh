@@ -59,3 +59,18 @@ gpu_check ./vector_types --size 2^20 --iters 2
 gpu_check ./ptx --size 1
 gpu_check ./ptx --size 33
 gpu_check ./ptx
+
+bad_input 2 ./compiled_code --bogus
+bad_input 0 ./compiled_code --help
+bad_input 2 ./compiled_code --max-iter 0
+bad_input 2 ./compiled_code --size 20000
+bad_input 2 ./compiled_code --lib no-such-lib.so
+bad_input 2 ./compiled_code --module no-such-module.fatbin
+bad_input 2 ./compiled_code --source no-such-kernel.cu
+# a kernel that does not compile: the NVRTC log, exit 2 (no GPU needed to compile)
+run_case "$CHAPTER: NVRTC shows the compile log" 2 "expected an expression" "" ./compiled_code --source ../tests/data/bad_kernel.cu
+no_gpu ./compiled_code
+gpu_expect 2 "INVALID_IMAGE" ./compiled_code --module ../tests/data/plain_p2.pgm --output ""
+gpu_check ./compiled_code --size 1x1 --output ""
+gpu_check ./compiled_code --size 37x23 --max-iter 1000 --output ""
+gpu_check ./compiled_code
