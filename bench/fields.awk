@@ -25,6 +25,7 @@ function unit_text(u) {
     if (u == "test_acc_pct") return "% test accuracy"
     if (u == "gatomics_s") return "G atomics/s"
     if (u == "gops_s") return "G lane-ops/s"
+    if (u == "mkeys_s") return "M keys/s"
     if (u == "speedup_vs_cpu") return "x CPU"
     if (u == "kernel_share") return "kernel share"
     return u

@@ -74,3 +74,20 @@ gpu_expect 2 "INVALID_IMAGE" ./compiled_code --module ../tests/data/plain_p2.pgm
 gpu_check ./compiled_code --size 1x1 --output ""
 gpu_check ./compiled_code --size 37x23 --max-iter 1000 --output ""
 gpu_check ./compiled_code
+
+bad_input 2 ./dynamic_parallelism --bogus
+bad_input 0 ./dynamic_parallelism --help
+bad_input 2 ./dynamic_parallelism --depth 0
+bad_input 2 ./dynamic_parallelism --depth 25
+bad_input 2 ./dynamic_parallelism --max-depth 0
+bad_input 2 ./dynamic_parallelism --max-depth 24
+bad_input 2 ./dynamic_parallelism --image 20000x10
+bad_input 2 ./dynamic_parallelism --max-iter 0
+no_gpu ./dynamic_parallelism
+# quicksort from n = 1 up, each run on random, sorted, reversed and all-equal inputs
+for n in 1 2 31 33 1000 65537; do
+    gpu_check ./dynamic_parallelism --check-only --depth 2 --size $n --image 100x77
+done
+gpu_check ./dynamic_parallelism --check-only --size 5000 --max-depth 1 --image 33x257
+gpu_check ./dynamic_parallelism --check-only --depth 24 --size 100 --image 64x64
+gpu_check_large ./dynamic_parallelism --check-only
