@@ -5,5 +5,4 @@ measure ./histogram
 measure ./atomics
 measure ./shuffle
 measure ./vector_types
-measure ./compiled_code
 measure ./dynamic_parallelism

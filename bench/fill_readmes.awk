@@ -11,18 +11,22 @@ FNR == NR {
     want_size = ""
     if ($0 ~ /size=/) { want_size = $0; sub(/.*size=/, "", want_size); sub(/-->.*/, "", want_size); sub(/ .*/, "", want_size) }
     print ""
-    print "| ver | name | size | ms | rate | vs baseline | check |"
-    print "|---|---|---|---|---|---|---|"
+    rows_out = 0
     for (i = 1; i <= n; i++) {
         parse(lines[i])
         if (f["prog"] != want_prog || (want_size != "" && f["size"] != want_size)) continue
+        if (rows_out++ == 0) {
+            print "| ver | name | size | ms | rate | vs baseline | check |"
+            print "|---|---|---|---|---|---|---|"
+        }
         k = rate_key()
         printf "| %s | %s | %s | %s | %s | %s | %s |\n", ("ver" in f) ? f["ver"] : "-", f["name"], f["size"],
                f["ms"], rate_text(k, f[k]), ("base" in f) ? sprintf("%.2fx %s", f["ratio"], f["base"]) : "-", f["check"]
         date = f["date"]
     }
     gpu = header; sub(/.*gpu=/, "", gpu); sub(/ driver=.*/, "", gpu)
-    printf "\n%s, %s (from `make bench`, %s)\n\n", gpu, date, results_md
+    if (rows_out) printf "\n%s, %s (from `make bench`, %s)\n\n", gpu, date, results_md
+    else printf "(not measured yet: `make bench` fills this table)\n\n"
     skipping = 1
     next
 }
