@@ -121,25 +121,31 @@ __global__ void plain_kernel(int *dwell, int w, int h, float x_min, float y_min,
 #define MS_MIN 16        /* squares this small are computed pixel by pixel */
 #define DIFFERENT -1
 
-/* Block (bx, by) of this grid owns the square of side d at (x0 + bx d, y0 + by d). */
+/* Block (bx, by) of this grid owns the square of side d at (x0 + bx d, y0 + by d), cut to the
+ * image: an ex x ey rectangle. Its border is what must agree: for a square that sticks out of
+ * the image, the image's edge is part of that border. */
 __global__ void mariani_kernel(int *dwell, int w, int h, float x_min, float y_min, float step, int max_iter, int x0,
                                int y0, int d, int depth, int max_depth)
 {
     x0 += blockIdx.x * d;
     y0 += blockIdx.y * d;
+    if (x0 >= w || y0 >= h) return;   /* a quarter entirely outside the image */
+    int ex = w - x0 < d ? w - x0 : d, ey = h - y0 < d ? h - y0 : d;
     int tid = threadIdx.y * blockDim.x + threadIdx.x, nt = blockDim.x * blockDim.y;
     __shared__ int common;
     if (tid == 0) common = -2;   /* no border pixel seen yet */
     __syncthreads();
-    /* the border's 4 (d - 1) pixels, shared among the threads; pixels outside the image count
-     * as no disagreement */
-    for (int k = tid; k < 4 * (d - 1); k += nt) {
-        int side = k / (d - 1), t = k % (d - 1), px, py;
-        if (side == 0) px = x0 + t, py = y0;
-        else if (side == 1) px = x0 + d - 1, py = y0 + t;
-        else if (side == 2) px = x0 + d - 1 - t, py = y0 + d - 1;
-        else px = x0, py = y0 + d - 1 - t;
-        if (px >= w || py >= h) continue;
+    /* the rectangle's border: the top row, the bottom row, then the two sides between them */
+    int rows = ey > 1 ? 2 : 1, cols = ex > 1 ? 2 : 1;
+    int border = rows * ex + (ey > 2 ? (ey - 2) * cols : 0);
+    for (int k = tid; k < border; k += nt) {
+        int px, py;
+        if (k < rows * ex) px = x0 + k % ex, py = k < ex ? y0 : y0 + ey - 1;
+        else {
+            int m = k - rows * ex;
+            px = (m % cols) ? x0 + ex - 1 : x0;
+            py = y0 + 1 + m / cols;
+        }
         int v = dwell_at(px, py, x_min, y_min, step, max_iter);
         /* agree on one value: the first writer sets it, anyone different marks DIFFERENT */
         int old = atomicCAS(&common, -2, v);
@@ -147,19 +153,16 @@ __global__ void mariani_kernel(int *dwell, int w, int h, float x_min, float y_mi
     }
     __syncthreads();
     int c = common;
-    if (c >= 0) {   /* one dwell all around: fill the square */
-        for (int k = tid; k < d * d; k += nt) {
-            int px = x0 + k % d, py = y0 + k / d;
-            if (px < w && py < h) dwell[(size_t)py * w + px] = c;
-        }
+    if (c >= 0) {   /* one dwell all around: fill the rectangle */
+        for (int k = tid; k < ex * ey; k += nt) dwell[(size_t)(y0 + k / ex) * w + x0 + k % ex] = c;
     } else if (depth + 1 < max_depth && d / 2 > MS_MIN && d % 2 == 0) {
         if (tid == 0)   /* four quarters, one block each */
             mariani_kernel<<<dim3(2, 2), dim3(MS_BLOCK, MS_BLOCK), 0, cudaStreamFireAndForget>>>(
                 dwell, w, h, x_min, y_min, step, max_iter, x0, y0, d / 2, depth + 1, max_depth);
     } else {   /* small enough: every pixel */
-        for (int k = tid; k < d * d; k += nt) {
-            int px = x0 + k % d, py = y0 + k / d;
-            if (px < w && py < h) dwell[(size_t)py * w + px] = dwell_at(px, py, x_min, y_min, step, max_iter);
+        for (int k = tid; k < ex * ey; k += nt) {
+            int px = x0 + k % ex, py = y0 + k / ex;
+            dwell[(size_t)py * w + px] = dwell_at(px, py, x_min, y_min, step, max_iter);
         }
     }
 }
