@@ -236,12 +236,14 @@ int main(int argc, char **argv)
             dlclose(lib);
         } else {
             if (path == 2) load_driver();
+            /* runtime memory first: that also makes sure the runtime's primary context exists and is
+             * current, the context the driver calls below work in (same context, same pointers) */
+            int *d_iters;
+            CUDA_CHECK(cudaMalloc((void **)&d_iters, bytes));
+            lb_poison_device(d_iters, bytes);
             CUmodule mod;
             if (path == 2) DRV_CHECK(drv.module_load(&mod, module_path));
             else DRV_CHECK(drv.module_load_data(&mod, ptx));
-            int *d_iters;
-            CUDA_CHECK(cudaMalloc((void **)&d_iters, bytes));   /* runtime memory: same context, same pointers */
-            lb_poison_device(d_iters, bytes);
             launch_from_module(mod, d_iters, width, height, step, max_iter);
             CUDA_CHECK(cudaMemcpy(got, d_iters, bytes, cudaMemcpyDeviceToHost));
             CUDA_CHECK(cudaFree(d_iters));

@@ -94,28 +94,9 @@ extern "C" cudaError_t quicksort_launch(int *d_data, int n, int max_depth, int *
 
 /* ---------------------------------------------------------------- Mandelbrot */
 
-/* the same arithmetic as compiled_code's kernel: one rounding per operation, no FMA */
-__device__ __forceinline__ int dwell_at(int px, int py, float x_min, float y_min, float step, int max_iter)
-{
-    float cr = __fadd_rn(x_min, __fmul_rn((float)px, step)), ci = __fadd_rn(y_min, __fmul_rn((float)py, step));
-    float zr = 0.0f, zi = 0.0f;
-    int it = 0;
-    while (it < max_iter) {
-        float zr2 = __fmul_rn(zr, zr), zi2 = __fmul_rn(zi, zi);
-        if (__fadd_rn(zr2, zi2) > 4.0f) break;
-        float next_r = __fadd_rn(__fsub_rn(zr2, zi2), cr);
-        zi = __fadd_rn(__fmul_rn(__fmul_rn(2.0f, zr), zi), ci);
-        zr = next_r;
-        it++;
-    }
-    return it;
-}
-
-__global__ void plain_kernel(int *dwell, int w, int h, float x_min, float y_min, float step, int max_iter)
-{
-    int px = blockIdx.x * blockDim.x + threadIdx.x, py = blockIdx.y * blockDim.y + threadIdx.y;
-    if (px < w && py < h) dwell[(size_t)py * w + px] = dwell_at(px, py, x_min, y_min, step, max_iter);
-}
+/* The dwell of a pixel, and the plain kernel (one thread per pixel), are compiled_code's:
+ * mandel_dwell and mandelbrot_kernel, with one rounding per operation and no FMA. */
+#include "mandelbrot_kernel.cu"
 
 #define MS_BLOCK 16      /* threads per side of a block: 256 threads */
 #define MS_MIN 16        /* squares this small are computed pixel by pixel */
@@ -146,7 +127,7 @@ __global__ void mariani_kernel(int *dwell, int w, int h, float x_min, float y_mi
             px = (m % cols) ? x0 + ex - 1 : x0;
             py = y0 + 1 + m / cols;
         }
-        int v = dwell_at(px, py, x_min, y_min, step, max_iter);
+        int v = mandel_dwell(px, py, x_min, y_min, step, max_iter);
         /* agree on one value: the first writer sets it, anyone different marks DIFFERENT */
         int old = atomicCAS(&common, -2, v);
         if (old != -2 && old != v) atomicExch(&common, DIFFERENT);
@@ -162,7 +143,7 @@ __global__ void mariani_kernel(int *dwell, int w, int h, float x_min, float y_mi
     } else {   /* small enough: every pixel */
         for (int k = tid; k < ex * ey; k += nt) {
             int px = x0 + k % ex, py = y0 + k / ex;
-            dwell[(size_t)py * w + px] = dwell_at(px, py, x_min, y_min, step, max_iter);
+            dwell[(size_t)py * w + px] = mandel_dwell(px, py, x_min, y_min, step, max_iter);
         }
     }
 }
@@ -172,7 +153,7 @@ extern "C" cudaError_t mandel_dp_launch(int mariani, int *d_dwell, int w, int h,
 {
     if (!mariani) {
         dim3 block(16, 16), grid((w + 15) / 16, (h + 15) / 16);
-        plain_kernel<<<grid, block>>>(d_dwell, w, h, x_min, y_min, step, max_iter);
+        mandelbrot_kernel<<<grid, block>>>(d_dwell, w, h, x_min, y_min, step, max_iter);
         return cudaGetLastError();
     }
     /* the top level: squares of side d = 256 (a power of two, so quarters divide evenly) */

@@ -10,11 +10,9 @@
  * __fsub_rn: each rounds once and is never fused into an FMA, so every compiler (nvcc, NVRTC)
  * and the CPU reference produce the same iterations, bit for bit.
  */
-extern "C" __global__ void mandelbrot_kernel(int *iters, int width, int height, float x_min, float y_min, float step,
-                                             int max_iter)
+/* the iterations for pixel (px, py); dynamic_parallelism_kernels.cu includes this file for it */
+__device__ __forceinline__ int mandel_dwell(int px, int py, float x_min, float y_min, float step, int max_iter)
 {
-    int px = blockIdx.x * blockDim.x + threadIdx.x, py = blockIdx.y * blockDim.y + threadIdx.y;
-    if (px >= width || py >= height) return;
     float cr = __fadd_rn(x_min, __fmul_rn((float)px, step)), ci = __fadd_rn(y_min, __fmul_rn((float)py, step));
     float zr = 0.0f, zi = 0.0f;
     int it = 0;
@@ -26,5 +24,12 @@ extern "C" __global__ void mandelbrot_kernel(int *iters, int width, int height, 
         zr = next_r;
         it++;
     }
-    iters[(long long)py * width + px] = it;
+    return it;
+}
+
+extern "C" __global__ void mandelbrot_kernel(int *iters, int width, int height, float x_min, float y_min, float step,
+                                             int max_iter)
+{
+    int px = blockIdx.x * blockDim.x + threadIdx.x, py = blockIdx.y * blockDim.y + threadIdx.y;
+    if (px < width && py < height) iters[(long long)py * width + px] = mandel_dwell(px, py, x_min, y_min, step, max_iter);
 }
