@@ -350,8 +350,7 @@ typedef struct {
     network *net;
     int rows;                    /* the batch */
     const float *d_x;            /* training set, on the device */
-    const int *d_y;
-    int *d_perm;                 /* this epoch's order of the training set */
+    const int *d_y, *d_perm;
     int *d_yb;                   /* the batch's labels */
     step_state *d_state;
     int adam;
@@ -370,35 +369,6 @@ static void train_step(trainer *t, cudaStream_t s)
     backward(net, t->rows, s);
     if (t->adam) CUDA_CHECK(adam_launch(net->d_params, net->d_grads, net->d_opt1, net->d_opt2, net->n_params, t->lr, t->d_state, s));
     else CUDA_CHECK(sgd_momentum_launch(net->d_params, net->d_grads, net->d_opt1, net->n_params, t->lr, t->momentum, s));
-}
-
-/* The training set (n rows) on the device, and the step's own buffers: the order of the
- * rows, the batch's labels, the step state (zeroed). */
-static trainer trainer_create(network *net, const float *x, const int *y, int n, int batch, int adam, float lr,
-                              float momentum)
-{
-    float *d_x;
-    int *d_y, *d_perm, *d_yb;
-    step_state *d_state;
-    CUDA_CHECK(cudaMalloc((void **)&d_x, sizeof(float) * (size_t)n * net->size[0]));
-    CUDA_CHECK(cudaMalloc((void **)&d_y, sizeof(int) * n));
-    CUDA_CHECK(cudaMalloc((void **)&d_perm, sizeof(int) * n));
-    CUDA_CHECK(cudaMalloc((void **)&d_yb, sizeof(int) * batch));
-    CUDA_CHECK(cudaMalloc((void **)&d_state, sizeof(step_state)));
-    CUDA_CHECK(cudaMemset(d_state, 0, sizeof(step_state)));
-    CUDA_CHECK(cudaMemcpy(d_x, x, sizeof(float) * (size_t)n * net->size[0], cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_y, y, sizeof(int) * n, cudaMemcpyHostToDevice));
-    trainer t = {net, batch, d_x, d_y, d_perm, d_yb, d_state, adam, lr, momentum};
-    return t;
-}
-
-static void trainer_free(trainer *t)
-{
-    CUDA_CHECK(cudaFree((void *)t->d_x));
-    CUDA_CHECK(cudaFree((void *)t->d_y));
-    CUDA_CHECK(cudaFree(t->d_perm));
-    CUDA_CHECK(cudaFree(t->d_yb));
-    CUDA_CHECK(cudaFree(t->d_state));
 }
 
 static cudaGraphExec_t capture_step(trainer *t, cudaStream_t s)
@@ -492,7 +462,7 @@ static double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t
     int L = net->n_layers;
     int *perm = lb_host_alloc(sizeof(int) * rows, "the batch");
     for (int i = 0; i < rows; i++) perm[i] = i;
-    CUDA_CHECK(cudaMemcpy(t->d_perm, perm, sizeof(int) * rows, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy((void *)t->d_perm, perm, sizeof(int) * rows, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemset(t->d_state, 0, sizeof(step_state)));
     /* forward, loss and backward only: no update */
     CUDA_CHECK(gather_batch_launch(t->d_x, t->d_y, t->d_perm, t->d_state, rows, net->size[0], net->d_a[0], t->d_yb, s));
@@ -727,17 +697,28 @@ static int run_synthetic(const lb_args *args)
     float *h_p = lb_host_alloc(sizeof(float) * net.n_params, "parameters");
     init_params(&net, h_p, &rng);
     CUDA_CHECK(cudaMemcpy(net.d_params, h_p, sizeof(float) * net.n_params, cudaMemcpyHostToDevice));
-    trainer t = trainer_create(&net, h_x, h_y, n, rows, adam, (float)(lr > 0 ? lr : adam ? 1e-3 : 0.01), (float)momentum);
-    CUDA_CHECK(cudaMemcpy(t.d_perm, perm, sizeof(int) * n, cudaMemcpyHostToDevice));   /* one order for every epoch */
+    float *d_x;
+    int *d_y, *d_perm, *d_yb;
+    step_state *d_state;
+    CUDA_CHECK(cudaMalloc((void **)&d_x, sizeof(float) * (size_t)n * F));
+    CUDA_CHECK(cudaMalloc((void **)&d_y, sizeof(int) * n));
+    CUDA_CHECK(cudaMalloc((void **)&d_perm, sizeof(int) * n));
+    CUDA_CHECK(cudaMalloc((void **)&d_yb, sizeof(int) * rows));
+    CUDA_CHECK(cudaMalloc((void **)&d_state, sizeof(step_state)));
+    CUDA_CHECK(cudaMemset(d_state, 0, sizeof(step_state)));
+    CUDA_CHECK(cudaMemcpy(d_x, h_x, sizeof(float) * (size_t)n * F, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_y, h_y, sizeof(int) * n, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_perm, perm, sizeof(int) * n, cudaMemcpyHostToDevice));
     cudaStream_t s;
     CUDA_CHECK(cudaStreamCreate(&s));   /* blocking: the default stream's events order with it */
     CUBLAS_CHECK(cublasSetStream(net.h, s));
+    trainer t = {&net, rows, d_x, d_y, d_perm, d_yb, d_state, adam, (float)(lr > 0 ? lr : adam ? 1e-3 : 0.01), (float)momentum};
 
     epoch_job plain = {&t, NULL, steps, s}, graphed = {&t, capture_step(&t, s), steps, s};
     float plain_ms = lb_time_ms(run_epoch, &plain, 1, args->iters) / steps;
     float graph_ms = lb_time_ms(run_epoch, &graphed, 1, args->iters) / steps;
     step_state st;
-    CUDA_CHECK(cudaMemcpy(&st, t.d_state, sizeof st, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(&st, d_state, sizeof st, cudaMemcpyDeviceToHost));
     int finite = isfinite(st.loss_sum);
 
     /* each GEMM of the step alone, 50 times back to back (one alone would time its launch) */
@@ -772,8 +753,12 @@ static int run_synthetic(const lb_args *args)
                sps, graph_ms / gemm_sum, finite ? "PASS" : "FAIL");
     CUDA_CHECK(cudaGraphExecDestroy(graphed.graph));
     CUDA_CHECK(cudaStreamDestroy(s));
-    trainer_free(&t);
     net_free(&net);
+    CUDA_CHECK(cudaFree(d_x));
+    CUDA_CHECK(cudaFree(d_y));
+    CUDA_CHECK(cudaFree(d_perm));
+    CUDA_CHECK(cudaFree(d_yb));
+    CUDA_CHECK(cudaFree(d_state));
     free(h_x); free(h_y); free(perm); free(h_p);
     return finite ? LB_EXIT_PASS : LB_EXIT_FAIL;
 }
@@ -883,10 +868,21 @@ int main(int argc, char **argv)
         init_params(&net, loaded, &rng);
     }
     CUDA_CHECK(cudaMemcpy(net.d_params, loaded, sizeof(float) * net.n_params, cudaMemcpyHostToDevice));
-    trainer t = trainer_create(&net, train.x, train.y, n_train, batch, adam, (float)lr, (float)momentum);
+    float *d_x;
+    int *d_y, *d_perm, *d_yb;
+    step_state *d_state;
+    CUDA_CHECK(cudaMalloc((void **)&d_x, sizeof(float) * (size_t)n_train * all.features));
+    CUDA_CHECK(cudaMalloc((void **)&d_y, sizeof(int) * n_train));
+    CUDA_CHECK(cudaMalloc((void **)&d_perm, sizeof(int) * n_train));
+    CUDA_CHECK(cudaMalloc((void **)&d_yb, sizeof(int) * batch));
+    CUDA_CHECK(cudaMalloc((void **)&d_state, sizeof(step_state)));
+    CUDA_CHECK(cudaMemset(d_state, 0, sizeof(step_state)));
+    CUDA_CHECK(cudaMemcpy(d_x, train.x, sizeof(float) * (size_t)n_train * all.features, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_y, train.y, sizeof(int) * n_train, cudaMemcpyHostToDevice));
     cudaStream_t s;
     CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasSetStream(net.h, s));
+    trainer t = {&net, batch, d_x, d_y, d_perm, d_yb, d_state, adam, (float)lr, (float)momentum};
     int status = LB_EXIT_PASS;
 
     if (do_gradcheck) {
@@ -913,9 +909,9 @@ int main(int argc, char **argv)
     double train_ms = 0.0, last_loss = 0.0;
     for (int e = 0; e < epochs; e++) {
         shuffle(perm, n_train, &rng);
-        CUDA_CHECK(cudaMemcpyAsync(t.d_perm, perm, sizeof(int) * n_train, cudaMemcpyHostToDevice, s));
-        CUDA_CHECK(cudaMemsetAsync(&t.d_state->cursor, 0, sizeof(int), s));
-        CUDA_CHECK(cudaMemsetAsync(&t.d_state->loss_sum, 0, sizeof(float) + sizeof(int), s));   /* loss_sum, correct */
+        CUDA_CHECK(cudaMemcpyAsync(d_perm, perm, sizeof(int) * n_train, cudaMemcpyHostToDevice, s));
+        CUDA_CHECK(cudaMemsetAsync(&d_state->cursor, 0, sizeof(int), s));
+        CUDA_CHECK(cudaMemsetAsync(&d_state->loss_sum, 0, sizeof(float) + sizeof(int), s));   /* loss_sum, correct */
         CUDA_CHECK(cudaEventRecord(e0, s));
         for (int k = 0; k < steps; k++) {
             if (graph) CUDA_CHECK(cudaGraphLaunch(graph, s));
@@ -923,7 +919,7 @@ int main(int argc, char **argv)
         }
         CUDA_CHECK(cudaEventRecord(e1, s));
         step_state st;
-        CUDA_CHECK(cudaMemcpyAsync(&st, t.d_state, sizeof st, cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(cudaMemcpyAsync(&st, d_state, sizeof st, cudaMemcpyDeviceToHost, s));
         CUDA_CHECK(cudaStreamSynchronize(s));
         float ms;
         CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
@@ -991,8 +987,12 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaEventDestroy(e0));
     CUDA_CHECK(cudaEventDestroy(e1));
     CUDA_CHECK(cudaStreamDestroy(s));
-    trainer_free(&t);
     net_free(&net);
+    CUDA_CHECK(cudaFree(d_x));
+    CUDA_CHECK(cudaFree(d_y));
+    CUDA_CHECK(cudaFree(d_perm));
+    CUDA_CHECK(cudaFree(d_yb));
+    CUDA_CHECK(cudaFree(d_state));
     free(loaded); free(mean); free(sd); free(idx); free(perm);
     free_dataset(&all);
     free_dataset(&train);
