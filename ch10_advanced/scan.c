@@ -4,7 +4,8 @@
  *   build: make ch10      run: ./scan [version] [--size N] [--type int|float|both] [--mode inclusive|exclusive|both]
  *
  * Versions (scan_kernels.cu): 0 CUB, 1 Hillis-Steele blocks + propagate, 2 Blelloch blocks
- * (bank-conflict padding) + propagate, 3 reduce-then-scan, 4 single pass, decoupled look-back.
+ * (bank-conflict padding) + propagate, 3 reduce-then-scan, 4 single pass, decoupled look-back,
+ * 5 the same look-back with 16-byte loads into registers, small blocks and a patient poll.
  * GB/s counts n values read and n written, against a D2D cudaMemcpy of as many bytes and CUB.
  */
 #include "labbook.h"
@@ -13,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const names[SCAN_VERSIONS] = {"cub", "hillis_steele", "blelloch", "reduce_then_scan", "lookback"};
+static const char *const names[SCAN_VERSIONS] = {"cub", "hillis_steele", "blelloch", "reduce_then_scan", "lookback", "lookback_tuned"};
 
 /* ---------------------------------------------------------------- CPU reference */
 
@@ -75,7 +76,8 @@ static const lb_opt options[] = {
 };
 static const lb_program program = {
     "scan", "prefix sums: Hillis-Steele, Blelloch, reduce-then-scan and a single-pass look-back scan, against CUB",
-    "versions: 0 CUB, 1 Hillis-Steele + propagate, 2 Blelloch + propagate, 3 reduce-then-scan, 4 decoupled look-back\n",
+    "versions: 0 CUB, 1 Hillis-Steele + propagate, 2 Blelloch + propagate, 3 reduce-then-scan, 4 decoupled look-back,\n"
+    "          5 look-back tuned (16-byte loads into registers, small blocks, a pause between polls)\n",
     LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION, options, 2};
 
 int main(int argc, char **argv)

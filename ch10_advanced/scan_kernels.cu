@@ -16,6 +16,9 @@
  *      total as soon as it has it, and its inclusive prefix once known; a tile finds its own
  *      prefix by looking back at its predecessors' published words, 32 at a time (one warp),
  *      stopping at the first complete prefix. Read n, write n: the minimum.
+ *   5  the same algorithm, tuned: each warp reads its part of the tile as 16-byte vectors into
+ *      registers and scans it there (no shared-memory tile, no block barrier until the warps'
+ *      totals), blocks of 128 threads so more tiles are in flight, and a pause between polls.
  * 0 is cub::DeviceScan::InclusiveSum / ExclusiveSum.
  * Integers are added as unsigned (wrap-around, no undefined overflow); floats in float.
  */
@@ -312,6 +315,154 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
     scan_store_tile(out, base, n, s, add(s_prefix, mine), exclusive);
 }
 
+/* ---------------------------------------------------------------- 5: look-back, tuned */
+
+/* Version 4 spends its time waiting, not moving bytes: every block loads a tile through
+ * shared memory with block-wide barriers, then one warp polls its predecessors as fast as it
+ * can while the other seven wait. Version 5 keeps the algorithm and changes how a block works:
+ *   - no shared-memory tile: each warp owns 32 * 4 * V5 consecutive elements and reads them
+ *     as 16-byte vectors, row r (128 elements) at a time, lane l holding elements 4l..4l+3 of
+ *     the row; a row is scanned with 4 additions in the thread and 5 shuffles across the warp;
+ *   - smaller blocks (T5 threads), so more tiles are in flight on each SM while some wait;
+ *   - the look-back polls with a pause (__nanosleep) so that hundreds of spinning warps do not
+ *     crowd the L2 slices that the streaming loads need (CUB does the same).
+ * T5, V5 and SLEEP5 can be changed at build time: make ch10 SCAN_THREADS=256 SCAN_VECS=4. */
+#ifndef SCAN_THREADS
+#define SCAN_THREADS 128
+#endif
+#ifndef SCAN_VECS
+#define SCAN_VECS 6
+#endif
+#ifndef SCAN_SLEEP_NS
+#define SCAN_SLEEP_NS 100
+#endif
+#define T5 SCAN_THREADS
+#define V5 SCAN_VECS                 /* 16-byte vectors per thread: 4 * V5 elements */
+#define WARP5 (32 * 4 * V5)          /* elements per warp */
+#define TILE5 (T5 * 4 * V5)          /* elements per tile (3072 by default) */
+
+template <typename T> struct vec4;
+template <> struct vec4<int> { typedef int4 type; };
+template <> struct vec4<float> { typedef float4 type; };
+
+/* look_back with a pause between polls */
+template <typename T>
+__device__ T look_back_patient(const unsigned long long *status, unsigned int tile)
+{
+    int lane = threadIdx.x & 31;
+    T prefix = T(0);
+    long long end = (long long)tile - 1;
+    for (;;) {
+        long long idx = end - lane;
+        unsigned int flag;
+        T v;
+        for (;;) {
+            unsigned long long w = idx >= 0 ? *(volatile const unsigned long long *)&status[idx]
+                                            : ((unsigned long long)FLAG_PREFIX << 32);
+            flag = (unsigned int)(w >> 32);
+            v = from_bits<T>((unsigned int)w);
+            if (!__any_sync(FULL, flag == FLAG_NONE)) break;
+            if (SCAN_SLEEP_NS > 0) __nanosleep(SCAN_SLEEP_NS);
+        }
+        unsigned int prefixes = __ballot_sync(FULL, flag == FLAG_PREFIX);
+        int stop = prefixes ? __ffs(prefixes) - 1 : 32;
+        prefix = add(prefix, warp_total(lane <= stop ? v : T(0)));
+        if (prefixes) return prefix;
+        end -= 32;
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(T5) scan_lookback_vec(const T *in, T *out, size_t n, int exclusive,
+                                                        unsigned long long *status, unsigned int *counter)
+{
+    typedef typename vec4<T>::type V;
+    __shared__ unsigned int s_tile;
+    __shared__ T s_warp[T5 / 32];
+    __shared__ T s_prefix;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (threadIdx.x == 0) s_tile = atomicAdd(counter, 1u);
+    __syncthreads();
+    unsigned int tile = s_tile;
+    size_t wbase = (size_t)tile * TILE5 + (size_t)warp * WARP5;   /* this warp's first element */
+    bool full = wbase + WARP5 <= n;                               /* no edge inside the warp's part */
+
+    /* load: row r of the warp's part is elements wbase + 128 r .. + 127; lane l takes 4l..4l+3 */
+    T x[V5][4];
+    if (full) {
+        const V *p = (const V *)(in + wbase);   /* 16-byte aligned: wbase is a multiple of 128 */
+#pragma unroll
+        for (int r = 0; r < V5; r++) {
+            V q = p[r * 32 + lane];
+            x[r][0] = q.x; x[r][1] = q.y; x[r][2] = q.z; x[r][3] = q.w;
+        }
+    } else {
+#pragma unroll
+        for (int r = 0; r < V5; r++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                size_t i = wbase + r * 128 + lane * 4 + c;
+                x[r][c] = i < n ? in[i] : T(0);
+            }
+    }
+
+    /* scan each row: within the thread (x becomes the thread's inclusive sums), then across
+     * the warp; lane_off[r] is what comes before the thread's 4 elements inside the warp's part */
+    T lane_off[V5], carry = T(0);
+#pragma unroll
+    for (int r = 0; r < V5; r++) {
+        x[r][1] = add(x[r][0], x[r][1]);
+        x[r][2] = add(x[r][1], x[r][2]);
+        x[r][3] = add(x[r][2], x[r][3]);
+        T inc = warp_inclusive(x[r][3]);
+        T before = __shfl_up_sync(FULL, inc, 1);
+        lane_off[r] = add(carry, lane == 0 ? T(0) : before);
+        carry = add(carry, __shfl_sync(FULL, inc, 31));   /* the row's total */
+    }
+
+    /* the block: each warp's total, then what comes before each warp and the tile's total */
+    if (lane == 0) s_warp[warp] = carry;
+    __syncthreads();
+    T warp_before = T(0), total = T(0);
+#pragma unroll
+    for (int w = 0; w < T5 / 32; w++) {
+        if (w < warp) warp_before = add(warp_before, s_warp[w]);
+        total = add(total, s_warp[w]);
+    }
+
+    /* the look-back, as in version 4 */
+    if (warp == 0) {
+        if (lane == 0) publish(status, tile, tile == 0 ? FLAG_PREFIX : FLAG_AGGREGATE, total);
+        T prefix = tile == 0 ? T(0) : look_back_patient<T>(status, tile);
+        if (lane == 0) {
+            if (tile) publish(status, tile, FLAG_PREFIX, add(prefix, total));
+            s_prefix = prefix;
+        }
+    }
+    __syncthreads();
+    T start = add(s_prefix, warp_before);
+
+    /* store: inclusive element c is start + lane_off + x[c]; exclusive, the one before it */
+#pragma unroll
+    for (int r = 0; r < V5; r++) {
+        T off = add(start, lane_off[r]);
+        T o[4];
+#pragma unroll
+        for (int c = 0; c < 4; c++) o[c] = exclusive ? (c ? add(off, x[r][c - 1]) : off) : add(off, x[r][c]);
+        if (full) {
+            V q;
+            q.x = o[0]; q.y = o[1]; q.z = o[2]; q.w = o[3];
+            ((V *)(out + wbase))[r * 32 + lane] = q;
+        } else {
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                size_t i = wbase + r * 128 + lane * 4 + c;
+                if (i < n) out[i] = o[c];
+            }
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- launchers */
 
 static size_t tiles_of(size_t n, size_t tile) { return (n + tile - 1) / tile; }
@@ -360,6 +511,15 @@ static cudaError_t scan_t(int version, int exclusive, const T *in, T *out, size_
         scan_lookback<T><<<(unsigned int)tiles, TB>>>(in, out, n, exclusive, status, counter);
         return cudaGetLastError();
     }
+    case 5: {
+        size_t tiles5 = tiles_of(n, TILE5);
+        unsigned long long *status = (unsigned long long *)scratch;
+        unsigned int *counter = (unsigned int *)(status + tiles5);
+        cudaError_t e = cudaMemsetAsync(scratch, 0, tiles5 * sizeof(unsigned long long) + sizeof(unsigned int), 0);
+        if (e) return e;
+        scan_lookback_vec<T><<<(unsigned int)tiles5, T5>>>(in, out, n, exclusive, status, counter);
+        return cudaGetLastError();
+    }
     default: return cudaErrorInvalidValue;
     }
 }
@@ -377,7 +537,8 @@ extern "C" size_t scan_scratch_bytes(int version, size_t n)
         return m > d ? m : d;
     }
     if (version <= 2) return 4 * (tiles_of(n, 1024) + tiles_of(n, 1024 * 1024) + 64);
-    return tiles_of(n, TILE) * sizeof(unsigned long long) + 64;
+    if (version <= 4) return tiles_of(n, TILE) * sizeof(unsigned long long) + 64;
+    return tiles_of(n, TILE5) * sizeof(unsigned long long) + 64;
 }
 
 extern "C" cudaError_t scan_launch(int version, int type, int exclusive, const void *d_in, void *d_out, size_t n,

@@ -7,7 +7,7 @@
 extern "C" {
 #endif
 
-#define SCAN_VERSIONS 5   /* 0 (CUB) .. 4 */
+#define SCAN_VERSIONS 6   /* 0 (CUB) .. 5 */
 enum { SCAN_INT = 0, SCAN_FLOAT = 1 };
 
 size_t scan_scratch_bytes(int version, size_t n);

@@ -9,7 +9,7 @@ bad_input 2 ./reduce 9
 bad_input 2 ./reduce --exact --size 2^23
 bad_input 2 ./histogram 4
 bad_input 2 ./histogram --input skewed
-bad_input 2 ./scan 5
+bad_input 2 ./scan 6
 bad_input 2 ./scan --type double
 bad_input 2 ./scan --mode both-ways
 bad_input 2 ./shuffle --size 33
@@ -29,7 +29,8 @@ done
 gpu_check ./histogram --size 2^20 --iters 2
 gpu_check_large ./histogram --check-only --size 2^28+1 --input uniform
 
-for n in 1 31 1023 1024 1025 4097 2^20+3 3145805; do
+# 1024: blocks of versions 1-2; 4096: tiles of 3-4; 3072 = 128 x 24: tiles of 5 (and 128-element warp rows)
+for n in 1 31 129 1023 1024 1025 3071 3073 4097 9217 2^20+3 3145805; do
     gpu_check ./scan --check-only --size $n
 done
 gpu_check ./scan --size 2^20 --iters 2
