@@ -147,7 +147,7 @@ int main(int argc, char **argv)
     if (!args.check_only) {
         plain_ms = lb_time_ms(run_mandel, &jp, 1, args.iters);
         ms_ms = lb_time_ms(run_mandel, &jm, 1, args.iters);
-        snprintf(sz, sizeof sz, "%dx%d", w, h);
+        snprintf(sz, sizeof sz, "%dx%d_%dit", w, h, max_iter);
         lb_result r1 = {"dynamic_parallelism", -1, "mandel_plain", sz, plain_ms, "mpix_s", (double)w * h / (plain_ms * 1e3), "plain", 1.0, c.n_bad == 0};
         lb_result r2 = {"dynamic_parallelism", -1, "mandel_mariani", sz, ms_ms, "mpix_s", (double)w * h / (ms_ms * 1e3), "plain", plain_ms / ms_ms, c.n_bad == 0};
         lb_print_result(&r1);

@@ -324,9 +324,11 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
  *     as 16-byte vectors, row r (128 elements) at a time, lane l holding elements 4l..4l+3 of
  *     the row; a row is scanned with 4 additions in the thread and 5 shuffles across the warp;
  *   - smaller blocks (T5 threads), so more tiles are in flight on each SM while some wait;
- *   - the look-back polls with a pause (__nanosleep) so that hundreds of spinning warps do not
- *     crowd the L2 slices that the streaming loads need (CUB does the same).
- * T5, V5 and SLEEP5 can be changed at build time: make ch10 SCAN_THREADS=256 SCAN_VECS=4. */
+ *   - the look-back reads SCAN_WINDOWS windows of 32 tiles per round trip (look_back_wide), and
+ *     polls with a pause (__nanosleep) so that hundreds of spinning warps do not crowd the L2
+ *     slices that the streaming loads need (CUB pauses too).
+ * All four can be changed at build time: make ch10 SCAN_THREADS=256 SCAN_VECS=4 SCAN_WINDOWS=1
+ * SCAN_SLEEP_NS=0. */
 #ifndef SCAN_THREADS
 #define SCAN_THREADS 128
 #endif
@@ -335,6 +337,12 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
 #endif
 #ifndef SCAN_SLEEP_NS
 #define SCAN_SLEEP_NS 100
+#endif
+#ifndef SCAN_WINDOWS
+#define SCAN_WINDOWS 4               /* windows of 32 tiles read per look-back poll */
+#endif
+#ifndef SCAN_MIN_BLOCKS
+#define SCAN_MIN_BLOCKS 1            /* blocks per SM the compiler must fit (caps registers) */
 #endif
 #define T5 SCAN_THREADS
 #define V5 SCAN_VECS                 /* 16-byte vectors per thread: 4 * V5 elements */
@@ -345,35 +353,48 @@ template <typename T> struct vec4;
 template <> struct vec4<int> { typedef int4 type; };
 template <> struct vec4<float> { typedef float4 type; };
 
-/* look_back with a pause between polls */
+/* Warp 0 of version 5: the sum of all tiles before `tile`. Version 4 reads one window of 32
+ * tiles per round trip to L2; when the nearest complete prefix is further back it pays one
+ * round trip per window. Here each lane issues SCAN_WINDOWS loads at once (windows k = 0, 1, ...
+ * of 32 tiles each), so one round trip sees 32 * SCAN_WINDOWS tiles. The windows are then used
+ * in order, exactly as in version 4; a window with a tile that has not published yet sends the
+ * warp back to polling from that window, after a pause. */
 template <typename T>
-__device__ T look_back_patient(const unsigned long long *status, unsigned int tile)
+__device__ T look_back_wide(const unsigned long long *status, unsigned int tile)
 {
     int lane = threadIdx.x & 31;
-    T prefix = T(0);
-    long long end = (long long)tile - 1;
+    T mine = T(0);                          /* this lane's share of the windows used so far */
+    long long end = (long long)tile - 1;    /* the newest tile not used yet */
     for (;;) {
-        long long idx = end - lane;
-        unsigned int flag;
-        T v;
-        for (;;) {
-            unsigned long long w = idx >= 0 ? *(volatile const unsigned long long *)&status[idx]
-                                            : ((unsigned long long)FLAG_PREFIX << 32);
-            flag = (unsigned int)(w >> 32);
-            v = from_bits<T>((unsigned int)w);
-            if (!__any_sync(FULL, flag == FLAG_NONE)) break;
-            if (SCAN_SLEEP_NS > 0) __nanosleep(SCAN_SLEEP_NS);
+        unsigned long long w[SCAN_WINDOWS];
+#pragma unroll
+        for (int k = 0; k < SCAN_WINDOWS; k++) {
+            long long idx = end - 32 * k - lane;
+            w[k] = idx >= 0 ? *(volatile const unsigned long long *)&status[idx] : ((unsigned long long)FLAG_PREFIX << 32);
         }
-        unsigned int prefixes = __ballot_sync(FULL, flag == FLAG_PREFIX);
-        int stop = prefixes ? __ffs(prefixes) - 1 : 32;
-        prefix = add(prefix, warp_total(lane <= stop ? v : T(0)));
-        if (prefixes) return prefix;
-        end -= 32;
+        int used = 0;
+        bool waiting = false;
+#pragma unroll
+        for (int k = 0; k < SCAN_WINDOWS; k++) {
+            if (waiting) continue;
+            unsigned int flag = (unsigned int)(w[k] >> 32);
+            T v = from_bits<T>((unsigned int)w[k]);
+            if (__any_sync(FULL, flag == FLAG_NONE)) { waiting = true; continue; }
+            unsigned int prefixes = __ballot_sync(FULL, flag == FLAG_PREFIX);
+            if (prefixes) {   /* lanes up to the nearest complete prefix, and no further */
+                int stop = __ffs(prefixes) - 1;
+                return warp_total(add(mine, lane <= stop ? v : T(0)));
+            }
+            mine = add(mine, v);
+            used++;
+        }
+        end -= 32 * used;
+        if (waiting && SCAN_SLEEP_NS > 0) __nanosleep(SCAN_SLEEP_NS);
     }
 }
 
 template <typename T>
-__global__ void __launch_bounds__(T5) scan_lookback_vec(const T *in, T *out, size_t n, int exclusive,
+__global__ void __launch_bounds__(T5, SCAN_MIN_BLOCKS) scan_lookback_vec(const T *in, T *out, size_t n, int exclusive,
                                                         unsigned long long *status, unsigned int *counter)
 {
     typedef typename vec4<T>::type V;
@@ -433,7 +454,7 @@ __global__ void __launch_bounds__(T5) scan_lookback_vec(const T *in, T *out, siz
     /* the look-back, as in version 4 */
     if (warp == 0) {
         if (lane == 0) publish(status, tile, tile == 0 ? FLAG_PREFIX : FLAG_AGGREGATE, total);
-        T prefix = tile == 0 ? T(0) : look_back_patient<T>(status, tile);
+        T prefix = tile == 0 ? T(0) : look_back_wide<T>(status, tile);
         if (lane == 0) {
             if (tile) publish(status, tile, FLAG_PREFIX, add(prefix, total));
             s_prefix = prefix;
