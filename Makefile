@@ -57,7 +57,7 @@ profile:
 	@test -f "$(PROG).c" || { echo "make profile: no program $(PROG) (expected $(PROG).c)"; exit 2; }
 	@$(MAKE) -s --no-print-directory -C $(dir $(PROG)) $(notdir $(PROG))
 	cd $(dir $(PROG)) && $(NCU) --clock-control none $(addprefix --section ,$(PROFILE_SECTIONS)) \
-	    $(if $(KERNEL),--kernel-name regex:$(KERNEL)) --launch-count $(COUNT) ./$(notdir $(PROG)) $(ARGS)
+	    $(if $(KERNEL),--kernel-name 'regex:$(KERNEL)') --launch-count $(COUNT) ./$(notdir $(PROG)) $(ARGS)
 
 clean:
 	@for c in $(CHAPTERS); do $(MAKE) -s -C $$c clean; done

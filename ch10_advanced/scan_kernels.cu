@@ -324,22 +324,23 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
  *     as 16-byte vectors, row r (128 elements) at a time, lane l holding elements 4l..4l+3 of
  *     the row; a row is scanned with 4 additions in the thread and 5 shuffles across the warp;
  *   - smaller blocks (T5 threads), so more tiles are in flight on each SM while some wait;
- *   - the look-back reads SCAN_WINDOWS windows of 32 tiles per round trip (look_back_wide), and
- *     polls with a pause (__nanosleep) so that hundreds of spinning warps do not crowd the L2
- *     slices that the streaming loads need (CUB pauses too).
- * All four can be changed at build time: make ch10 SCAN_THREADS=256 SCAN_VECS=4 SCAN_WINDOWS=1
- * SCAN_SLEEP_NS=0. */
+ *   - the look-back waits before its first poll and pauses between polls (look_back_patient).
+ * Each can be changed at build time: make ch10 SCAN_THREADS=128 SCAN_VECS=6 SCAN_SLEEP_NS=0
+ * (NOTES.md has what each setting measured). */
 #ifndef SCAN_THREADS
-#define SCAN_THREADS 128
+#define SCAN_THREADS 256
 #endif
 #ifndef SCAN_VECS
-#define SCAN_VECS 6
+#define SCAN_VECS 8
 #endif
 #ifndef SCAN_SLEEP_NS
 #define SCAN_SLEEP_NS 100
 #endif
-#ifndef SCAN_WINDOWS
-#define SCAN_WINDOWS 4               /* windows of 32 tiles read per look-back poll */
+#ifndef SCAN_FIRST_SLEEP_NS
+#define SCAN_FIRST_SLEEP_NS 0
+#endif
+#ifndef SCAN_BY_BLOCKIDX
+#define SCAN_BY_BLOCKIDX 0           /* 1: tile = blockIdx.x, as CUB does (see the kernel) */
 #endif
 #ifndef SCAN_MIN_BLOCKS
 #define SCAN_MIN_BLOCKS 1            /* blocks per SM the compiler must fit (caps registers) */
@@ -347,49 +348,40 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
 #define T5 SCAN_THREADS
 #define V5 SCAN_VECS                 /* 16-byte vectors per thread: 4 * V5 elements */
 #define WARP5 (32 * 4 * V5)          /* elements per warp */
-#define TILE5 (T5 * 4 * V5)          /* elements per tile (3072 by default) */
+#define TILE5 (T5 * 4 * V5)          /* elements per tile (8192 by default) */
 
 template <typename T> struct vec4;
 template <> struct vec4<int> { typedef int4 type; };
 template <> struct vec4<float> { typedef float4 type; };
 
-/* Warp 0 of version 5: the sum of all tiles before `tile`. Version 4 reads one window of 32
- * tiles per round trip to L2; when the nearest complete prefix is further back it pays one
- * round trip per window. Here each lane issues SCAN_WINDOWS loads at once (windows k = 0, 1, ...
- * of 32 tiles each), so one round trip sees 32 * SCAN_WINDOWS tiles. The windows are then used
- * in order, exactly as in version 4; a window with a tile that has not published yet sends the
- * warp back to polling from that window, after a pause. */
+/* Warp 0 of version 5: version 4's look-back, patient. A tile's predecessors are rarely all
+ * done when it starts looking, so it first waits SCAN_FIRST_SLEEP_NS, then polls with a pause
+ * of SCAN_SLEEP_NS between reads: fewer reads of the few status words that every waiting tile
+ * polls, and those words live in one or two L2 slices (CUB's tuning waits too). */
 template <typename T>
-__device__ T look_back_wide(const unsigned long long *status, unsigned int tile)
+__device__ T look_back_patient(const unsigned long long *status, unsigned int tile)
 {
     int lane = threadIdx.x & 31;
-    T mine = T(0);                          /* this lane's share of the windows used so far */
-    long long end = (long long)tile - 1;    /* the newest tile not used yet */
+    T prefix = T(0);
+    long long end = (long long)tile - 1;
+    if (SCAN_FIRST_SLEEP_NS > 0) __nanosleep(SCAN_FIRST_SLEEP_NS);
     for (;;) {
-        unsigned long long w[SCAN_WINDOWS];
-#pragma unroll
-        for (int k = 0; k < SCAN_WINDOWS; k++) {
-            long long idx = end - 32 * k - lane;
-            w[k] = idx >= 0 ? *(volatile const unsigned long long *)&status[idx] : ((unsigned long long)FLAG_PREFIX << 32);
+        long long idx = end - lane;
+        unsigned int flag;
+        T v;
+        for (;;) {
+            unsigned long long w = idx >= 0 ? *(volatile const unsigned long long *)&status[idx]
+                                            : ((unsigned long long)FLAG_PREFIX << 32);
+            flag = (unsigned int)(w >> 32);
+            v = from_bits<T>((unsigned int)w);
+            if (!__any_sync(FULL, flag == FLAG_NONE)) break;
+            if (SCAN_SLEEP_NS > 0) __nanosleep(SCAN_SLEEP_NS);
         }
-        int used = 0;
-        bool waiting = false;
-#pragma unroll
-        for (int k = 0; k < SCAN_WINDOWS; k++) {
-            if (waiting) continue;
-            unsigned int flag = (unsigned int)(w[k] >> 32);
-            T v = from_bits<T>((unsigned int)w[k]);
-            if (__any_sync(FULL, flag == FLAG_NONE)) { waiting = true; continue; }
-            unsigned int prefixes = __ballot_sync(FULL, flag == FLAG_PREFIX);
-            if (prefixes) {   /* lanes up to the nearest complete prefix, and no further */
-                int stop = __ffs(prefixes) - 1;
-                return warp_total(add(mine, lane <= stop ? v : T(0)));
-            }
-            mine = add(mine, v);
-            used++;
-        }
-        end -= 32 * used;
-        if (waiting && SCAN_SLEEP_NS > 0) __nanosleep(SCAN_SLEEP_NS);
+        unsigned int prefixes = __ballot_sync(FULL, flag == FLAG_PREFIX);
+        int stop = prefixes ? __ffs(prefixes) - 1 : 32;
+        prefix = add(prefix, warp_total(lane <= stop ? v : T(0)));
+        if (prefixes) return prefix;
+        end -= 32;
     }
 }
 
@@ -402,9 +394,12 @@ __global__ void __launch_bounds__(T5, SCAN_MIN_BLOCKS) scan_lookback_vec(const T
     __shared__ T s_warp[T5 / 32];
     __shared__ T s_prefix;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (threadIdx.x == 0) s_tile = atomicAdd(counter, 1u);
-    __syncthreads();
-    unsigned int tile = s_tile;
+    /* SCAN_BY_BLOCKIDX=1 skips the counter's round trip to L2 before the loads can start; it
+     * relies on blocks starting in blockIdx order, which the hardware does but CUDA does not
+     * promise (a tile waiting for a block that never started would wait forever). */
+    if (!SCAN_BY_BLOCKIDX && threadIdx.x == 0) s_tile = atomicAdd(counter, 1u);
+    if (!SCAN_BY_BLOCKIDX) __syncthreads();
+    unsigned int tile = SCAN_BY_BLOCKIDX ? blockIdx.x : s_tile;
     size_t wbase = (size_t)tile * TILE5 + (size_t)warp * WARP5;   /* this warp's first element */
     bool full = wbase + WARP5 <= n;                               /* no edge inside the warp's part */
 
@@ -454,7 +449,7 @@ __global__ void __launch_bounds__(T5, SCAN_MIN_BLOCKS) scan_lookback_vec(const T
     /* the look-back, as in version 4 */
     if (warp == 0) {
         if (lane == 0) publish(status, tile, tile == 0 ? FLAG_PREFIX : FLAG_AGGREGATE, total);
-        T prefix = tile == 0 ? T(0) : look_back_wide<T>(status, tile);
+        T prefix = tile == 0 ? T(0) : look_back_patient<T>(status, tile);
         if (lane == 0) {
             if (tile) publish(status, tile, FLAG_PREFIX, add(prefix, total));
             s_prefix = prefix;

@@ -29,8 +29,9 @@ done
 gpu_check ./histogram --size 2^20 --iters 2
 gpu_check_large ./histogram --check-only --size 2^28+1 --input uniform
 
-# 1024: blocks of versions 1-2; 4096: tiles of 3-4; 3072 = 128 x 24: tiles of 5 (and 128-element warp rows)
-for n in 1 31 129 1023 1024 1025 3071 3073 4097 9217 2^20+3 3145805; do
+# 1024: blocks of versions 1-2; 4096: tiles of 3-4; 8192 = 256 x 32: tiles of 5 (3072 = 128 x 24
+# with SCAN_THREADS=128 SCAN_VECS=6); 128: the rows of a warp in 5
+for n in 1 31 129 1023 1024 1025 3071 3073 4097 8191 8193 9217 2^20+3 3145805; do
     gpu_check ./scan --check-only --size $n
 done
 gpu_check ./scan --size 2^20 --iters 2
