@@ -334,10 +334,10 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
 #define SCAN_VECS 8
 #endif
 #ifndef SCAN_SLEEP_NS
-#define SCAN_SLEEP_NS 100
+#define SCAN_SLEEP_NS 600
 #endif
 #ifndef SCAN_FIRST_SLEEP_NS
-#define SCAN_FIRST_SLEEP_NS 0
+#define SCAN_FIRST_SLEEP_NS 1200
 #endif
 #ifndef SCAN_BY_BLOCKIDX
 #define SCAN_BY_BLOCKIDX 0           /* 1: tile = blockIdx.x, as CUB does (see the kernel) */
