@@ -263,45 +263,29 @@ __device__ __forceinline__ void publish(unsigned long long *status, unsigned int
     *(volatile unsigned long long *)&status[tile] = ((unsigned long long)flag << 32) | bits_of(v);
 }
 
-/* Warp 0: the sum of all tiles before `tile`, from their published words. FIRST_NS and
- * PAUSE_NS are how patient it is: a wait before the first read and a pause between reads while
- * a tile in the window has not published (version 4: none; version 5: see there). */
-template <typename T, int FIRST_NS, int PAUSE_NS>
+/* Warp 0: the sum of all tiles before `tile`, from their published words. */
+template <typename T>
 __device__ T look_back(const unsigned long long *status, unsigned int tile)
 {
     int lane = threadIdx.x & 31;
     T prefix = T(0);
     long long end = (long long)tile - 1;   /* the window is tiles end, end - 1, ..., end - 31 */
-    if (FIRST_NS > 0) __nanosleep(FIRST_NS);
     for (;;) {
         long long idx = end - lane;
         unsigned int flag;
         T v;
-        for (;;) {   /* wait until every tile in the window has published at least its total */
+        do {   /* wait until every tile in the window has published at least its total */
             unsigned long long w = idx >= 0 ? *(volatile const unsigned long long *)&status[idx]
                                             : ((unsigned long long)FLAG_PREFIX << 32);
             flag = (unsigned int)(w >> 32);
             v = from_bits<T>((unsigned int)w);
-            if (!__any_sync(FULL, flag == FLAG_NONE)) break;
-            if (PAUSE_NS > 0) __nanosleep(PAUSE_NS);
-        }
+        } while (__any_sync(FULL, flag == FLAG_NONE));
         unsigned int prefixes = __ballot_sync(FULL, flag == FLAG_PREFIX);
         int stop = prefixes ? __ffs(prefixes) - 1 : 32;   /* the nearest tile with a full prefix */
         prefix = add(prefix, warp_total(lane <= stop ? v : T(0)));
         if (prefixes) return prefix;
         end -= 32;
     }
-}
-
-/* Warp 0 of a tile: publish the tile's total, look back for what comes before it, publish the
- * tile's inclusive prefix; returns the exclusive prefix (tile 0 has none: 0, published at once). */
-template <typename T, int FIRST_NS, int PAUSE_NS>
-__device__ T tile_prefix(unsigned long long *status, unsigned int tile, T total)
-{
-    if (threadIdx.x == 0) publish(status, tile, tile == 0 ? FLAG_PREFIX : FLAG_AGGREGATE, total);
-    T prefix = tile == 0 ? T(0) : look_back<T, FIRST_NS, PAUSE_NS>(status, tile);
-    if (threadIdx.x == 0 && tile) publish(status, tile, FLAG_PREFIX, add(prefix, total));
-    return prefix;
 }
 
 template <typename T>
@@ -320,8 +304,12 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
     load_tile(in, base, n, s);
     T total, mine = block_exclusive(thread_total(s), &total);
     if (threadIdx.x < 32) {
-        T prefix = tile_prefix<T, 0, 0>(status, tile, total);
-        if (threadIdx.x == 0) s_prefix = prefix;
+        if (threadIdx.x == 0) publish(status, tile, tile == 0 ? FLAG_PREFIX : FLAG_AGGREGATE, total);
+        T prefix = tile == 0 ? T(0) : look_back<T>(status, tile);
+        if (threadIdx.x == 0) {
+            if (tile) publish(status, tile, FLAG_PREFIX, add(prefix, total));
+            s_prefix = prefix;
+        }
     }
     __syncthreads();
     scan_store_tile(out, base, n, s, add(s_prefix, mine), exclusive);
@@ -336,7 +324,7 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
  *     as 16-byte vectors, row r (128 elements) at a time, lane l holding elements 4l..4l+3 of
  *     the row; a row is scanned with 4 additions in the thread and 5 shuffles across the warp;
  *   - smaller blocks (T5 threads), so more tiles are in flight on each SM while some wait;
- *   - the look-back waits before its first poll and pauses between polls.
+ *   - the look-back waits before its first poll and pauses between polls (look_back_patient).
  * Each can be changed at build time: make ch10 SCAN_THREADS=128 SCAN_VECS=6 SCAN_SLEEP_NS=0
  * (NOTES.md has what each setting measured). */
 #ifndef SCAN_THREADS
@@ -365,6 +353,37 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
 template <typename T> struct vec4;
 template <> struct vec4<int> { typedef int4 type; };
 template <> struct vec4<float> { typedef float4 type; };
+
+/* Warp 0 of version 5: version 4's look-back, patient. A tile's predecessors are rarely all
+ * done when it starts looking, so it first waits SCAN_FIRST_SLEEP_NS, then polls with a pause
+ * of SCAN_SLEEP_NS between reads: fewer reads of the few status words that every waiting tile
+ * polls, and those words live in one or two L2 slices (CUB's tuning waits too). */
+template <typename T>
+__device__ T look_back_patient(const unsigned long long *status, unsigned int tile)
+{
+    int lane = threadIdx.x & 31;
+    T prefix = T(0);
+    long long end = (long long)tile - 1;
+    if (SCAN_FIRST_SLEEP_NS > 0) __nanosleep(SCAN_FIRST_SLEEP_NS);
+    for (;;) {
+        long long idx = end - lane;
+        unsigned int flag;
+        T v;
+        for (;;) {
+            unsigned long long w = idx >= 0 ? *(volatile const unsigned long long *)&status[idx]
+                                            : ((unsigned long long)FLAG_PREFIX << 32);
+            flag = (unsigned int)(w >> 32);
+            v = from_bits<T>((unsigned int)w);
+            if (!__any_sync(FULL, flag == FLAG_NONE)) break;
+            if (SCAN_SLEEP_NS > 0) __nanosleep(SCAN_SLEEP_NS);
+        }
+        unsigned int prefixes = __ballot_sync(FULL, flag == FLAG_PREFIX);
+        int stop = prefixes ? __ffs(prefixes) - 1 : 32;
+        prefix = add(prefix, warp_total(lane <= stop ? v : T(0)));
+        if (prefixes) return prefix;
+        end -= 32;
+    }
+}
 
 template <typename T>
 __global__ void __launch_bounds__(T5, SCAN_MIN_BLOCKS) scan_lookback_vec(const T *in, T *out, size_t n, int exclusive,
@@ -427,12 +446,14 @@ __global__ void __launch_bounds__(T5, SCAN_MIN_BLOCKS) scan_lookback_vec(const T
         total = add(total, s_warp[w]);
     }
 
-    /* the look-back, as in version 4, but patient: it waits SCAN_FIRST_SLEEP_NS before its first
-     * read and SCAN_SLEEP_NS between reads, so the status words that every waiting tile polls
-     * (they live in one or two L2 slices) are read far less often (CUB's tuning waits too) */
+    /* the look-back, as in version 4 */
     if (warp == 0) {
-        T prefix = tile_prefix<T, SCAN_FIRST_SLEEP_NS, SCAN_SLEEP_NS>(status, tile, total);
-        if (lane == 0) s_prefix = prefix;
+        if (lane == 0) publish(status, tile, tile == 0 ? FLAG_PREFIX : FLAG_AGGREGATE, total);
+        T prefix = tile == 0 ? T(0) : look_back_patient<T>(status, tile);
+        if (lane == 0) {
+            if (tile) publish(status, tile, FLAG_PREFIX, add(prefix, total));
+            s_prefix = prefix;
+        }
     }
     __syncthreads();
     T start = add(s_prefix, warp_before);
