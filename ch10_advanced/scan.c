@@ -5,7 +5,7 @@
  *
  * Versions (scan_kernels.cu): 0 CUB, 1 Hillis-Steele blocks + propagate, 2 Blelloch blocks
  * (bank-conflict padding) + propagate, 3 reduce-then-scan, 4 single pass, decoupled look-back,
- * 5 the same look-back with 16-byte loads into registers, small blocks and a patient poll.
+ * 5 the same look-back with 16-byte loads into registers, larger tiles and a patient poll.
  * GB/s counts n values read and n written, against a D2D cudaMemcpy of as many bytes and CUB.
  */
 #include "labbook.h"
@@ -77,7 +77,7 @@ static const lb_opt options[] = {
 static const lb_program program = {
     "scan", "prefix sums: Hillis-Steele, Blelloch, reduce-then-scan and a single-pass look-back scan, against CUB",
     "versions: 0 CUB, 1 Hillis-Steele + propagate, 2 Blelloch + propagate, 3 reduce-then-scan, 4 decoupled look-back,\n"
-    "          5 look-back tuned (16-byte loads into registers, small blocks, a pause between polls)\n",
+    "          5 look-back tuned (16-byte loads into registers, larger tiles, patient polling)\n",
     LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION, options, 2};
 
 int main(int argc, char **argv)

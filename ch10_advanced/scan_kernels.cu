@@ -18,7 +18,7 @@
  *      stopping at the first complete prefix. Read n, write n: the minimum.
  *   5  the same algorithm, tuned: each warp reads its part of the tile as 16-byte vectors into
  *      registers and scans it there (no shared-memory tile, no block barrier until the warps'
- *      totals), blocks of 128 threads so more tiles are in flight, and a pause between polls.
+ *      totals), tiles of 8192 (fewer look-backs), and a wait before and between polls.
  * 0 is cub::DeviceScan::InclusiveSum / ExclusiveSum.
  * Integers are added as unsigned (wrap-around, no undefined overflow); floats in float.
  */
@@ -323,7 +323,7 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
  *   - no shared-memory tile: each warp owns 32 * 4 * V5 consecutive elements and reads them
  *     as 16-byte vectors, row r (128 elements) at a time, lane l holding elements 4l..4l+3 of
  *     the row; a row is scanned with 4 additions in the thread and 5 shuffles across the warp;
- *   - smaller blocks (T5 threads), so more tiles are in flight on each SM while some wait;
+ *   - larger tiles (T5 x 4 V5 elements), so fewer tiles wait in a look-back;
  *   - the look-back waits before its first poll and pauses between polls (look_back_patient).
  * Each can be changed at build time: make ch10 SCAN_THREADS=128 SCAN_VECS=6 SCAN_SLEEP_NS=0
  * (NOTES.md has what each setting measured). */
