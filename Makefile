@@ -8,7 +8,7 @@
 #   make run             build, then run each chapter's demo (one summary line each)
 #   make sanitize        the GPU checks under compute-sanitizer (memcheck, racecheck, synccheck, initcheck)
 #   make env             check the machine: toolkit, driver, GPU, libraries (env/check.sh)
-#   make profile PROG=ch04_matmul/matmul ARGS="2 --size 2048 --iters 1" [KERNEL=tiled] [COUNT=1]
+#   make profile PROG=ch04_matmul/matmul ARGS="2 --size 2048 --iters 1" [KERNEL=matmul_kernel2] [COUNT=1]
 #                        build PROG, run it under Nsight Compute, print a short set of sections
 #                        for COUNT launches of the kernels whose name matches KERNEL
 #   make clean           remove what the build made

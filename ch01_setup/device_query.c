@@ -148,8 +148,12 @@ static const lb_opt options[] = {
     {"--json", LB_OPT_FLAG, &as_json, "print the same as JSON, for scripts"},
 };
 static const lb_program program = {
-    "device_query", "list every CUDA device with its limits, peak FP32 rate and memory bandwidth",
-    NULL, LB_USE_QUIET, options, 1};
+    .name = "device_query",
+    .synopsis = "list every CUDA device with its limits, peak FP32 rate and memory bandwidth",
+    .details = NULL,
+    .uses = LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 1};
 
 int main(int argc, char **argv)
 {

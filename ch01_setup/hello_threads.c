@@ -35,9 +35,12 @@ static const lb_opt options[] = {
     {"--block", LB_OPT_DIMS, &block, "threads in a block, X or XxY"},
 };
 static const lb_program program = {
-    "hello_threads", "device printf from each thread: block, thread, global index, warp, lane",
-    "Up to 1024 threads print; larger grids are only checked.\n",
-    LB_USE_CHECK_ONLY | LB_USE_QUIET, options, 2};
+    .name = "hello_threads",
+    .synopsis = "device printf from each thread: block, thread, global index, warp, lane",
+    .details = "Up to 1024 threads print; larger grids are only checked.\n",
+    .uses = LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 2};
 
 int main(int argc, char **argv)
 {

@@ -78,9 +78,12 @@ static double cpu_median_ms(int op, const float *x, const float *y, float *out, 
 /* ---------------------------------------------------------------- main */
 
 static const lb_program program = {
-    "elementwise", "scale (y = a*x) and saxpy (y = a*x + y): CPU, GPU kernel, GPU with copies",
-    NULL, LB_USE_SIZE | LB_USE_BLOCK | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
-    NULL, 0};
+    .name = "elementwise",
+    .synopsis = "scale (y = a*x) and saxpy (y = a*x + y): CPU, GPU kernel, GPU with copies",
+    .details = NULL,
+    .uses = LB_USE_SIZE | LB_USE_BLOCK | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = NULL,
+    .n_opts = 0};
 
 int main(int argc, char **argv)
 {
@@ -153,13 +156,13 @@ int main(int argc, char **argv)
         char name[32];
         snprintf(name, sizeof name, "%s_cpu", op_name[op]);
         lb_result rc = {"elementwise", -1, name, sz, cpu_ms, "gbps", moved / (cpu_ms * 1e6), NULL, 0, -1};
-        lb_print_result(&rc);
+        lb_print_result(&rc, args.quiet);
         snprintf(name, sizeof name, "%s_kernel", op_name[op]);
         lb_result rk = {"elementwise", -1, name, sz, kernel_ms, "gbps", gbps, "memcpy", gbps / ceiling, c.n_bad == 0};
-        lb_print_result(&rk);
+        lb_print_result(&rk, args.quiet);
         snprintf(name, sizeof name, "%s_with_copies", op_name[op]);
         lb_result rw = {"elementwise", -1, name, sz, copies_ms, "speedup_vs_cpu", cpu_ms / copies_ms, NULL, 0, c.n_bad == 0};
-        lb_print_result(&rw);
+        lb_print_result(&rw, args.quiet);
     }
     if (args.quiet)
         printf("elementwise: n=%zu, kernel up to %.0fx faster than one CPU core, %s\n", n,

@@ -5,11 +5,8 @@
  *   to --max-iter. Written to mandelbrot.png.
  *   build: make ch03      run: ./mandelbrot [version] [--size 8192 | 1024x768] [--max-iter 256]
  *
- * versions (GPU kernels in mandelbrot_kernels.cu):
- *   0  CPU, every core (OpenMP): the baseline and the reference image
- *   1  GPU, 1D grid over the flattened image, one thread per pixel (the book's)
- *   2  GPU, 2D blocks whose warps are 8x4-pixel squares (less divergence)
- *   3  GPU, as 2 with the escape test every 8 iterations (fewer instructions)
+ * versions: the table versions[] below (0 the CPU on every core, 1-3 GPU kernels), listed by
+ * ./mandelbrot --help; the kernels are in mandelbrot_kernels.cu.
  *   A single-thread CPU run is timed too, for the speed-up (skipped above 2048x2048: --cpu1).
  *
  * Speed is counted in iterations actually performed (the sum of all pixels' counts) per
@@ -25,12 +22,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define N_VERSIONS 4
 #define MAX_SIDE 16384
 #define CPU1_MAX_PIXELS (2048LL * 2048LL)
-static const char *const version_title[N_VERSIONS] = {
-    "CPU, OpenMP (every core)", "GPU 1D grid, 32x1 warps", "GPU 2D, 8x4-pixel warps", "GPU 2D, test every 8 iter"};
-static const char *const version_name[N_VERSIONS] = {"cpu_omp", "gpu_1d", "gpu_2d", "gpu_2d_batch8"};
 
 /* ---------------------------------------------------------------- CPU reference */
 
@@ -90,7 +83,7 @@ static void colour_counts(const int *counts, size_t n, int max_iter, unsigned ch
     free(table);
 }
 
-/* ---------------------------------------------------------------- timing jobs */
+/* ---------------------------------------------------------------- the versions */
 
 typedef struct { int version; mandel_view view; int *d_counts; } mandel_job;
 
@@ -99,6 +92,18 @@ static cudaError_t run_kernel(void *ctx)
     mandel_job *j = (mandel_job *)ctx;
     return mandelbrot_launch(j->version, j->view, j->d_counts);
 }
+
+/* Every version: number, RESULT name, title, oldest GPU, what runs it. Version 0 is the CPU,
+ * run in main as the reference image. To add a version: the kernel and its case in
+ * mandelbrot_launch, MANDELBROT_VERSIONS in mandelbrot_kernels.h, and a row here. */
+static const lb_version versions[] = {
+    {0, "cpu_omp", "CPU, OpenMP (every core)", LB_OLDEST_SM, NULL},
+    {1, "gpu_1d", "GPU 1D grid, 32x1 warps", LB_OLDEST_SM, run_kernel},
+    {2, "gpu_2d", "GPU 2D, 8x4-pixel warps", LB_OLDEST_SM, run_kernel},
+    {3, "gpu_2d_batch8", "GPU 2D, test every 8 iter", LB_OLDEST_SM, run_kernel},
+};
+_Static_assert(sizeof versions / sizeof versions[0] == MANDELBROT_VERSIONS,
+               "one row in versions[] per version: MANDELBROT_VERSIONS in mandelbrot_kernels.h");
 
 /* ---------------------------------------------------------------- main */
 
@@ -112,20 +117,16 @@ static const lb_opt options[] = {
     {"--cpu1", LB_OPT_FLAG, &force_cpu1, "time the single-thread CPU at any size (slow)"},
 };
 static const lb_program program = {
-    "mandelbrot", "the Mandelbrot set: CPU (1 thread, OpenMP) vs GPU kernels, iterations/s",
-    "versions:\n"
-    "  0  CPU, every core (OpenMP): the baseline and the reference image\n"
-    "  1  GPU, 1D grid over the flattened image (the book's)\n"
-    "  2  GPU, 2D blocks of 8x4-pixel warps\n"
-    "  3  GPU, 2D, escape test every 8 iterations\n"
-    "--size is N (N x N pixels) or WxH, at most 16384 each.\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION,
-    options, sizeof options / sizeof options[0]};
+    .name = "mandelbrot",
+    .synopsis = "the Mandelbrot set: CPU (1 thread, OpenMP) vs GPU kernels, iterations/s",
+    .details = "--size is N (N x N pixels) or WxH, at most 16384 each.\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options, .n_opts = sizeof options / sizeof options[0],
+    .versions = versions, .n_versions = MANDELBROT_VERSIONS};
 
 int main(int argc, char **argv)
 {
-    lb_args args = {.size = {{512}, 1}, .max_size_dims = 2, .iters = 10, .version = -1,
-                    .max_version = N_VERSIONS - 1};
+    lb_args args = {.size = {{512}, 1}, .max_size_dims = 2, .iters = 10};
     lb_parse_args(&program, &args, argc, argv);
     int width = (int)fmin((double)args.size.v[0], MAX_SIDE + 1.0);
     int height = args.size.n > 1 ? (int)fmin((double)args.size.v[1], MAX_SIDE + 1.0) : width;
@@ -171,58 +172,38 @@ int main(int argc, char **argv)
 
     int *d_counts;
     CUDA_CHECK(cudaMalloc((void **)&d_counts, bytes));
-    int first = args.version < 0 ? 1 : args.version, last = args.version < 0 ? N_VERSIONS - 1 : args.version;
-    float ms[N_VERSIONS] = {0};
-    lb_check check[N_VERSIONS];
-    int failures = cpu1_fail;
-    for (int v = (first == 0 ? 1 : first); v <= last && first != 0; v++) {
+    /* the report: iterations per second, against the CPU on every core (version 0) */
+    double giter = (double)total_iter / 1e9;
+    char sz[32];
+    snprintf(sz, sizeof sz, "%dx%d", width, height);
+    lb_report rep = {.prog = &program, .args = &args, .unit = "giter_s", .unit_head = "G iter/s",
+                     .base = "cpu_omp", .base_head = "vs CPU"};
+    lb_report_table(&rep, sz, NULL);
+    if (!args.check_only) {
+        rep.base_value = giter / (cpu_omp_ms * 1e-3);
+        if (lb_version_wanted(&program, &args, &gpu, 0))
+            lb_report_row(&rep, 0, NULL, cpu_omp_ms, rep.base_value, -1, "reference");
+        if (cpu1_ms > 0 && args.version <= 0)
+            lb_report_row(&rep, -1, "cpu_1thread", cpu1_ms, giter / (cpu1_ms * 1e-3), !cpu1_fail,
+                          cpu1_fail ? "FAIL (differs)" : "same image");
+    }
+    if (cpu1_fail && args.version > 0) rep.failures++;   /* (otherwise its row above counts it) */
+
+    int gpu_ran = 0, best = -1;
+    float ms[MANDELBROT_VERSIONS] = {0};
+    for (int v = 1; v < MANDELBROT_VERSIONS; v++) {
+        if (!lb_version_wanted(&program, &args, &gpu, v)) continue;
         mandel_job job = {v, view, d_counts};
         lb_poison_device(d_counts, bytes);   /* -1 everywhere: an unwritten pixel fails */
-        CUDA_CHECK(run_kernel(&job));
+        CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(got, d_counts, bytes, cudaMemcpyDeviceToHost));
-        check[v] = lb_check_i32(version_name[v], got, ref, pixels, args.quiet);
-        failures += check[v].n_bad != 0;
-        if (!args.check_only) ms[v] = lb_time_ms(run_kernel, &job, 2, args.iters);
-    }
-
-    /* report */
-    double giter = (double)total_iter / 1e9;
-    char sz[32], buf[96];
-    snprintf(sz, sizeof sz, "%dx%d", width, height);
-    if (!args.quiet) {
-        printf(" ver  version                             ms     G iter/s   vs CPU   check\n");
-        if (cpu1_ms > 0)
-            printf("   -  CPU, 1 thread                %11.3f %10.2f %8.2f   %s\n", cpu1_ms,
-                   giter / (cpu1_ms * 1e-3), cpu_omp_ms / cpu1_ms, cpu1_fail ? "FAIL (differs)" : "same image");
-        if (!args.check_only && (args.version <= 0))
-            printf("   0  %-26s %11.3f %10.2f %8.2f   reference\n", version_title[0], cpu_omp_ms,
-                   giter / (cpu_omp_ms * 1e-3), 1.0);
-    }
-    if (!args.check_only && args.version <= 0) {
-        lb_result r = {"mandelbrot", 0, version_name[0], sz, cpu_omp_ms, "giter_s",
-                       giter / (cpu_omp_ms * 1e-3), "cpu_omp", 1.0, -1};
-        lb_print_result(&r);
-        if (cpu1_ms > 0) {
-            lb_result r1 = {"mandelbrot", -1, "cpu_1thread", sz, cpu1_ms, "giter_s",
-                            giter / (cpu1_ms * 1e-3), "cpu_omp", cpu_omp_ms / cpu1_ms, !cpu1_fail};
-            lb_print_result(&r1);
-        }
-    }
-    int best = -1;
-    for (int v = (first == 0 ? 1 : first); v <= last && first != 0; v++) {
-        const char *verdict = lb_check_summary(&check[v], buf, sizeof buf);
-        if (args.check_only) {
-            if (!args.quiet) printf("  %2d  %-26s           -          -        -   %s\n", v, version_title[v], verdict);
-            continue;
-        }
-        double rate = giter / (ms[v] * 1e-3);
-        if (best < 0 || ms[v] < ms[best]) best = v;
-        if (!args.quiet)
-            printf("  %2d  %-26s %11.3f %10.1f %8.1f   %s\n", v, version_title[v], ms[v], rate,
-                   cpu_omp_ms / ms[v], verdict);
-        lb_result r = {"mandelbrot", v, version_name[v], sz, ms[v], "giter_s", rate, "cpu_omp",
-                       cpu_omp_ms / ms[v], check[v].n_bad == 0};
-        lb_print_result(&r);
+        lb_check c = lb_check_i32(versions[v].name, got, ref, pixels, args.quiet);
+        if (!args.check_only) ms[v] = lb_time_ms(versions[v].run, &job, 2, args.iters);
+        char verdict[96];
+        lb_report_row(&rep, v, NULL, ms[v], ms[v] > 0 ? giter / (ms[v] * 1e-3) : 0.0, c.n_bad == 0,
+                      lb_check_summary(&c, verdict, sizeof verdict));
+        gpu_ran = 1;
+        if (!args.check_only && c.n_bad == 0 && (best < 0 || ms[v] < ms[best])) best = v;
     }
     if (!args.quiet)
         printf("iterations performed: %.3g (%.1f per pixel on average)\n", (double)total_iter,
@@ -232,7 +213,7 @@ int main(int argc, char **argv)
     double copy_ms = 0, colour_ms = 0, png_ms = 0;
     unsigned char *index = lb_host_alloc(pixels, "the picture");
     const int *image = ref;              /* version 0 alone: picture the CPU's image */
-    if (first != 0) {                    /* else the last GPU version's, already verified */
+    if (gpu_ran) {                       /* else the last GPU version's, already verified */
         t0 = lb_wall_ms();
         CUDA_CHECK(cudaMemcpy(got, d_counts, bytes, cudaMemcpyDeviceToHost));
         copy_ms = lb_wall_ms() - t0;
@@ -257,20 +238,11 @@ int main(int argc, char **argv)
     if (best > 0 && !no_png) {   /* for Amdahl's law in ch01's README */
         double whole = ms[best] + copy_ms + colour_ms + png_ms;
         lb_result r = {"mandelbrot", best, "whole_gpu_run", sz, whole, "kernel_share",
-                       ms[best] / whole, NULL, 0.0, check[best].n_bad == 0};
-        lb_print_result(&r);
+                       ms[best] / whole, NULL, 0.0, 1};
+        lb_print_result(&r, args.quiet);
     }
     if (!args.quiet && !no_png) printf("wrote %s\n", png_path);
-    if (args.quiet) {
-        if (best > 0)
-            printf("mandelbrot: %s, GPU v%d %.3f ms = %.0f G iter/s, %.0fx the %d-thread CPU, %s\n", sz,
-                   best, ms[best], giter / (ms[best] * 1e-3), cpu_omp_ms / ms[best], threads,
-                   failures ? "FAIL" : "PASS");
-        else
-            printf("mandelbrot: %s, %s\n", sz, failures ? "FAIL" : "all versions PASS");
-    }
-
     CUDA_CHECK(cudaFree(d_counts));
     free(ref); free(got); free(index);
-    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+    return lb_report_finish(&rep);
 }

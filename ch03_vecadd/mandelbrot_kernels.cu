@@ -88,15 +88,15 @@ __global__ void mandelbrot_kernel1(mandel_view v, int *counts)
 
 /* Block of 32 x 8 threads: warp w of the block is rows 4w'..4w'+3 of an 8-wide column, so
  * each warp covers an 8x4 square of pixels. Thread (lane) -> pixel: lane % 8, lane / 8. */
-#define BLOCK_W 32
-#define BLOCK_H 8
+#define MANDELBROT_BLOCK_W 32
+#define MANDELBROT_BLOCK_H 8
 __device__ __forceinline__ void square_warp_pixel(int &x, int &y)
 {
-    int t = threadIdx.y * BLOCK_W + threadIdx.x;   /* 0..255 */
+    int t = threadIdx.y * MANDELBROT_BLOCK_W + threadIdx.x;   /* 0..255 */
     int warp = t / 32, lane = t % 32;
-    int wx = warp % (BLOCK_W / 8), wy = warp / (BLOCK_W / 8);   /* 4 x 2 warps per block */
-    x = blockIdx.x * BLOCK_W + wx * 8 + lane % 8;
-    y = blockIdx.y * BLOCK_H + wy * 4 + lane / 8;
+    int wx = warp % (MANDELBROT_BLOCK_W / 8), wy = warp / (MANDELBROT_BLOCK_W / 8);   /* 4 x 2 warps per block */
+    x = blockIdx.x * MANDELBROT_BLOCK_W + wx * 8 + lane % 8;
+    y = blockIdx.y * MANDELBROT_BLOCK_H + wy * 4 + lane / 8;
 }
 
 __global__ void mandelbrot_kernel2(mandel_view v, int *counts)
@@ -119,8 +119,8 @@ __global__ void mandelbrot_kernel3(mandel_view v, int *counts)
 
 extern "C" cudaError_t mandelbrot_launch(int version, mandel_view v, int *d_counts)
 {
-    dim3 block2d(BLOCK_W, BLOCK_H);
-    dim3 grid2d((v.width + BLOCK_W - 1) / BLOCK_W, (v.height + BLOCK_H - 1) / BLOCK_H);
+    dim3 block2d(MANDELBROT_BLOCK_W, MANDELBROT_BLOCK_H);
+    dim3 grid2d((v.width + MANDELBROT_BLOCK_W - 1) / MANDELBROT_BLOCK_W, (v.height + MANDELBROT_BLOCK_H - 1) / MANDELBROT_BLOCK_H);
     long long pixels = (long long)v.width * v.height;
     switch (version) {
     case 1:

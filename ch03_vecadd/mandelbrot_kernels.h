@@ -15,7 +15,10 @@ typedef struct {
     float x0, dx, y0, dy;
 } mandel_view;
 
-/* Launch kernel `version` (1..3); returns the launch error. */
+/* Versions 0 (the CPU, in mandelbrot.c) .. 3; mandelbrot.c's version table has a row for each. */
+#define MANDELBROT_VERSIONS 4
+
+/* Launch kernel `version` (1..MANDELBROT_VERSIONS-1); returns the launch error. */
 cudaError_t mandelbrot_launch(int version, mandel_view view, int *d_counts);
 
 #ifdef __cplusplus

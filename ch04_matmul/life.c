@@ -4,11 +4,8 @@
  *   the start (seeded), run for --gens generations. Edges wrap around.
  *   build: make ch04      run: ./life [version] [--size 16384 | WxH] [--gens 100] [--frames K]
  *
- * versions (kernels in life_kernels.cu):
- *   0  CPU, every core (OpenMP): the reference
- *   1  global memory, one thread per cell, many blocks
- *   2  shared-memory tiles with a one-cell halo
- *   3  bit-packed, 32 cells per word, bitwise full adders
+ * versions: the table versions[] below (0 the CPU, 1-3 GPU kernels), listed by ./life --help;
+ * the kernels are in life_kernels.cu.
  *
  * Every version's board after G generations must equal the CPU's, cell for cell. Speed is in
  * cell updates per second, and against the memory bound of versions 1-2: 2 bytes per cell
@@ -23,10 +20,7 @@
 #include <omp.h>
 #include <string.h>
 
-#define N_VERSIONS 4
 #define MAX_SIDE 65536
-static const char *const version_title[N_VERSIONS] = {"CPU, OpenMP (every core)", "global memory", "shared tiles + halo", "bit-packed, 32 per word"};
-static const char *const version_name[N_VERSIONS] = {"cpu_omp", "global", "shared_halo", "bitpacked"};
 
 /* ---------------------------------------------------------------- CPU reference */
 
@@ -80,8 +74,7 @@ static cudaError_t run_generations(void *ctx)
     if (j->from_start) e = cudaMemcpyAsync(j->d_a, j->d_start, j->board_bytes, cudaMemcpyDeviceToDevice, 0);
     void *in = j->d_a, *out = j->d_b;
     for (int g = 0; g < j->gens && e == cudaSuccess; g++) {
-        e = j->version == 3 ? life_step_bits((const uint32_t *)in, (uint32_t *)out, j->w, j->h)
-                            : life_step_bytes(j->version, (const uint8_t *)in, (uint8_t *)out, j->w, j->h);
+        e = life_launch(j->version, in, out, j->w, j->h);
         void *t = in; in = out; out = t;
     }
     return e;
@@ -109,21 +102,46 @@ static const lb_opt options[] = {
     {"--png", LB_OPT_STRING, &png_path, "the final board's picture"},
     {"--no-png", LB_OPT_FLAG, &no_png, "don't write the final board"},
 };
+/* Every version: number, RESULT name, title, oldest GPU, what runs it (G generations on the
+ * job's boards). Version 0 is the CPU, run once in main as the reference. To add a version:
+ * the kernel and its case in life_launch, LIFE_VERSIONS in life_kernels.h, and a row here. */
+static const lb_version versions[] = {
+    {0, "cpu_omp", "CPU, OpenMP (every core)", LB_OLDEST_SM, NULL},
+    {1, "global", "global memory", LB_OLDEST_SM, run_generations},
+    {2, "shared_halo", "shared tiles + halo", LB_OLDEST_SM, run_generations},
+    {3, "bitpacked", "bit-packed, 32 per word", LB_OLDEST_SM, run_generations},
+};
+_Static_assert(sizeof versions / sizeof versions[0] == LIFE_VERSIONS,
+               "one row in versions[] per version: LIFE_VERSIONS in life_kernels.h");
+
 static const lb_program program = {
-    "life", "Conway's Game of Life on a torus: CPU, global memory, shared tiles, bit-packed",
-    "versions:\n"
-    "  0  CPU, every core (OpenMP): the reference\n"
-    "  1  global memory, one thread per cell, many blocks\n"
-    "  2  shared-memory tiles with a one-cell halo\n"
-    "  3  bit-packed, 32 cells per word, bitwise full adders\n"
-    "--size is N (N x N cells) or WxH.\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION,
-    options, sizeof options / sizeof options[0]};
+    .name = "life",
+    .synopsis = "Conway's Game of Life on a torus: CPU, global memory, shared tiles, bit-packed",
+    .details = "--size is N (N x N cells) or WxH. Speed is against the memory bound of versions 1-2: 2 bytes\n"
+               "per cell per generation at the device-to-device copy bandwidth measured in the same run.\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options, .n_opts = sizeof options / sizeof options[0],
+    .versions = versions, .n_versions = LIFE_VERSIONS};
+
+/* The board after the run, cell for cell against the CPU's. */
+static lb_check compare_boards(const char *name, const uint8_t *got, const uint8_t *ref, int W, size_t cells, int quiet)
+{
+    lb_check c = {0, 0.0, 0.0};
+    for (size_t i = 0; i < cells; i++)
+        if (got[i] != ref[i]) {
+            if (!quiet && c.n_bad < 5)
+                fprintf(stderr, "  %s mismatch at (x=%zu, y=%zu): got %d, want %d\n", name, i % (size_t)W,
+                        i / (size_t)W, got[i], ref[i]);
+            c.n_bad++;
+            c.max_abs_err = 1;
+        }
+    if (c.n_bad && !quiet) fprintf(stderr, "  %s: %zu of %zu cells wrong\n", name, c.n_bad, cells);
+    return c;
+}
 
 int main(int argc, char **argv)
 {
-    lb_args args = {.size = {{4096}, 1}, .max_size_dims = 2, .iters = 5, .seed = 1, .version = -1,
-                    .max_version = N_VERSIONS - 1};
+    lb_args args = {.size = {{4096}, 1}, .max_size_dims = 2, .iters = 5, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
     long long w_ll = args.size.v[0], h_ll = args.size.n > 1 ? args.size.v[1] : w_ll;
     if (w_ll > MAX_SIDE || h_ll > MAX_SIDE) lb_usage_error(&program, "--size: at most %dx%d cells", MAX_SIDE, MAX_SIDE);
@@ -171,78 +189,49 @@ int main(int argc, char **argv)
     pack_board(start, words, W, H);
     CUDA_CHECK(cudaMemcpy(d_start32, words, word_board, cudaMemcpyHostToDevice));
 
-    int first = args.version < 0 ? 1 : args.version, last = args.version < 0 ? N_VERSIONS - 1 : args.version;
-    double ms[N_VERSIONS] = {0};
-    lb_check check[N_VERSIONS];
-    int failures = 0;
-    for (int v = (first == 0 ? 1 : first); v <= last && first != 0; v++) {
-        life_job job = {v, W, H, gens, 1, v == 3 ? (void *)d_a32 : (void *)d_a8, v == 3 ? (void *)d_b32 : (void *)d_b8,
-                        v == 3 ? (const void *)d_start32 : (const void *)d_start8, v == 3 ? word_board : byte_board};
+    /* the report: rates against the memory bound of versions 1-2, measured first */
+    char sz[32];
+    snprintf(sz, sizeof sz, "%dx%d", W, H);
+    double updates = (double)cells * gens;
+    lb_report rep = {.prog = &program, .args = &args, .unit = "gcells_s", .unit_head = "Gcells/s",
+                     .base = "membound_2B", .base_head = "vs 2B/cell"};
+    lb_report_table(&rep, sz, NULL);
+    double bound_gcells = 0.0;
+    if (!args.check_only) {
+        bound_gcells = lb_memcpy_ceiling_gbps(2 * byte_board, args.iters, NULL) / 2.0;
+        rep.base_value = bound_gcells;
+    }
+    if (!args.quiet) printf("alive after %d generations: %zu of %zu cells; ms are per generation\n", gens, alive, cells);
+    if (!args.check_only && lb_version_wanted(&program, &args, &gpu, 0))
+        lb_report_row(&rep, 0, NULL, cpu_ms / gens, updates / (cpu_ms * 1e6), -1, "reference");
+
+    for (int v = 1; v < LIFE_VERSIONS; v++) {
+        if (!lb_version_wanted(&program, &args, &gpu, v)) continue;
+        int packed = v == 3;   /* version 3 works on 32 cells per word, the others on bytes */
+        life_job job = {v, W, H, gens, 1, packed ? (void *)d_a32 : (void *)d_a8, packed ? (void *)d_b32 : (void *)d_b8,
+                        packed ? (const void *)d_start32 : (const void *)d_start8, packed ? word_board : byte_board};
         lb_poison_device(job.d_a, job.board_bytes);   /* 0xFF cells: neither 0 nor 1, and fail */
         lb_poison_device(job.d_b, job.board_bytes);
-        CUDA_CHECK(run_generations(&job));
-        if (v == 3) {
+        CUDA_CHECK(versions[v].run(&job));
+        size_t stray = 0;
+        if (packed) {
             CUDA_CHECK(cudaMemcpy(words, result_of(&job), word_board, cudaMemcpyDeviceToHost));
             unpack_board(words, got, W, H);
             /* the unused bits of each row's last word must have stayed 0 */
-            size_t stray = 0;
             if (W % 32)
                 for (int y = 0; y < H; y++) stray += (words[(size_t)y * nw + nw - 1] >> (W % 32)) != 0;
             if (stray && !args.quiet) fprintf(stderr, "  bitpacked: %zu rows have bits set past the board's width\n", stray);
-            failures += stray != 0;
         } else {
             CUDA_CHECK(cudaMemcpy(got, result_of(&job), byte_board, cudaMemcpyDeviceToHost));
         }
-        /* compare as ints through a widening copy would cost memory: compare bytes directly */
-        lb_check c = {0, 0.0, 0.0};
-        for (size_t i = 0; i < cells; i++)
-            if (got[i] != ref[i]) {
-                if (!args.quiet && c.n_bad < 5)
-                    fprintf(stderr, "  %s mismatch at (x=%zu, y=%zu): got %d, want %d\n", version_name[v],
-                            i % (size_t)W, i / (size_t)W, got[i], ref[i]);
-                c.n_bad++;
-                c.max_abs_err = 1;
-            }
-        if (c.n_bad && !args.quiet) fprintf(stderr, "  %s: %zu of %zu cells wrong\n", version_name[v], c.n_bad, cells);
-        check[v] = c;
-        failures += c.n_bad != 0;
+        lb_check c = compare_boards(versions[v].name, got, ref, W, cells, args.quiet);
+        c.n_bad += stray;
+        double ms = 0.0;
         job.from_start = 0;   /* time the generations alone, continuing from the current board */
-        if (!args.check_only) ms[v] = lb_time_ms(run_generations, &job, 1, args.iters);
-    }
-
-    /* report, per generation */
-    double bound_gcells = 0.0;
-    if (!args.check_only) bound_gcells = lb_memcpy_ceiling_gbps(2 * byte_board, args.iters, NULL) / 2.0;
-    char sz[32], buf[96];
-    snprintf(sz, sizeof sz, "%dx%d", W, H);
-    double updates = (double)cells * gens;
-    int best = -1;
-    if (!args.quiet) {
-        printf("alive after %d generations: %zu of %zu cells\n", gens, alive, cells);
-        printf(" ver  version                       ms/gen    G cells/s   vs 2B/cell bound   check\n");
-        if (!args.check_only && args.version <= 0)
-            printf("   0  %-26s %10.4f %12.2f %12.3f         reference\n", version_title[0], cpu_ms / gens,
-                   updates / (cpu_ms * 1e6), updates / (cpu_ms * 1e6) / bound_gcells);
-    }
-    if (!args.check_only && args.version <= 0) {
-        lb_result r = {"life", 0, version_name[0], sz, cpu_ms / gens, "gcells_s", updates / (cpu_ms * 1e6),
-                       "membound_2B", updates / (cpu_ms * 1e6) / bound_gcells, -1};
-        lb_print_result(&r);
-    }
-    for (int v = (first == 0 ? 1 : first); v <= last && first != 0; v++) {
-        const char *verdict = lb_check_summary(&check[v], buf, sizeof buf);
-        if (args.check_only) {
-            if (!args.quiet) printf("  %2d  %-26s          -            -                  -   %s\n", v, version_title[v], verdict);
-            continue;
-        }
-        double rate = updates / (ms[v] * 1e6);
-        if (best < 0 || ms[v] < ms[best]) best = v;
-        if (!args.quiet)
-            printf("  %2d  %-26s %10.4f %12.1f %12.3f         %s\n", v, version_title[v], ms[v] / gens, rate,
-                   rate / bound_gcells, verdict);
-        lb_result r = {"life", v, version_name[v], sz, ms[v] / gens, "gcells_s", rate, "membound_2B",
-                       rate / bound_gcells, check[v].n_bad == 0};
-        lb_print_result(&r);
+        if (!args.check_only) ms = lb_time_ms(versions[v].run, &job, 1, args.iters);
+        char verdict[96];
+        lb_report_row(&rep, v, NULL, ms / gens, ms > 0 ? updates / (ms * 1e6) : 0.0, c.n_bad == 0,
+                      lb_check_summary(&c, verdict, sizeof verdict));
     }
     if (!args.quiet && !args.check_only)
         printf("memory bound for versions 1-2: 2 bytes per cell per generation at %.0f GB/s (D2D memcpy, this run) "
@@ -267,16 +256,8 @@ int main(int argc, char **argv)
         if (!args.quiet) printf("wrote life_frame_*.png every %d generations\n", frames);
     }
     if (!args.quiet && !no_png) printf("wrote %s\n", png_path);
-    if (args.quiet) {
-        if (best > 0)
-            printf("life: %s x %d gens, best v%d %.1f G cell updates/s = %.2fx the 2-byte memory bound, %s\n", sz, gens,
-                   best, updates / (ms[best] * 1e6), updates / (ms[best] * 1e6) / bound_gcells, failures ? "FAIL" : "PASS");
-        else
-            printf("life: %s x %d gens, %s\n", sz, gens, failures ? "FAIL" : "all versions PASS");
-    }
-
     CUDA_CHECK(cudaFree(d_start8)); CUDA_CHECK(cudaFree(d_a8)); CUDA_CHECK(cudaFree(d_b8));
     CUDA_CHECK(cudaFree(d_start32)); CUDA_CHECK(cudaFree(d_a32)); CUDA_CHECK(cudaFree(d_b32));
     free(start); free(ref); free(tmp); free(got); free(words);
-    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+    return lb_report_finish(&rep);
 }

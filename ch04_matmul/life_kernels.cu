@@ -51,9 +51,9 @@ __device__ __forceinline__ uint32_t rule4(uint32_t count, uint32_t alive)
     return born_or_stay & 0x01010101u;
 }
 
-#define T2_W 32               /* tile width in words (128 cells) = blockDim.x = warp size */
-#define T2_H 64               /* tile height in rows = blockDim.y * T2_ROWS */
-#define T2_ROWS 8             /* consecutive rows per thread */
+#define LIFE2_W 32               /* tile width in words (128 cells) = blockDim.x = warp size */
+#define LIFE2_H 64               /* tile height in rows = blockDim.y * LIFE2_ROWS */
+#define LIFE2_ROWS 8             /* consecutive rows per thread */
 /* The block (32 x 8 threads) owns 32 words x 64 rows. It copies them with a one-word halo on
  * every side into shared memory, (64+2) x (32+2) words: 1.09 global reads per word. Warp w
  * copies rows w, w+8, ...: each row's 32 inner words are one coalesced 128-byte load, and
@@ -63,20 +63,20 @@ __device__ __forceinline__ uint32_t rule4(uint32_t count, uint32_t alive)
  * per output word. */
 __global__ void life_kernel2(const uint32_t *in, uint32_t *out, int NW, int H)
 {
-    __shared__ uint32_t tile[T2_H + 2][T2_W + 2];
-    int x0 = blockIdx.x * T2_W, y0 = blockIdx.y * T2_H, lane = threadIdx.x;
+    __shared__ uint32_t tile[LIFE2_H + 2][LIFE2_W + 2];
+    int x0 = blockIdx.x * LIFE2_W, y0 = blockIdx.y * LIFE2_H, lane = threadIdx.x;
     /* wrap: the halo of the first tile is the board's last column/row; a tile sticking out
      * past the board's end wraps the same way and does not write those cells */
     int gx = x0 + lane < NW ? x0 + lane : (x0 + lane) % NW;
-    int hx = lane == 0 ? (x0 == 0 ? NW - 1 : x0 - 1) : (x0 + T2_W) % NW;   /* halo column */
-    constexpr int STEP = T2_H / T2_ROWS, N_LOADS = (T2_H + 2 + STEP - 1) / STEP;
+    int hx = lane == 0 ? (x0 == 0 ? NW - 1 : x0 - 1) : (x0 + LIFE2_W) % NW;   /* halo column */
+    constexpr int STEP = LIFE2_H / LIFE2_ROWS, N_LOADS = (LIFE2_H + 2 + STEP - 1) / STEP;
     uint32_t inner[N_LOADS], halo[N_LOADS];
 #pragma unroll
     for (int k = 0; k < N_LOADS; k++) {   /* first issue every load ... */
         int r = threadIdx.y + k * STEP, gy = y0 + r - 1;
         gy = gy < 0 ? gy + H : gy >= H ? gy % H : gy;
         const uint32_t *row = in + (size_t)gy * NW;
-        if (r < T2_H + 2) {
+        if (r < LIFE2_H + 2) {
             inner[k] = row[gx];
             if (lane < 2) halo[k] = row[hx];
         }
@@ -84,24 +84,24 @@ __global__ void life_kernel2(const uint32_t *in, uint32_t *out, int NW, int H)
 #pragma unroll
     for (int k = 0; k < N_LOADS; k++) {   /* ... then store them: the latencies overlap */
         int r = threadIdx.y + k * STEP;
-        if (r < T2_H + 2) {
+        if (r < LIFE2_H + 2) {
             tile[r][lane + 1] = inner[k];
-            if (lane < 2) tile[r][lane == 0 ? 0 : T2_W + 1] = halo[k];
+            if (lane < 2) tile[r][lane == 0 ? 0 : LIFE2_W + 1] = halo[k];
         }
     }
     __syncthreads();   /* the whole tile, halo included, must be in place before anyone reads it */
 
-    int lx = threadIdx.x + 1, x = x0 + threadIdx.x, ly0 = threadIdx.y * T2_ROWS + 1;
-    uint32_t three[T2_ROWS + 2], sides[T2_ROWS + 2], centre[T2_ROWS + 2];
+    int lx = threadIdx.x + 1, x = x0 + threadIdx.x, ly0 = threadIdx.y * LIFE2_ROWS + 1;
+    uint32_t three[LIFE2_ROWS + 2], sides[LIFE2_ROWS + 2], centre[LIFE2_ROWS + 2];
 #pragma unroll
-    for (int k = 0; k < T2_ROWS + 2; k++) {   /* per row: left + right, and left + centre + right */
+    for (int k = 0; k < LIFE2_ROWS + 2; k++) {   /* per row: left + right, and left + centre + right */
         uint32_t p = tile[ly0 - 1 + k][lx - 1], c = tile[ly0 - 1 + k][lx], n = tile[ly0 - 1 + k][lx + 1];
         sides[k] = __funnelshift_l(p, c, 8) + __funnelshift_r(c, n, 8);
         three[k] = sides[k] + c;
         centre[k] = c;
     }
 #pragma unroll
-    for (int k = 1; k <= T2_ROWS; k++) {
+    for (int k = 1; k <= LIFE2_ROWS; k++) {
         int y = y0 + ly0 - 1 + k - 1;
         uint32_t count = three[k - 1] + sides[k] + three[k + 1];
         if (x < NW && y < H) out[(size_t)y * NW + x] = rule4(count, centre[k]);
@@ -111,11 +111,11 @@ __global__ void life_kernel2(const uint32_t *in, uint32_t *out, int NW, int H)
 /* The same tile idea one cell per thread, for boards whose width is not a multiple of 4. */
 __global__ void life_kernel2_bytes(const uint8_t *in, uint8_t *out, int W, int H)
 {
-    __shared__ uint8_t tile[T2_H + 2][T2_W + 2];
-    int x0 = blockIdx.x * T2_W, y0 = blockIdx.y * T2_H;
+    __shared__ uint8_t tile[LIFE2_H + 2][LIFE2_W + 2];
+    int x0 = blockIdx.x * LIFE2_W, y0 = blockIdx.y * LIFE2_H;
     int tid = threadIdx.y * blockDim.x + threadIdx.x;
-    for (int i = tid; i < (T2_H + 2) * (T2_W + 2); i += blockDim.x * blockDim.y) {
-        int r = i / (T2_W + 2), c = i % (T2_W + 2);
+    for (int i = tid; i < (LIFE2_H + 2) * (LIFE2_W + 2); i += blockDim.x * blockDim.y) {
+        int r = i / (LIFE2_W + 2), c = i % (LIFE2_W + 2);
         int gx = x0 + c - 1, gy = y0 + r - 1;
         gx = gx < 0 ? gx + W : gx >= W ? gx % W : gx;
         gy = gy < 0 ? gy + H : gy >= H ? gy % H : gy;
@@ -124,7 +124,7 @@ __global__ void life_kernel2_bytes(const uint8_t *in, uint8_t *out, int W, int H
     __syncthreads();
     int lx = threadIdx.x + 1, x = x0 + threadIdx.x;
 #pragma unroll
-    for (int k = 0; k < T2_ROWS; k++) {
+    for (int k = 0; k < LIFE2_ROWS; k++) {
         int ly = threadIdx.y + k * blockDim.y + 1, y = y0 + ly - 1;
         int n = tile[ly - 1][lx - 1] + tile[ly - 1][lx] + tile[ly - 1][lx + 1] + tile[ly][lx - 1] +
                 tile[ly][lx + 1] + tile[ly + 1][lx - 1] + tile[ly + 1][lx] + tile[ly + 1][lx + 1];
@@ -164,7 +164,7 @@ __device__ __forceinline__ uint32_t rule32(const row_words &u, const row_words &
     return ~s2 & s1 & (s0 | m.centre);
 }
 
-#define T3_ROWS 8   /* consecutive rows per thread: each row's words are loaded once, used 3 times */
+#define LIFE3_ROWS 8   /* consecutive rows per thread: each row's words are loaded once, used 3 times */
 /* The left and right neighbour words of lane l are lane l-1's and l+1's own words: a warp
  * shuffle passes them over, and only the lanes at the warp's edges (and at the row's wrap)
  * load a second word. Every lane takes part in the shuffles, so lanes past the row's end
@@ -189,13 +189,13 @@ __global__ void life_kernel3(const uint32_t *in, uint32_t *out, int W, int H)
 {
     int nw = (W + 31) / 32, valid = W - 32 * (nw - 1);
     int j = blockIdx.x * blockDim.x + threadIdx.x;
-    int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * T3_ROWS;
+    int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * LIFE3_ROWS;
     if (y0 >= H) return;   /* the whole warp shares y0: it leaves together */
     uint32_t mask = (j == nw - 1 && valid < 32) ? (1u << valid) - 1u : ~0u;   /* unused bits stay 0 */
     row_words u = row_neighbours(in + (size_t)(y0 == 0 ? H - 1 : y0 - 1) * nw, j, nw, valid);
     row_words m = row_neighbours(in + (size_t)y0 * nw, j, nw, valid);
 #pragma unroll
-    for (int k = 0; k < T3_ROWS; k++) {
+    for (int k = 0; k < LIFE3_ROWS; k++) {
         int y = y0 + k;
         if (y >= H) break;   /* also the same for the whole warp */
         row_words d = row_neighbours(in + (size_t)(y == H - 1 ? 0 : y + 1) * nw, j, nw, valid);
@@ -209,28 +209,31 @@ __global__ void life_kernel3(const uint32_t *in, uint32_t *out, int W, int H)
 
 static unsigned int cdiv(long long a, int b) { return (unsigned int)((a + b - 1) / b); }
 
-extern "C" cudaError_t life_step_bytes(int version, const uint8_t *d_in, uint8_t *d_out, int w, int h)
+/* One generation of version `version`; the boards are bytes (versions 1, 2) or words (3). */
+extern "C" cudaError_t life_launch(int version, const void *d_in, void *d_out, int w, int h)
 {
+    const uint8_t *in8 = static_cast<const uint8_t *>(d_in);
+    uint8_t *out8 = static_cast<uint8_t *>(d_out);
     switch (version) {
     case 1:
-        life_kernel1<<<dim3(cdiv(w, 32), cdiv(h, 8)), dim3(32, 8)>>>(d_in, d_out, w, h);
+        life_kernel1<<<dim3(cdiv(w, 32), cdiv(h, 8)), dim3(32, 8)>>>(in8, out8, w, h);
         break;
     case 2:
         if (w % 4 == 0)   /* whole words per row: 4 cells per thread-word */
-            life_kernel2<<<dim3(cdiv(w / 4, T2_W), cdiv(h, T2_H)), dim3(T2_W, T2_H / T2_ROWS)>>>(
+            life_kernel2<<<dim3(cdiv(w / 4, LIFE2_W), cdiv(h, LIFE2_H)), dim3(LIFE2_W, LIFE2_H / LIFE2_ROWS)>>>(
                 reinterpret_cast<const uint32_t *>(d_in), reinterpret_cast<uint32_t *>(d_out), w / 4, h);
         else
-            life_kernel2_bytes<<<dim3(cdiv(w, T2_W), cdiv(h, T2_H)), dim3(T2_W, T2_H / T2_ROWS)>>>(d_in, d_out, w, h);
+            life_kernel2_bytes<<<dim3(cdiv(w, LIFE2_W), cdiv(h, LIFE2_H)), dim3(LIFE2_W, LIFE2_H / LIFE2_ROWS)>>>(
+                in8, out8, w, h);
         break;
+    case 3: {
+        int nw = (w + 31) / 32;
+        life_kernel3<<<dim3(cdiv(nw, 32), cdiv(h, 8 * LIFE3_ROWS)), dim3(32, 8)>>>(
+            static_cast<const uint32_t *>(d_in), static_cast<uint32_t *>(d_out), w, h);
+        break;
+    }
     default:
         return cudaErrorInvalidValue;
     }
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t life_step_bits(const uint32_t *d_in, uint32_t *d_out, int w, int h)
-{
-    int nw = (w + 31) / 32;
-    life_kernel3<<<dim3(cdiv(nw, 32), cdiv(h, 8 * T3_ROWS)), dim3(32, 8)>>>(d_in, d_out, w, h);
     return cudaGetLastError();
 }

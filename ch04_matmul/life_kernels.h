@@ -8,13 +8,14 @@
 extern "C" {
 #endif
 
-/* One generation, versions 1 and 2: one byte per cell (0 dead, 1 alive), row-major. */
-cudaError_t life_step_bytes(int version, const uint8_t *d_in, uint8_t *d_out, int w, int h);
+/* Versions 0 (the CPU, in life.c) .. 3; life.c's version table has one row for each. */
+#define LIFE_VERSIONS 4
 
-/* One generation, version 3: bit-packed, 32 cells per word, cell x of a row is bit x % 32
- * of word x / 32 (least significant bit first); a row is ceil(w / 32) words and the unused
- * high bits of its last word stay 0. */
-cudaError_t life_step_bits(const uint32_t *d_in, uint32_t *d_out, int w, int h);
+/* One generation of version 1..LIFE_VERSIONS-1 from d_in to d_out. Versions 1 and 2: one byte
+ * per cell (0 dead, 1 alive), row-major. Version 3: bit-packed, 32 cells per word, cell x of a
+ * row is bit x % 32 of word x / 32 (least significant bit first); a row is ceil(w / 32) words
+ * and the unused high bits of its last word stay 0. Returns the launch error. */
+cudaError_t life_launch(int version, const void *d_in, void *d_out, int w, int h);
 
 #ifdef __cplusplus
 }

@@ -4,15 +4,8 @@
  *   build: make ch04 (TILE=32 for version 2's tile)
  *   run:   ./matmul [version] [--size N | --size M,N,K] [--block B] [--sweep]
  *
- * versions (kernels in matmul_kernels.cu):
- *   0  cuBLAS cublasSgemm, default math (FP32 FFMA, no TF32): the baseline
- *   1  naive, one thread per element of C
- *   2  shared-memory tiles, TILE x TILE
- *   3  2D register blocking, 4x4 outputs per thread
- *   4  128x128 tiles, 8x8 per thread, float4 loads, transposed A tile
- *   5  as 4 with conflict-free 4x4 quads and double buffering
- *   6  tiles copied by cp.async three K steps ahead (K steps of 16, grouped block order)
- *   7  128 threads of 8x16 outputs in 2x2 warp tiles, register double buffering
+ * versions: the table versions[] below (0 cuBLAS, 1 naive ... 7 warp tiles), listed by
+ * ./matmul --help; the kernels, in the same order, are in matmul_kernels.cu.
  *
  * Verification: cuBLAS against a CPU reference accumulating in double (every element up
  * to 2^30 multiply-adds, else 8 sampled rows and 8 sampled columns); every kernel against
@@ -25,17 +18,6 @@
 
 #include <math.h>
 #include <string.h>
-
-#define N_VERSIONS (MATMUL_LAST_KERNEL + 1)
-static const char *const version_name[N_VERSIONS] = {"cublas", "naive", "tiled", "regblock4x4", "float4_8x8", "quads_dbuf", "cp_async", "warptile_8x16"};
-static const char *version_title(int v, char *buf, size_t len)
-{
-    static const char *const titles[N_VERSIONS] = {"cuBLAS sgemm", "naive", "shared tiles", "2D reg. blocking 4x4",
-                                                   "8x8, float4, A^T tile", "4x4 quads, double buf.", "cp.async, 3 stages", "2x2 warps, 8x16/thread"};
-    if (v == 2) snprintf(buf, len, "shared tiles TILE=%d", matmul_tile());
-    else snprintf(buf, len, "%s", titles[v]);
-    return buf;
-}
 
 /* ---------------------------------------------------------------- CPU reference */
 
@@ -64,26 +46,47 @@ static cublasStatus_t sgemm_row_major(cublasHandle_t h, const float *d_a, const 
     return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, d_b, N, d_a, K, &zero, d_c, N);
 }
 
-/* ---------------------------------------------------------------- timing jobs */
+/* ---------------------------------------------------------------- the versions */
 
+/* What one run of a version needs; the timing helpers call run(&job) again and again. */
 typedef struct {
-    int version, tile;   /* tile > 0: the tiled kernel with that tile (sweep) */
     cublasHandle_t handle;
     const float *d_a, *d_b;
     float *d_c;
-    int m, n, k, block;
+    int m, n, k;
+    int version, block;   /* block: version 1's block edge (--block) */
+    int tile;             /* for --sweep: version 2 with this tile instead of the built one */
 } mm_job;
 
-static cudaError_t run_version(void *ctx)
+static cudaError_t run_cublas(void *ctx)
+{
+    mm_job *j = (mm_job *)ctx;
+    CUBLAS_CHECK(sgemm_row_major(j->handle, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k));
+    return cudaGetLastError();
+}
+
+static cudaError_t run_kernel(void *ctx)
 {
     mm_job *j = (mm_job *)ctx;
     if (j->tile) return matmul_tiled_launch(j->tile, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k);
-    if (j->version == 0) {
-        CUBLAS_CHECK(sgemm_row_major(j->handle, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k));
-        return cudaGetLastError();
-    }
     return matmul_launch(j->version, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k, j->block);
 }
+
+/* Every version, once: its number, RESULT name, title and what runs it (matmul_kernels.cu
+ * has the kernels, in the same order). To add one: the kernel and its case in matmul_launch,
+ * MATMUL_VERSIONS in matmul_kernels.h, and a row here. */
+static const lb_version versions[] = {
+    {0, "cublas", "cuBLAS sgemm (no TF32)", LB_OLDEST_SM, run_cublas},
+    {1, "naive", "naive, 1 thread per element", LB_OLDEST_SM, run_kernel},
+    {2, "tiled", "shared tiles (make TILE=)", LB_OLDEST_SM, run_kernel},
+    {3, "regblock4x4", "2D reg. blocking 4x4", LB_OLDEST_SM, run_kernel},
+    {4, "float4_8x8", "8x8, float4, A^T tile", LB_OLDEST_SM, run_kernel},
+    {5, "quads_dbuf", "4x4 quads, double buf.", LB_OLDEST_SM, run_kernel},
+    {6, "cp_async", "cp.async, 3 stages", 80, run_kernel},
+    {7, "warptile_8x16", "2x2 warps, 8x16/thread", LB_OLDEST_SM, run_kernel},
+};
+_Static_assert(sizeof versions / sizeof versions[0] == MATMUL_VERSIONS,
+               "one row in versions[] per version: MATMUL_VERSIONS in matmul_kernels.h");
 
 static double tflops(int m, int n, int k, double ms) { return 2.0 * m * n * (double)k / (ms * 1e9); }
 
@@ -136,7 +139,9 @@ static void sweep(cublasHandle_t handle, int iters)
 {
     static const int sizes[] = {512, 1024, 2048, 4096, 8192};
     printf("sweep: TFLOP/s (ratio to cuBLAS) for square sizes; naive by block edge, tiled by TILE\n");
-    printf("   size   cuBLAS   naive b8  naive b16  naive b32  tiled 8  tiled 16  tiled 32      v3      v4      v5      v6      v7\n");
+    printf("   size   cuBLAS   naive b8  naive b16  naive b32  tiled 8  tiled 16  tiled 32");
+    for (int v = 3; v < MATMUL_VERSIONS; v++) printf("      v%d   ", v);
+    printf("\n");
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int n = sizes[s];
         size_t bytes = sizeof(float) * (size_t)n * n;
@@ -152,17 +157,16 @@ static void sweep(cublasHandle_t handle, int iters)
         CUDA_CHECK(cudaMemcpy(d_b, h, bytes, cudaMemcpyHostToDevice));
         free(h);
         int reps = n >= 4096 ? (iters < 3 ? iters : 3) : iters;
-        mm_job base = {0, 0, handle, d_a, d_b, d_c, n, n, n, 16};
-        double t0 = tflops(n, n, n, lb_time_ms(run_version, &base, 1, reps));
+        mm_job base = {handle, d_a, d_b, d_c, n, n, n, 0, 16, 0};
+        double t0 = tflops(n, n, n, lb_time_ms(run_cublas, &base, 1, reps));
         printf("  %5d %8.1f", n, t0);
-        mm_job jobs[] = {{1, 0, handle, d_a, d_b, d_c, n, n, n, 8},  {1, 0, handle, d_a, d_b, d_c, n, n, n, 16},
-                         {1, 0, handle, d_a, d_b, d_c, n, n, n, 32}, {2, 8, handle, d_a, d_b, d_c, n, n, n, 0},
-                         {2, 16, handle, d_a, d_b, d_c, n, n, n, 0}, {2, 32, handle, d_a, d_b, d_c, n, n, n, 0},
-                         {3, 0, handle, d_a, d_b, d_c, n, n, n, 0},  {4, 0, handle, d_a, d_b, d_c, n, n, n, 0},
-                         {5, 0, handle, d_a, d_b, d_c, n, n, n, 0},  {6, 0, handle, d_a, d_b, d_c, n, n, n, 0},
-                         {7, 0, handle, d_a, d_b, d_c, n, n, n, 0}};
+        /* naive with three block edges, tiled with three tiles, then versions 3.. as built */
+        mm_job jobs[6 + MATMUL_VERSIONS - 3];
+        for (int i = 0; i < 3; i++) jobs[i] = (mm_job){handle, d_a, d_b, d_c, n, n, n, 1, 8 << i, 0};
+        for (int i = 0; i < 3; i++) jobs[3 + i] = (mm_job){handle, d_a, d_b, d_c, n, n, n, 2, 0, 8 << i};
+        for (int v = 3; v < MATMUL_VERSIONS; v++) jobs[3 + v] = (mm_job){handle, d_a, d_b, d_c, n, n, n, v, 0, 0};
         for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; j++) {
-            double t = tflops(n, n, n, lb_time_ms(run_version, &jobs[j], 1, reps));
+            double t = tflops(n, n, n, lb_time_ms(run_kernel, &jobs[j], 1, reps));
             printf(" %5.1f(%.2f)", t, t / t0);
         }
         printf("\n");
@@ -180,23 +184,26 @@ static const lb_opt options[] = {
     {"--sweep", LB_OPT_FLAG, &do_sweep, "TFLOP/s table over naive block and TILE choices, sizes 512..8192"},
 };
 static const lb_program program = {
-    "matmul", "C = A @ B in fp32 (row-major): naive, tiled and register-blocked kernels vs cuBLAS",
-    "versions:\n"
-    "  0  cuBLAS sgemm (default math, no TF32)\n"
-    "  1  naive, one thread per element (--block B: B x B threads)\n"
-    "  2  shared-memory tiles (TILE from the build: make TILE=32)\n"
-    "  3  2D register blocking, 4x4 outputs per thread\n"
-    "  4  128x128 tiles, 8x8 per thread, float4 loads, transposed A tile\n"
-    "  5  as 4, conflict-free 4x4 quads, double buffering\n"
-    "  6  cp.async pipeline, 3 stages, K steps of 16, grouped block order\n"
-    "  7  2x2 warp tiles, 8x16 outputs per thread, double buffering\n"
-    "--size is N (square) or M,N,K.\n",
-    LB_USE_ALL, options, 1};
+    .name = "matmul",
+    .synopsis = "C = A @ B in fp32 (row-major): naive, tiled and register-blocked kernels vs cuBLAS",
+    .details = "--block B sets version 1's block to B x B threads. --size is N (square) or M,N,K.\n",
+    .uses = LB_USE_ALL, .opts = options, .n_opts = 1,
+    .versions = versions, .n_versions = MATMUL_VERSIONS};
+
+/* Each version's C against cuBLAS's (both carry rounding error: twice the tolerance), and
+ * against the CPU directly too when the full reference exists. */
+static lb_check check_version(const char *name, const float *got, const float *h_cublas, const float *h_cpu,
+                              size_t c_n, int K, int quiet)
+{
+    lb_check c = lb_check_f32(name, got, h_cublas, c_n, 2 * abs_tol(K), 2e-5, quiet);
+    if (h_cpu) c.n_bad += lb_check_f32("vs CPU", got, h_cpu, c_n, abs_tol(K), 1e-5, quiet).n_bad;
+    return c;
+}
 
 int main(int argc, char **argv)
 {
-    lb_args args = {.size = {{4096}, 1}, .max_size_dims = 3, .block = 16, .iters = 10, .seed = 1,
-                    .version = -1, .max_version = N_VERSIONS - 1};
+    /* ---- setup: arguments, GPU, cuBLAS, inputs */
+    lb_args args = {.size = {{4096}, 1}, .max_size_dims = 3, .block = 16, .iters = 10, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
     int M, N, K;
     lb_size_mnk(&program, &args, &M, &N, &K);
@@ -221,7 +228,7 @@ int main(int argc, char **argv)
                gpu.sm, args.seed);
 
     float *h_a = lb_host_alloc(sizeof(float) * a_n, "A"), *h_b = lb_host_alloc(sizeof(float) * b_n, "B");
-    float *h_ref = lb_host_alloc(sizeof(float) * c_n, "cuBLAS's C"), *h_c = lb_host_alloc(sizeof(float) * c_n, "C");
+    float *h_cublas = lb_host_alloc(sizeof(float) * c_n, "cuBLAS's C"), *h_c = lb_host_alloc(sizeof(float) * c_n, "C");
     lb_rng rng;
     lb_rng_seed(&rng, args.seed);
     lb_fill_uniform(h_a, a_n, -1.0f, 1.0f, &rng);
@@ -232,69 +239,37 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d_c, sizeof(float) * c_n));
     CUDA_CHECK(cudaMemcpy(d_a, h_a, sizeof(float) * a_n, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_b, h_b, sizeof(float) * b_n, cudaMemcpyHostToDevice));
+    float *h_cpu = cpu_reference(h_a, h_b, M, N, K);   /* NULL when too large */
 
-    /* cuBLAS first: checked against the CPU, then the reference for every kernel */
-    mm_job base = {0, 0, handle, d_a, d_b, d_c, M, N, K, args.block};
-    lb_poison_device(d_c, sizeof(float) * c_n);
-    CUDA_CHECK(run_version(&base));
-    CUDA_CHECK(cudaMemcpy(h_ref, d_c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
-    lb_check check[N_VERSIONS];
-    float *h_cpu = cpu_reference(h_a, h_b, M, N, K);
-    check[0] = check_cublas(h_a, h_b, h_ref, h_cpu, M, N, K, &rng, args.quiet);
-    int failures = check[0].n_bad != 0;
-
-    int first = args.version < 0 ? 0 : args.version, last = args.version < 0 ? N_VERSIONS - 1 : args.version;
-    float ms[N_VERSIONS] = {0};
-    for (int v = first; v <= last; v++) {
-        mm_job job = {v, 0, handle, d_a, d_b, d_c, M, N, K, args.block};
-        if (v > 0) {
-            lb_poison_device(d_c, sizeof(float) * c_n);   /* NaN: an element never written fails */
-            CUDA_CHECK(run_version(&job));
-            CUDA_CHECK(cudaMemcpy(h_c, d_c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
-            /* both sides carry rounding error: twice the tolerance */
-            check[v] = lb_check_f32(version_name[v], h_c, h_ref, c_n, 2 * abs_tol(K), 2e-5, args.quiet);
-            if (h_cpu) {   /* small enough: against the CPU directly too */
-                lb_check c = lb_check_f32("vs CPU", h_c, h_cpu, c_n, abs_tol(K), 1e-5, args.quiet);
-                check[v].n_bad += c.n_bad;
-            }
-            failures += check[v].n_bad != 0;
-        }
-        if (!args.check_only) ms[v] = lb_time_ms(run_version, &job, 2, args.iters);
-    }
-    if (!args.check_only && first > 0) ms[0] = lb_time_ms(run_version, &base, 2, args.iters);
-
-    char sz[64], buf[96], title[64];
+    char sz[64];
     snprintf(sz, sizeof sz, "%dx%dx%d", M, N, K);
-    int best = -1;
-    if (!args.quiet) printf(" ver  kernel                         ms    TFLOP/s  vs cuBLAS   check\n");
-    for (int v = first; v <= last; v++) {
-        const char *verdict = lb_check_summary(&check[v], buf, sizeof buf);
-        if (args.check_only) {
-            if (!args.quiet) printf("  %2d  %-24s          -          -          -   %s\n", v, version_title(v, title, sizeof title), verdict);
-            continue;
-        }
-        double t = tflops(M, N, K, ms[v]), ratio = ms[0] / ms[v];
-        if (v > 0 && (best < 0 || ms[v] < ms[best])) best = v;
-        if (!args.quiet)
-            printf("  %2d  %-24s %10.3f %10.2f %10.2f   %s\n", v, version_title(v, title, sizeof title), ms[v], t, ratio, verdict);
-        char name[32];
+    lb_report rep = {.prog = &program, .args = &args, .unit = "tflops", .unit_head = "TFLOP/s",
+                     .base = "cublas", .base_head = "vs cuBLAS"};
+    lb_report_table(&rep, sz, NULL);
+
+    /* ---- check and time each version; cuBLAS (version 0) always, first: checked against
+     * the CPU, its C is then the reference for every kernel, and its time the baseline */
+    for (int v = 0; v < MATMUL_VERSIONS; v++) {
+        if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
+        mm_job job = {handle, d_a, d_b, d_c, M, N, K, v, args.block, 0};
+        lb_poison_device(d_c, sizeof(float) * c_n);   /* NaN: an element never written fails */
+        CUDA_CHECK(versions[v].run(&job));
+        CUDA_CHECK(cudaMemcpy(v == 0 ? h_cublas : h_c, d_c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
+        lb_check c = v == 0 ? check_cublas(h_a, h_b, h_cublas, h_cpu, M, N, K, &rng, args.quiet)
+                            : check_version(versions[v].name, h_c, h_cublas, h_cpu, c_n, K, args.quiet);
+        float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
+
+        /* ---- report: version 2's name carries its build-time tile (tiled16, tiled32) */
+        char name[32], verdict[96];
         if (v == 2) snprintf(name, sizeof name, "tiled%d", matmul_tile());
-        else snprintf(name, sizeof name, "%s", version_name[v]);
-        lb_result r = {"matmul", v, name, sz, ms[v], "tflops", t, "cublas", ratio, check[v].n_bad == 0};
-        lb_print_result(&r);
-    }
-    if (args.quiet) {
-        if (best > 0)
-            printf("matmul: %s, best v%d %.2f TFLOP/s = %.2fx cuBLAS, %s\n", sz, best, tflops(M, N, K, ms[best]),
-                   ms[0] / ms[best], failures ? "FAIL" : "all PASS");
-        else
-            printf("matmul: %s, %s\n", sz, failures ? "FAIL" : "all versions PASS");
+        else snprintf(name, sizeof name, "%s", versions[v].name);
+        lb_report_row(&rep, v, name, ms, tflops(M, N, K, ms), c.n_bad == 0, lb_check_summary(&c, verdict, sizeof verdict));
     }
 
     CUBLAS_CHECK(cublasDestroy(handle));
     CUDA_CHECK(cudaFree(d_a));
     CUDA_CHECK(cudaFree(d_b));
     CUDA_CHECK(cudaFree(d_c));
-    free(h_a); free(h_b); free(h_ref); free(h_c); free(h_cpu);
-    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+    free(h_a); free(h_b); free(h_cublas); free(h_c); free(h_cpu);
+    return lb_report_finish(&rep);
 }

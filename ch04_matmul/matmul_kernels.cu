@@ -56,7 +56,7 @@ __global__ void matmul_kernel1(const float *A, const float *B, float *C, int M, 
  * from there: each global element is now loaded once per block instead of once per thread,
  * T times fewer global loads. blockDim must equal (T, T): the tile and the block are coupled. */
 template <int T>
-__global__ void matmul_tiled_kernel(const float *A, const float *B, float *C, int M, int N, int K)
+__global__ void matmul_kernel2(const float *A, const float *B, float *C, int M, int N, int K)
 {
     __shared__ float As[T][T];
     __shared__ float Bs[T][T];
@@ -119,30 +119,30 @@ __device__ __forceinline__ void outer_8x8(float (&acc)[8][8], float4 a0, float4 
 
 /* ---------------------------------------------------------------- 3: 2D register blocking */
 
-#define K3_BM 64
-#define K3_BN 64
-#define K3_BK 8
+#define MATMUL3_BM 64
+#define MATMUL3_BN 64
+#define MATMUL3_BK 8
 /* 256 threads as 16 x 16; thread (ty, tx) owns C rows ty*4..+3, columns tx*4..+3 of the tile */
 __global__ void __launch_bounds__(256) matmul_kernel3(const float *A, const float *B, float *C, int M, int N, int K)
 {
-    __shared__ float As[K3_BM][K3_BK];
-    __shared__ float Bs[K3_BK][K3_BN];
+    __shared__ float As[MATMUL3_BM][MATMUL3_BK];
+    __shared__ float Bs[MATMUL3_BK][MATMUL3_BN];
     int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    int row0 = blockIdx.y * K3_BM, col0 = blockIdx.x * K3_BN;
+    int row0 = blockIdx.y * MATMUL3_BM, col0 = blockIdx.x * MATMUL3_BN;
     float acc[4][4] = {};
-    for (int k0 = 0; k0 < K; k0 += K3_BK) {
+    for (int k0 = 0; k0 < K; k0 += MATMUL3_BK) {
         /* 512 elements of each tile, 2 per thread; a warp loads 4 rows of 8 (A) or half a row (B) */
-        for (int i = tid; i < K3_BM * K3_BK; i += 256) {
-            int r = i / K3_BK, c = i % K3_BK;
+        for (int i = tid; i < MATMUL3_BM * MATMUL3_BK; i += 256) {
+            int r = i / MATMUL3_BK, c = i % MATMUL3_BK;
             As[r][c] = (row0 + r < M && k0 + c < K) ? A[(size_t)(row0 + r) * K + k0 + c] : 0.0f;
         }
-        for (int i = tid; i < K3_BK * K3_BN; i += 256) {
-            int r = i / K3_BN, c = i % K3_BN;
+        for (int i = tid; i < MATMUL3_BK * MATMUL3_BN; i += 256) {
+            int r = i / MATMUL3_BN, c = i % MATMUL3_BN;
             Bs[r][c] = (k0 + r < K && col0 + c < N) ? B[(size_t)(k0 + r) * N + col0 + c] : 0.0f;
         }
         __syncthreads();
 #pragma unroll
-        for (int kk = 0; kk < K3_BK; kk++) {
+        for (int kk = 0; kk < MATMUL3_BK; kk++) {
             float a[4], b[4];   /* 8 shared-memory reads feed 16 FMAs */
 #pragma unroll
             for (int i = 0; i < 4; i++) a[i] = As[ty * 4 + i][kk];
@@ -166,28 +166,28 @@ __global__ void __launch_bounds__(256) matmul_kernel3(const float *A, const floa
 
 /* ---------------------------------------------------------------- 4: 8x8 per thread, float4 */
 
-#define BIG_BM 128
-#define BIG_BN 128
-#define BIG_BK 8
+#define MATMUL_BIG_BM 128
+#define MATMUL_BIG_BN 128
+#define MATMUL_BIG_BK 8
 /* Each thread loads one float4 of the A tile (row tid/2, k (tid%2)*4..+3) and one of the
  * B tile (k tid/32, columns (tid%32)*4..+3): 256 x 4 = 1024 = 128 x 8 elements each. */
 template <bool VEC>
 __global__ void __launch_bounds__(256) matmul_kernel4(const float *A, const float *B, float *C, int M, int N, int K)
 {
-    __shared__ __align__(16) float As[BIG_BK][BIG_BM];   /* transposed: As[k][m] */
-    __shared__ __align__(16) float Bs[BIG_BK][BIG_BN];
+    __shared__ __align__(16) float As[MATMUL_BIG_BK][MATMUL_BIG_BM];   /* transposed: As[k][m] */
+    __shared__ __align__(16) float Bs[MATMUL_BIG_BK][MATMUL_BIG_BN];
     int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    int row0 = blockIdx.y * BIG_BM, col0 = blockIdx.x * BIG_BN;
+    int row0 = blockIdx.y * MATMUL_BIG_BM, col0 = blockIdx.x * MATMUL_BIG_BN;
     int a_r = tid / 2, a_c = (tid % 2) * 4, b_r = tid / 32, b_c = (tid % 32) * 4;
     float acc[8][8] = {};
-    for (int k0 = 0; k0 < K; k0 += BIG_BK) {
+    for (int k0 = 0; k0 < K; k0 += MATMUL_BIG_BK) {
         float4 av = load4<VEC>(A, row0 + a_r, k0 + a_c, M, K);
         As[a_c + 0][a_r] = av.x; As[a_c + 1][a_r] = av.y;
         As[a_c + 2][a_r] = av.z; As[a_c + 3][a_r] = av.w;
         *reinterpret_cast<float4 *>(&Bs[b_r][b_c]) = load4<VEC>(B, k0 + b_r, col0 + b_c, K, N);
         __syncthreads();
 #pragma unroll
-        for (int kk = 0; kk < BIG_BK; kk++) {
+        for (int kk = 0; kk < MATMUL_BIG_BK; kk++) {
             /* a thread's 8 A values are contiguous in the transposed tile: two float4 */
             float4 a0 = *reinterpret_cast<const float4 *>(&As[kk][ty * 8]);
             float4 a1 = *reinterpret_cast<const float4 *>(&As[kk][ty * 8 + 4]);
@@ -216,10 +216,10 @@ __global__ void __launch_bounds__(256) matmul_kernel4(const float *A, const floa
 template <bool VEC>
 __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const float *B, float *C, int M, int N, int K)
 {
-    __shared__ __align__(16) float As[2][BIG_BK][BIG_BM];
-    __shared__ __align__(16) float Bs[2][BIG_BK][BIG_BN];
+    __shared__ __align__(16) float As[2][MATMUL_BIG_BK][MATMUL_BIG_BM];
+    __shared__ __align__(16) float Bs[2][MATMUL_BIG_BK][MATMUL_BIG_BN];
     int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    int row0 = blockIdx.y * BIG_BM, col0 = blockIdx.x * BIG_BN;
+    int row0 = blockIdx.y * MATMUL_BIG_BM, col0 = blockIdx.x * MATMUL_BIG_BN;
     int a_r = tid / 2, a_c = (tid % 2) * 4, b_r = tid / 32, b_c = (tid % 32) * 4;
     float acc[8][8] = {};
 
@@ -231,14 +231,14 @@ __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const floa
     __syncthreads();
 
     int buf = 0;
-    for (int k0 = 0; k0 < K; k0 += BIG_BK) {
-        bool more = k0 + BIG_BK < K;
+    for (int k0 = 0; k0 < K; k0 += MATMUL_BIG_BK) {
+        bool more = k0 + MATMUL_BIG_BK < K;
         if (more) {   /* issue the next step's loads now; they are used after the FMAs */
-            av = load4<VEC>(A, row0 + a_r, k0 + BIG_BK + a_c, M, K);
-            bv = load4<VEC>(B, k0 + BIG_BK + b_r, col0 + b_c, K, N);
+            av = load4<VEC>(A, row0 + a_r, k0 + MATMUL_BIG_BK + a_c, M, K);
+            bv = load4<VEC>(B, k0 + MATMUL_BIG_BK + b_r, col0 + b_c, K, N);
         }
 #pragma unroll
-        for (int kk = 0; kk < BIG_BK; kk++) {
+        for (int kk = 0; kk < MATMUL_BIG_BK; kk++) {
             float4 a0 = *reinterpret_cast<const float4 *>(&As[buf][kk][ty * 4]);
             float4 a1 = *reinterpret_cast<const float4 *>(&As[buf][kk][64 + ty * 4]);
             float4 b0 = *reinterpret_cast<const float4 *>(&Bs[buf][kk][tx * 4]);
@@ -275,8 +275,8 @@ __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const floa
 #ifndef K6_MINB
 #define K6_MINB 2    /* tunable: blocks per SM the register budget must allow */
 #endif
-#define K6_A_STRIDE (K6_BK + 4)   /* padding: rows 4 apart land in different banks */
-#define K6_STAGE_FLOATS (BIG_BM * K6_A_STRIDE + K6_BK * BIG_BN)
+#define MATMUL6_A_STRIDE (K6_BK + 4)   /* padding: rows 4 apart land in different banks */
+#define MATMUL6_STAGE_FLOATS (MATMUL_BIG_BM * MATMUL6_A_STRIDE + K6_BK * MATMUL_BIG_BN)
 
 /* Block (pid_m, pid_n) of C for launch-order number pid. The plain order walks a whole row
  * of blocks (all of B) before moving down; the grouped order walks GROUP rows of blocks
@@ -333,17 +333,17 @@ template <bool VEC>
 __device__ __forceinline__ void load_stage(float *stage, const float *A, const float *B, int row0, int col0,
                                            int k0, int M, int N, int K)
 {
-    float *As = stage, *Bs = stage + BIG_BM * K6_A_STRIDE;
+    float *As = stage, *Bs = stage + MATMUL_BIG_BM * MATMUL6_A_STRIDE;
     int tid = threadIdx.x;
 #pragma unroll
-    for (int idx = tid; idx < BIG_BM * K6_BK / 4; idx += 256) {
+    for (int idx = tid; idx < MATMUL_BIG_BM * K6_BK / 4; idx += 256) {
         int r = idx / (K6_BK / 4), c = (idx % (K6_BK / 4)) * 4;
-        copy4<VEC>(&As[r * K6_A_STRIDE + c], A, row0 + r, k0 + c, M, K);
+        copy4<VEC>(&As[r * MATMUL6_A_STRIDE + c], A, row0 + r, k0 + c, M, K);
     }
 #pragma unroll
-    for (int idx = tid; idx < K6_BK * BIG_BN / 4; idx += 256) {
-        int r = idx / (BIG_BN / 4), c = (idx % (BIG_BN / 4)) * 4;
-        copy4<VEC>(&Bs[r * BIG_BN + c], B, k0 + r, col0 + c, K, N);
+    for (int idx = tid; idx < K6_BK * MATMUL_BIG_BN / 4; idx += 256) {
+        int r = idx / (MATMUL_BIG_BN / 4), c = (idx % (MATMUL_BIG_BN / 4)) * 4;
+        copy4<VEC>(&Bs[r * MATMUL_BIG_BN + c], B, k0 + r, col0 + c, K, N);
     }
 }
 
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(256, K6_MINB) matmul_kernel6(const float *A, c
     int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
     int pid_m, pid_n;
     block_coords(pid_m, pid_n);
-    int row0 = pid_m * BIG_BM, col0 = pid_n * BIG_BN;
+    int row0 = pid_m * MATMUL_BIG_BM, col0 = pid_n * MATMUL_BIG_BN;
     int steps = (K + K6_BK - 1) / K6_BK;
     float acc[8][8] = {};
 
@@ -366,7 +366,7 @@ __global__ void __launch_bounds__(256, K6_MINB) matmul_kernel6(const float *A, c
      * "wait until at most STAGES-2 groups are pending" always means "step t has landed" */
 #pragma unroll
     for (int s = 0; s < K6_STAGES - 1; s++) {
-        if (s < steps) load_stage<VEC>(smem + s * K6_STAGE_FLOATS, A, B, row0, col0, s * K6_BK, M, N, K);
+        if (s < steps) load_stage<VEC>(smem + s * MATMUL6_STAGE_FLOATS, A, B, row0, col0, s * K6_BK, M, N, K);
         cp_async_commit();
     }
     for (int t = 0; t < steps; t++) {
@@ -374,22 +374,22 @@ __global__ void __launch_bounds__(256, K6_MINB) matmul_kernel6(const float *A, c
         __syncthreads();                  /* ... and everyone's; and step t-1's stage is free */
         int next = t + K6_STAGES - 1;
         if (next < steps)
-            load_stage<VEC>(smem + (next % K6_STAGES) * K6_STAGE_FLOATS, A, B, row0, col0, next * K6_BK, M, N, K);
+            load_stage<VEC>(smem + (next % K6_STAGES) * MATMUL6_STAGE_FLOATS, A, B, row0, col0, next * K6_BK, M, N, K);
         cp_async_commit();
 
-        const float *As = smem + (t % K6_STAGES) * K6_STAGE_FLOATS, *Bs = As + BIG_BM * K6_A_STRIDE;
+        const float *As = smem + (t % K6_STAGES) * MATMUL6_STAGE_FLOATS, *Bs = As + MATMUL_BIG_BM * MATMUL6_A_STRIDE;
 #pragma unroll
         for (int kk = 0; kk < K6_BK; kk += 4) {
             float4 a4[8];   /* a4[i] = A[row i][kk..kk+3] */
 #pragma unroll
             for (int i = 0; i < 8; i++) {
                 int r = i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4;
-                a4[i] = *reinterpret_cast<const float4 *>(&As[r * K6_A_STRIDE + kk]);
+                a4[i] = *reinterpret_cast<const float4 *>(&As[r * MATMUL6_A_STRIDE + kk]);
             }
 #pragma unroll
             for (int q = 0; q < 4; q++) {
-                float4 b0 = *reinterpret_cast<const float4 *>(&Bs[(kk + q) * BIG_BN + tx * 4]);
-                float4 b1 = *reinterpret_cast<const float4 *>(&Bs[(kk + q) * BIG_BN + 64 + tx * 4]);
+                float4 b0 = *reinterpret_cast<const float4 *>(&Bs[(kk + q) * MATMUL_BIG_BN + tx * 4]);
+                float4 b1 = *reinterpret_cast<const float4 *>(&Bs[(kk + q) * MATMUL_BIG_BN + 64 + tx * 4]);
                 float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
                 for (int i = 0; i < 8; i++) {
@@ -411,10 +411,10 @@ __global__ void __launch_bounds__(256, K6_MINB) matmul_kernel6(const float *A, c
 
 /* more than 48 KB of shared memory per block must be asked for once per kernel */
 template <bool VEC>
-static cudaError_t launch_kernel6(dim3 grid, const float *d_a, const float *d_b, float *d_c, int m, int n, int k)
+static cudaError_t matmul_launch6(dim3 grid, const float *d_a, const float *d_b, float *d_c, int m, int n, int k)
 {
     static int configured = 0;
-    size_t bytes = sizeof(float) * K6_STAGES * K6_STAGE_FLOATS;
+    size_t bytes = sizeof(float) * K6_STAGES * MATMUL6_STAGE_FLOATS;
     if (!configured) {
         cudaError_t e = cudaFuncSetAttribute(matmul_kernel6<VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
         if (e != cudaSuccess) return e;
@@ -438,21 +438,21 @@ static cudaError_t launch_kernel6(dim3 grid, const float *d_a, const float *d_b,
 template <bool VEC>
 __global__ void __launch_bounds__(128) matmul_kernel7(const float *A, const float *B, float *C, int M, int N, int K)
 {
-    __shared__ __align__(16) float As[2][BIG_BK][BIG_BM];   /* transposed: As[k][m] */
-    __shared__ __align__(16) float Bs[2][BIG_BK][BIG_BN];
+    __shared__ __align__(16) float As[2][MATMUL_BIG_BK][MATMUL_BIG_BM];   /* transposed: As[k][m] */
+    __shared__ __align__(16) float Bs[2][MATMUL_BIG_BK][MATMUL_BIG_BN];
     int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     int wr = warp / 2, wc = warp % 2, lr = lane / 4, lc = lane % 4;
-    int row0 = blockIdx.y * BIG_BM, col0 = blockIdx.x * BIG_BN;
+    int row0 = blockIdx.y * MATMUL_BIG_BM, col0 = blockIdx.x * MATMUL_BIG_BN;
     float acc[8][16] = {};
     float4 av[2], bv[2];
 
-#define K7_LOAD(k0)                                                                   \
+#define MATMUL7_LOAD(k0)                                                                   \
     _Pragma("unroll") for (int i = 0; i < 2; i++) {                                   \
         int idx = tid + i * 128;                                                      \
         av[i] = load4<VEC>(A, row0 + idx / 2, (k0) + (idx % 2) * 4, M, K);            \
         bv[i] = load4<VEC>(B, (k0) + idx / 32, col0 + (idx % 32) * 4, K, N);          \
     }
-#define K7_STORE(b)                                                                   \
+#define MATMUL7_STORE(b)                                                                   \
     _Pragma("unroll") for (int i = 0; i < 2; i++) {                                   \
         int idx = tid + i * 128, r = idx / 2, c = (idx % 2) * 4;                      \
         As[b][c + 0][r] = av[i].x; As[b][c + 1][r] = av[i].y;                         \
@@ -460,15 +460,15 @@ __global__ void __launch_bounds__(128) matmul_kernel7(const float *A, const floa
         *reinterpret_cast<float4 *>(&Bs[b][idx / 32][(idx % 32) * 4]) = bv[i];        \
     }
 
-    K7_LOAD(0)
-    K7_STORE(0)
+    MATMUL7_LOAD(0)
+    MATMUL7_STORE(0)
     __syncthreads();
     int buf = 0;
-    for (int k0 = 0; k0 < K; k0 += BIG_BK) {
-        bool more = k0 + BIG_BK < K;
-        if (more) { K7_LOAD(k0 + BIG_BK) }
+    for (int k0 = 0; k0 < K; k0 += MATMUL_BIG_BK) {
+        bool more = k0 + MATMUL_BIG_BK < K;
+        if (more) { MATMUL7_LOAD(k0 + MATMUL_BIG_BK) }
 #pragma unroll
-        for (int kk = 0; kk < BIG_BK; kk++) {
+        for (int kk = 0; kk < MATMUL_BIG_BK; kk++) {
             float a[8], b[16];
             float4 t0 = *reinterpret_cast<const float4 *>(&As[buf][kk][wr * 64 + lr * 4]);
             float4 t1 = *reinterpret_cast<const float4 *>(&As[buf][kk][wr * 64 + 32 + lr * 4]);
@@ -484,12 +484,12 @@ __global__ void __launch_bounds__(128) matmul_kernel7(const float *A, const floa
 #pragma unroll
                 for (int j = 0; j < 16; j++) acc[i][j] += a[i] * b[j];
         }
-        if (more) { K7_STORE(buf ^ 1) }
+        if (more) { MATMUL7_STORE(buf ^ 1) }
         __syncthreads();
         buf ^= 1;
     }
-#undef K7_LOAD
-#undef K7_STORE
+#undef MATMUL7_LOAD
+#undef MATMUL7_STORE
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         int r = row0 + wr * 64 + (i < 4 ? lr * 4 + i : 32 + lr * 4 + i - 4);
@@ -510,9 +510,9 @@ extern "C" cudaError_t matmul_tiled_launch(int tile, const float *d_a, const flo
                                            int m, int n, int k)
 {
     switch (tile) {
-    case 8: matmul_tiled_kernel<8><<<dim3(cdiv(n, 8), cdiv(m, 8)), dim3(8, 8)>>>(d_a, d_b, d_c, m, n, k); break;
-    case 16: matmul_tiled_kernel<16><<<dim3(cdiv(n, 16), cdiv(m, 16)), dim3(16, 16)>>>(d_a, d_b, d_c, m, n, k); break;
-    case 32: matmul_tiled_kernel<32><<<dim3(cdiv(n, 32), cdiv(m, 32)), dim3(32, 32)>>>(d_a, d_b, d_c, m, n, k); break;
+    case 8: matmul_kernel2<8><<<dim3(cdiv(n, 8), cdiv(m, 8)), dim3(8, 8)>>>(d_a, d_b, d_c, m, n, k); break;
+    case 16: matmul_kernel2<16><<<dim3(cdiv(n, 16), cdiv(m, 16)), dim3(16, 16)>>>(d_a, d_b, d_c, m, n, k); break;
+    case 32: matmul_kernel2<32><<<dim3(cdiv(n, 32), cdiv(m, 32)), dim3(32, 32)>>>(d_a, d_b, d_c, m, n, k); break;
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
@@ -523,7 +523,7 @@ extern "C" cudaError_t matmul_launch(int version, const float *d_a, const float 
 {
     /* 16-byte loads need every row to start 16-byte aligned: K and N multiples of 4 */
     bool vec = (k % 4 == 0) && (n % 4 == 0);
-    dim3 big(cdiv(n, BIG_BN), cdiv(m, BIG_BM));
+    dim3 big(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM));
     switch (version) {
     case 1:
         matmul_kernel1<<<dim3(cdiv(n, block), cdiv(m, block)), dim3(block, block)>>>(d_a, d_b, d_c, m, n, k);
@@ -531,7 +531,7 @@ extern "C" cudaError_t matmul_launch(int version, const float *d_a, const float 
     case 2:
         return matmul_tiled_launch(TILE, d_a, d_b, d_c, m, n, k);
     case 3:
-        matmul_kernel3<<<dim3(cdiv(n, K3_BN), cdiv(m, K3_BM)), 256>>>(d_a, d_b, d_c, m, n, k);
+        matmul_kernel3<<<dim3(cdiv(n, MATMUL3_BN), cdiv(m, MATMUL3_BM)), 256>>>(d_a, d_b, d_c, m, n, k);
         break;
     case 4:
         if (vec) matmul_kernel4<true><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
@@ -542,8 +542,8 @@ extern "C" cudaError_t matmul_launch(int version, const float *d_a, const float 
         else matmul_kernel5<false><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
         break;
     case 6:
-        return vec ? launch_kernel6<true>(big, d_a, d_b, d_c, m, n, k)
-                   : launch_kernel6<false>(big, d_a, d_b, d_c, m, n, k);
+        return vec ? matmul_launch6<true>(big, d_a, d_b, d_c, m, n, k)
+                   : matmul_launch6<false>(big, d_a, d_b, d_c, m, n, k);
     case 7:
         if (vec) matmul_kernel7<true><<<big, 128>>>(d_a, d_b, d_c, m, n, k);
         else matmul_kernel7<false><<<big, 128>>>(d_a, d_b, d_c, m, n, k);

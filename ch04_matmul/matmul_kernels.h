@@ -7,10 +7,10 @@
 extern "C" {
 #endif
 
-#define MATMUL_FIRST_KERNEL 1
-#define MATMUL_LAST_KERNEL 7
+/* Versions 0 (cuBLAS, in matmul.c) .. 7; matmul.c's version table has one row for each. */
+#define MATMUL_VERSIONS 8
 
-/* Launch kernel `version` (1..7); block is the naive kernel's block edge (threads per
+/* Launch kernel `version` (1..MATMUL_VERSIONS-1); block is the naive kernel's block edge (threads per
  * side, 16 -> 16x16); the others have fixed shapes. Returns the launch error. */
 cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float *d_c,
                           int m, int n, int k, int block);

@@ -74,9 +74,12 @@ static void size_text(size_t b, char *buf, size_t len)
 }
 
 static const lb_program program = {
-    "bandwidth", "cudaMemcpy GB/s: host<->device (pageable, pinned) and device<->device, 4 KB to MAX",
-    "--size is the largest copy in bytes (4K, 16K, ... x4 up to it); 1G by default.\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, NULL, 0};
+    .name = "bandwidth",
+    .synopsis = "cudaMemcpy GB/s: host<->device (pageable, pinned) and device<->device, 4 KB to MAX",
+    .details = "--size is the largest copy in bytes (4K, 16K, ... x4 up to it); 1G by default.\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = NULL,
+    .n_opts = 0};
 
 int main(int argc, char **argv)
 {
@@ -131,7 +134,7 @@ int main(int argc, char **argv)
             char sz[32];
             snprintf(sz, sizeof sz, "%zu", bytes);
             lb_result r = {"bandwidth", -1, path_name[p], sz, ms, "gbps", gbps[p], NULL, 0.0, !bad};
-            lb_print_result(&r);
+            lb_print_result(&r, args.quiet);
         }
         if (!args.quiet)
             printf(" %8s %14.2f %12.2f %14.2f %12.2f %8.1f            %s\n", st, gbps[0], gbps[1], gbps[2], gbps[3],

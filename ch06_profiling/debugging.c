@@ -71,10 +71,13 @@ static const lb_opt options[] = {
     {"--probe", LB_OPT_DIMS, &probe, "ROW,COL: the thread computing C[ROW][COL] prints what it does"},
 };
 static const lb_program program = {
-    "debugging", "a tiled matmul with a bug planted on request, to find with printf, compute-sanitizer and cuda-gdb",
-    "--size is N (square) or M,N,K (at most 2^32 multiply-adds: the CPU checks every element).\n"
+    .name = "debugging",
+    .synopsis = "a tiled matmul with a bug planted on request, to find with printf, compute-sanitizer and cuda-gdb",
+    .details = "--size is N (square) or M,N,K (at most 2^32 multiply-adds: the CPU checks every element).\n"
     "Find each bug with: compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck ./debugging --bug N\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, options, 2};
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 2};
 
 int main(int argc, char **argv)
 {

@@ -3,9 +3,9 @@
  *   x is n floats (default 2^22); each thread runs one of two paths of `--work` multiply-adds.
  *   build: make ch06      run: ./divergence [--size N] [--work W] [--block B] [--print]
  *
- * versions (kernels in divergence_kernels.cu):
- *   1  branch on the thread's parity (odd/even): every warp runs both paths, one after the other
- *   2  branch on the warp's parity: each warp runs one path
+ * versions: the table versions[] below, listed by ./divergence --help:
+ *   1 branches on the thread's parity (odd/even): every warp runs both paths, one after the other;
+ *   2 branches on the warp's parity: each warp runs one path (the baseline).
  * Same arithmetic in both; the first should take about twice as long. --print shows, with
  * device printf, which lanes of a warp take which path (the book's version).
  */
@@ -14,8 +14,6 @@
 
 #include <math.h>
 
-static const char *const version_title[3] = {"", "branch on thread parity", "branch on warp parity"};
-static const char *const version_name[3] = {"", "by_thread", "by_warp"};
 
 /* ---------------------------------------------------------------- CPU reference */
 
@@ -33,15 +31,24 @@ static int path_of(size_t i, int block, int version)
     return version == 1 ? t % 2 : (t / 32) % 2;
 }
 
-/* ---------------------------------------------------------------- timing jobs */
+/* ---------------------------------------------------------------- the versions */
 
 typedef struct { int version; float *d_x; size_t n; int work, block; } div_job;
 
 static cudaError_t run_kernel(void *ctx)
 {
     div_job *j = (div_job *)ctx;
-    return divergence_launch(j->version - 1, j->d_x, j->n, j->work, j->block);
+    return divergence_launch(j->version, j->d_x, j->n, j->work, j->block);
 }
+
+/* Every version: number, RESULT name, title, oldest GPU, what runs it. Version 2 (no
+ * divergence) is the baseline the other is compared with. */
+static const lb_version versions[] = {
+    {1, "by_thread", "branch on thread parity", LB_OLDEST_SM, run_kernel},
+    {2, "by_warp", "branch on warp parity", LB_OLDEST_SM, run_kernel},
+};
+_Static_assert(sizeof versions / sizeof versions[0] == DIVERGENCE_VERSIONS,
+               "one row in versions[] per version: DIVERGENCE_VERSIONS in divergence_kernels.h");
 
 /* ---------------------------------------------------------------- main */
 
@@ -51,17 +58,18 @@ static const lb_opt options[] = {
     {"--print", LB_OPT_FLAG, &print, "show with device printf which lanes take which path"},
 };
 static const lb_program program = {
-    "divergence", "a branch on odd/even thread (divergent) vs on warp index (uniform), same work, timed",
-    "versions:\n"
-    "  1  branch on the thread's parity (divergent)\n"
-    "  2  branch on the warp's parity (uniform)\n"
-    "--block must be a multiple of 64, so that both versions give each path the same threads.\n",
-    LB_USE_ALL, options, 2};
+    .name = "divergence",
+    .synopsis = "a branch on odd/even thread (divergent) vs on warp index (uniform), same work, timed",
+    .details = "--block must be a multiple of 64, so that both versions give each path the same threads.\n",
+    .uses = LB_USE_ALL,
+    .opts = options,
+    .n_opts = 2,
+    .versions = versions,
+    .n_versions = DIVERGENCE_VERSIONS};
 
 int main(int argc, char **argv)
 {
-    lb_args args = {.size = {{1 << 22}, 1}, .max_size_dims = 1, .block = 256, .iters = 20, .seed = 1,
-                    .version = -1, .min_version = 1, .max_version = 2};
+    lb_args args = {.size = {{1 << 22}, 1}, .max_size_dims = 1, .block = 256, .iters = 20, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
     if (work < 1) lb_usage_error(&program, "--work must be positive");
     if (args.block % 64) lb_usage_error(&program, "--block %d: must be a multiple of 64", args.block);
@@ -87,49 +95,40 @@ int main(int argc, char **argv)
     float *d_x;
     CUDA_CHECK(cudaMalloc((void **)&d_x, bytes));
 
-    int first = args.version < 0 ? 1 : args.version, last = args.version < 0 ? 2 : args.version;
-    float ms[3] = {0};
-    size_t bad[3] = {0};
+    /* check and time each version (versions[0] is version 1) */
+    float ms[DIVERGENCE_VERSIONS + 1] = {0};
+    size_t bad[DIVERGENCE_VERSIONS + 1] = {0};
     size_t step = lb_sample_step(n, work, 67108864.0);
-    for (int v = first; v <= last; v++) {
+    for (int v = 1; v <= DIVERGENCE_VERSIONS; v++) {
+        if (!lb_version_wanted(&program, &args, &gpu, v)) continue;
         div_job job = {v, d_x, n, work, args.block};
         CUDA_CHECK(cudaMemcpy(d_x, h_x, bytes, cudaMemcpyHostToDevice));
-        CUDA_CHECK(run_kernel(&job));
+        CUDA_CHECK(versions[v - 1].run(&job));
         CUDA_CHECK(cudaMemcpy(h_got, d_x, bytes, cudaMemcpyDeviceToHost));
         for (size_t i = 0; i < n; i = lb_sample_next(i, n, step)) {
             float want = path_cpu(h_x[i], path_of(i, args.block, v), work);
             if (!(h_got[i] == want)) {   /* the same FMAs: equal; NaN fails */
                 if (!args.quiet && bad[v] < 5)
-                    fprintf(stderr, "  %s mismatch at [%zu]: got %.9g, want %.9g\n", version_name[v], i, h_got[i], want);
+                    fprintf(stderr, "  %s mismatch at [%zu]: got %.9g, want %.9g\n", versions[v - 1].name, i, h_got[i], want);
                 bad[v]++;
             }
         }
-        if (!args.check_only) ms[v] = lb_time_ms(run_kernel, &job, 2, args.iters);
+        if (!args.check_only) ms[v] = lb_time_ms(versions[v - 1].run, &job, 2, args.iters);
     }
 
+    /* report: GFLOP/s (2 flops per multiply-add), against the uniform branch when it ran */
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", n);
-    if (!args.quiet) printf(" ver  branch                        ms      vs uniform   check\n");
-    for (int v = first; v <= last; v++) {
-        const char *verdict = bad[v] ? "FAIL" : "PASS (exact)";
-        if (args.check_only) {
-            if (!args.quiet) printf("  %2d  %-24s         -            -   %s\n", v, version_title[v], verdict);
-            continue;
-        }
-        double ratio = ms[2] > 0 ? ms[v] / ms[2] : 0.0;
-        if (!args.quiet) printf("  %2d  %-24s %10.4f %12.2f   %s\n", v, version_title[v], ms[v], ratio, verdict);
-        lb_result r = {"divergence", v, version_name[v], sz, ms[v], "gflops", 2.0 * work * n / (ms[v] * 1e6),
-                       ms[2] > 0 ? "by_warp" : NULL, ms[2] > 0 ? ms[2] / ms[v] : 0.0, !bad[v]};
-        lb_print_result(&r);
-    }
-    int failures = (bad[1] != 0) + (bad[2] != 0);
-    if (args.quiet) {
-        if (!args.check_only && first == 1 && last == 2)
-            printf("divergence: the divergent branch takes %.2fx the uniform one, %s\n", ms[1] / ms[2], failures ? "FAIL" : "PASS");
-        else
-            printf("divergence: %s\n", failures ? "FAIL" : "PASS");
+    lb_report rep = {.prog = &program, .args = &args, .unit = "gflops", .unit_head = "GFLOP/s",
+                     .base = ms[2] > 0 ? "by_warp" : NULL, .base_head = "vs uniform"};
+    lb_report_table(&rep, sz, NULL);
+    rep.base_value = ms[2] > 0 ? 2.0 * work * n / (ms[2] * 1e6) : -1.0;
+    for (int v = 1; v <= DIVERGENCE_VERSIONS; v++) {
+        if (args.version > 0 && v != args.version) continue;
+        lb_report_row(&rep, v, NULL, ms[v], ms[v] > 0 ? 2.0 * work * n / (ms[v] * 1e6) : 0.0, !bad[v],
+                      bad[v] ? "FAIL" : "PASS (exact)");
     }
     CUDA_CHECK(cudaFree(d_x));
     free(h_x); free(h_got);
-    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+    return lb_report_finish(&rep);
 }

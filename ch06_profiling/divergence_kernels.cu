@@ -17,19 +17,21 @@ __device__ __forceinline__ float path(float v, int which, int work)
     return v;
 }
 
-__global__ void by_thread_kernel(float *x, size_t n, int work)
+/* version 1: branch on the thread's parity */
+__global__ void divergence_kernel1(float *x, size_t n, int work)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = path(x[i], threadIdx.x % 2, work);            /* odd/even: divergent */
 }
 
-__global__ void by_warp_kernel(float *x, size_t n, int work)
+/* version 2: branch on the warp's parity */
+__global__ void divergence_kernel2(float *x, size_t n, int work)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = path(x[i], (threadIdx.x / 32) % 2, work);     /* whole warps: uniform */
 }
 
-__global__ void print_kernel(void)
+__global__ void divergence_print_kernel(void)
 {
     int lane = threadIdx.x % 32;
     if (threadIdx.x < 32 && lane % 2 == 0) printf("by thread: lane %2d takes path 0\n", lane);
@@ -41,16 +43,19 @@ __global__ void print_kernel(void)
     if ((threadIdx.x / 32) % 2 == 1 && lane == 0) printf("by warp: warp %d, all 32 lanes take path 1\n", threadIdx.x / 32);
 }
 
-extern "C" cudaError_t divergence_launch(int by, float *d_x, size_t n, int work, int block)
+extern "C" cudaError_t divergence_launch(int version, float *d_x, size_t n, int work, int block)
 {
     unsigned int grid = (unsigned int)((n + block - 1) / block);
-    if (by == 0) by_thread_kernel<<<grid, block>>>(d_x, n, work);
-    else by_warp_kernel<<<grid, block>>>(d_x, n, work);
+    switch (version) {
+    case 1: divergence_kernel1<<<grid, block>>>(d_x, n, work); break;
+    case 2: divergence_kernel2<<<grid, block>>>(d_x, n, work); break;
+    default: return cudaErrorInvalidValue;
+    }
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t divergence_print_launch(void)
 {
-    print_kernel<<<1, 64>>>();
+    divergence_print_kernel<<<1, 64>>>();
     return cudaGetLastError();
 }

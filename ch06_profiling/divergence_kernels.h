@@ -14,9 +14,12 @@ extern "C" {
 #define PATH1_A 0.998f
 #define PATH1_B 0.002f
 
-/* by: 0 = branch on thread parity (odd/even: both paths in every warp),
- *     1 = branch on warp parity (each warp takes one path). Same work either way. */
-cudaError_t divergence_launch(int by, float *d_x, size_t n, int work, int block);
+/* Versions 1 and 2; divergence.c's version table has one row for each. */
+#define DIVERGENCE_VERSIONS 2
+
+/* version 1 = branch on thread parity (odd/even: both paths in every warp),
+ * version 2 = branch on warp parity (each warp takes one path). Same work either way. */
+cudaError_t divergence_launch(int version, float *d_x, size_t n, int work, int block);
 
 /* One warp prints which lanes take which branch, for both ways of branching. */
 cudaError_t divergence_print_launch(void);

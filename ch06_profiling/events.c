@@ -59,8 +59,12 @@ static const lb_opt options[] = {
     {"--reps", LB_OPT_INT, &reps, "multiply-adds per element inside the kernel"},
 };
 static const lb_program program = {
-    "events", "a kernel timed with a host clock (without and with synchronize) and with CUDA events",
-    NULL, LB_USE_SIZE | LB_USE_BLOCK | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, options, 1};
+    .name = "events",
+    .synopsis = "a kernel timed with a host clock (without and with synchronize) and with CUDA events",
+    .details = NULL,
+    .uses = LB_USE_SIZE | LB_USE_BLOCK | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 1};
 
 int main(int argc, char **argv)
 {
@@ -162,10 +166,10 @@ int main(int argc, char **argv)
     lb_result r2 = {"events", -1, "host_sync", sz, s2.median, "mean_ms", s2.mean, "events", s2.median / s3.median, !bad};
     lb_result r3 = {"events", -1, "events", sz, s3.median, "mean_ms", s3.mean, "events", 1.0, !bad};
     lb_result r4 = {"events", -1, "first_launch", sz, first_ms, "mean_ms", first_ms, "events", first_ms / s3.median, !bad};
-    lb_print_result(&r1);
-    lb_print_result(&r2);
-    lb_print_result(&r3);
-    lb_print_result(&r4);
+    lb_print_result(&r1, args.quiet);
+    lb_print_result(&r2, args.quiet);
+    lb_print_result(&r3, args.quiet);
+    lb_print_result(&r4, args.quiet);
     if (args.quiet)
         printf("events: n=%zu, kernel %.4f ms by events, %.4f ms by host clock + sync, %.4f ms without sync, %s\n", n,
                s3.median, s2.median, s1.median, bad ? "FAIL" : "PASS");

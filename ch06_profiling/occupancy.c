@@ -1,8 +1,8 @@
 /* occupancy.c - how many blocks fit on an SM, what limits them, and what that does to speed.
  *
- *   y = f(x) over n floats (default 2^24) with two kernels (occupancy_kernels.cu):
- *   1  light: y = 2x + 1, few registers
- *   2  register-heavy: 16 independent FMA chains per element
+ *   y = f(x) over n floats (default 2^24) with two kernels (occupancy_kernels.cu), the
+ *   versions in the table versions[] below: 1 light (y = 2x + 1, few registers), 2 register-
+ *   heavy (16 independent FMA chains per element).
  *   build: make ch06      run: ./occupancy [version] [--smem BYTES] [--size N]
  *
  * For each block size from 32 to 1024 threads the program prints the occupancy API's answer
@@ -16,18 +16,17 @@
 
 #include <math.h>
 
-static const char *const version_name[3] = {"", "light", "heavy"};
 
 /* ---------------------------------------------------------------- CPU reference */
 
 static float occupancy_cpu(int version, float v, int work)
 {
     if (version == 1) return fmaf(2.0f, v, 1.0f);
-    float acc[OCC_CHAINS], s = 0.0f;
-    for (int c = 0; c < OCC_CHAINS; c++) acc[c] = v + (float)c;
+    float acc[OCCUPANCY_CHAINS], s = 0.0f;
+    for (int c = 0; c < OCCUPANCY_CHAINS; c++) acc[c] = v + (float)c;
     for (int r = 0; r < work; r++)
-        for (int c = 0; c < OCC_CHAINS; c++) acc[c] = fmaf(acc[c], 0.999f, 0.001f * (float)(c + 1));
-    for (int c = 0; c < OCC_CHAINS; c++) s += acc[c];
+        for (int c = 0; c < OCCUPANCY_CHAINS; c++) acc[c] = fmaf(acc[c], 0.999f, 0.001f * (float)(c + 1));
+    for (int c = 0; c < OCCUPANCY_CHAINS; c++) s += acc[c];
     return s;
 }
 
@@ -68,7 +67,7 @@ static int min_limit(const limits *l)
     return m;
 }
 
-/* ---------------------------------------------------------------- timing jobs */
+/* ---------------------------------------------------------------- the versions */
 
 typedef struct { int version; const float *d_x; float *d_y; size_t n; int work, block; size_t smem; } occ_job;
 
@@ -77,6 +76,14 @@ static cudaError_t run_kernel(void *ctx)
     occ_job *j = (occ_job *)ctx;
     return occupancy_launch(j->version, j->d_x, j->d_y, j->n, j->work, j->block, j->smem);
 }
+
+/* Every version: number, RESULT name (with the block size added), title, oldest GPU, what runs it. */
+static const lb_version versions[] = {
+    {1, "light", "light kernel: y = 2x + 1", LB_OLDEST_SM, run_kernel},
+    {2, "heavy", "register-heavy: 16 FMA chains per element", LB_OLDEST_SM, run_kernel},
+};
+_Static_assert(sizeof versions / sizeof versions[0] == OCCUPANCY_VERSIONS,
+               "one row in versions[] per version: OCCUPANCY_VERSIONS in occupancy_kernels.h");
 
 /* ---------------------------------------------------------------- main */
 
@@ -87,16 +94,18 @@ static const lb_opt options[] = {
     {"--work", LB_OPT_INT, &work, "FMAs per chain in kernel 2"},
 };
 static const lb_program program = {
-    "occupancy", "blocks per SM from the occupancy API, the limiting resource, and measured time per block size",
-    "versions:\n"
-    "  1  light kernel: y = 2x + 1\n"
-    "  2  register-heavy kernel: 16 FMA chains per element\n"
-    "With no version both are shown.\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION, options, 2};
+    .name = "occupancy",
+    .synopsis = "blocks per SM from the occupancy API, the limiting resource, and measured time per block size",
+    .details = "Each version is measured with every block size from 32 threads up.\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 2,
+    .versions = versions,
+    .n_versions = OCCUPANCY_VERSIONS};
 
 int main(int argc, char **argv)
 {
-    lb_args args = {.size = {{1 << 24}, 1}, .max_size_dims = 1, .iters = 20, .seed = 1, .version = -1, .min_version = 1, .max_version = 2};
+    lb_args args = {.size = {{1 << 24}, 1}, .max_size_dims = 1, .iters = 20, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
     if (work < 1) lb_usage_error(&program, "--work must be positive");
     if (smem_bytes < 0) lb_usage_error(&program, "--smem must be 0 or positive");
@@ -125,12 +134,14 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d_y, bytes));
     CUDA_CHECK(cudaMemcpy(d_x, h_x, bytes, cudaMemcpyHostToDevice));
 
-    int first = args.version < 0 ? 1 : args.version, last = args.version < 0 ? 2 : args.version, failures = 0;
+    int failures = 0;
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", n);
-    for (int v = first; v <= last; v++) {
+    for (int v = 1; v <= OCCUPANCY_VERSIONS; v++) {
+        if (!lb_version_wanted(&program, &args, &gpu, v)) continue;
+        const lb_version *ver = lb_version_of(&program, v);
         if (!args.quiet) {
-            printf("kernel %d (%s)\n", v, version_name[v]);
+            printf("kernel %d (%s)\n", v, ver->name);
             printf("  block  blocks/SM  warps/SM  occupancy  limited by        ms      GB/s   check\n");
         }
         double best_ms = 0;
@@ -150,16 +161,16 @@ int main(int argc, char **argv)
             }
             occ_job job = {v, d_x, d_y, n, work, block, (size_t)smem_bytes};
             lb_poison_device(d_y, bytes);
-            CUDA_CHECK(run_kernel(&job));
+            CUDA_CHECK(ver->run(&job));
             CUDA_CHECK(cudaMemcpy(h_y, d_y, bytes, cudaMemcpyDeviceToHost));
-            size_t bad = 0, step = lb_sample_step(n, v == 1 ? 1 : OCC_CHAINS * work, 67108864.0);
+            size_t bad = 0, step = lb_sample_step(n, v == 1 ? 1 : OCCUPANCY_CHAINS * work, 67108864.0);
             for (size_t i = 0; i < n; i = lb_sample_next(i, n, step))
                 if (!(h_y[i] == occupancy_cpu(v, h_x[i], work))) {   /* same operations: equal; NaN fails */
                     if (!args.quiet && bad < 3) fprintf(stderr, "  mismatch at [%zu]: got %.9g\n", i, h_y[i]);
                     bad++;
                 }
             failures += bad != 0;
-            double ms = args.check_only ? 0.0 : lb_time_ms(run_kernel, &job, 2, args.iters);
+            double ms = args.check_only ? 0.0 : lb_time_ms(ver->run, &job, 2, args.iters);
             if (!args.quiet) {
                 printf("  %5d  %9d  %8d  %8.1f%%  %-14s", block, blocks, warps, occ, limiter(&l));
                 if (args.check_only) printf("         -         -   %s\n", bad ? "FAIL" : "PASS");
@@ -170,17 +181,17 @@ int main(int argc, char **argv)
             }
             if (!args.check_only) {
                 char name[64];
-                if (smem_bytes) snprintf(name, sizeof name, "%s_block%d_smem%lld", version_name[v], block, smem_bytes);
-                else snprintf(name, sizeof name, "%s_block%d", version_name[v], block);
+                if (smem_bytes) snprintf(name, sizeof name, "%s_block%d_smem%lld", ver->name, block, smem_bytes);
+                else snprintf(name, sizeof name, "%s_block%d", ver->name, block);
                 lb_result r = {"occupancy", v, name, sz, ms, "occupancy_pct", occ, NULL, 0.0, !bad};
-                lb_print_result(&r);
+                lb_print_result(&r, args.quiet);
                 if (best_block == 0 || ms < best_ms) { best_ms = ms; best_block = block; }
             }
         }
         if (!args.quiet && !args.check_only)
             printf("  fastest block size for kernel %d: %d threads\n", v, best_block);
         if (args.quiet && !args.check_only)
-            printf("occupancy: kernel %d (%s) fastest with %d threads per block, %s\n", v, version_name[v], best_block,
+            printf("occupancy: kernel %d (%s) fastest with %d threads per block, %s\n", v, ver->name, best_block,
                    failures ? "FAIL" : "PASS");
     }
     if (args.quiet && args.check_only) printf("occupancy: %s\n", failures ? "FAIL" : "PASS");

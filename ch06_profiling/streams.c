@@ -111,9 +111,12 @@ static const lb_opt options[] = {
     {"--reps", LB_OPT_INT, &reps, "FMAs per element in the kernel (sets the kernel's share)"},
 };
 static const lb_program program = {
-    "streams", "copies and kernels overlapped with streams: serial vs streams vs a chunked pipeline, against the bound",
-    "--size is M, the floats per array; the data is arrays x M floats in pinned memory.\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, options, 4};
+    .name = "streams",
+    .synopsis = "copies and kernels overlapped with streams: serial vs streams vs a chunked pipeline, against the bound",
+    .details = "--size is M, the floats per array; the data is arrays x M floats in pinned memory.\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 4};
 
 int main(int argc, char **argv)
 {
@@ -190,7 +193,7 @@ int main(int argc, char **argv)
             }
             lb_result r = {"streams", -1, sched[k].name, sz, ms[k], "x_bound", ms[k] / bound, NULL, 0.0,
                            sched[k].part == SCHEDULE ? !bad : -1};
-            lb_print_result(&r);
+            lb_print_result(&r, args.quiet);
         }
         if (!args.quiet)
             printf("bound = max(copy in, kernel, copy out) = %.3f ms; no overlap = their sum = %.3f ms; "

@@ -151,9 +151,12 @@ static const lb_opt options[] = {
     {"--tf32", LB_OPT_FLAG, &use_tf32, "also run SGEMM in TF32 tensor-core mode and show its error"},
 };
 static const lb_program program = {
-    "cublas_basics", "cuBLAS levels 1-3 (saxpy, sdot, snrm2, isamax, sgemv, sgemm, dgemm) checked against the CPU",
-    "--size is the GEMM's M,N,K (or N for square); the GEMV uses the GEMM's A.\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, options, 2};
+    .name = "cublas_basics",
+    .synopsis = "cuBLAS levels 1-3 (saxpy, sdot, snrm2, isamax, sgemv, sgemm, dgemm) checked against the CPU",
+    .details = "--size is the GEMM's M,N,K (or N for square); the GEMV uses the GEMM's A.\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 2};
 
 int main(int argc, char **argv)
 {
@@ -333,13 +336,13 @@ int main(int argc, char **argv)
         lb_result r1 = {"cublas_basics", -1, "sgemm_with_create", sz, first_ms, "tflops", tflops(M, N, K, first_ms), "sgemm", s_ms / first_ms, gs.ok};
         lb_result r2 = {"cublas_basics", -1, "sgemm", sz, s_ms, "tflops", tflops(M, N, K, s_ms), "sgemm", 1.0, gs.ok};
         lb_result r3 = {"cublas_basics", -1, "dgemm", sz, d_ms, "tflops", tflops(M, N, K, d_ms), "sgemm", s_ms / d_ms, gd.ok};
-        lb_print_result(&r1);
-        lb_print_result(&r2);
+        lb_print_result(&r1, args.quiet);
+        lb_print_result(&r2, args.quiet);
         if (use_tf32) {
             lb_result r4 = {"cublas_basics", -1, "sgemm_tf32", sz, tf_ms, "tflops", tflops(M, N, K, tf_ms), "sgemm", s_ms / tf_ms, gt.ok};
-            lb_print_result(&r4);
+            lb_print_result(&r4, args.quiet);
         }
-        lb_print_result(&r3);
+        lb_print_result(&r3, args.quiet);
     }
     if (args.quiet)
         printf("cublas_basics: levels 1-3 checked, GEMM %s: sgemm %.2f, dgemm %.2f TFLOP/s, %s\n", sz,

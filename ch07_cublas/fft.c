@@ -240,7 +240,7 @@ static void throughput(int n_max, int iters, int quiet)
             char sz[32];
             snprintf(sz, sizeof sz, "%d", n);
             lb_result r = {"fft", -1, real ? "r2c" : "c2c", sz, ms, "gflops", res[real][1], NULL, 0.0, -1};
-            lb_print_result(&r);
+            lb_print_result(&r, quiet);
         }
         if (!quiet)
             printf(" %8d %8d %8.4f %13.0f %10.0f  %8.4f %13.0f %10.0f\n", n, batch, res[0][0], res[0][1], res[0][2],
@@ -256,9 +256,12 @@ static void throughput(int n_max, int iters, int quiet)
 /* ---------------------------------------------------------------- main */
 
 static const lb_program program = {
-    "fft", "1D FFTs with cuFFT: C2C, R2C, batched; checked against a CPU DFT and by the round trip; throughput",
-    "--size is NMAX, the largest transform for the round trip and the throughput table (a power of two, 1024..2^27).\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, NULL, 0};
+    .name = "fft",
+    .synopsis = "1D FFTs with cuFFT: C2C, R2C, batched; checked against a CPU DFT and by the round trip; throughput",
+    .details = "--size is NMAX, the largest transform for the round trip and the throughput table (a power of two, 1024..2^27).\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = NULL,
+    .n_opts = 0};
 
 int main(int argc, char **argv)
 {

@@ -279,9 +279,12 @@ static const lb_opt options[] = {
     {"--delta", LB_OPT_INT, &delta, "N: blur an N x N image with one white pixel instead (a known answer)"},
 };
 static const lb_program program = {
-    "fft_conv", "Gaussian blur by FFT convolution (cuFFT R2C, multiply, C2R) vs a direct shared-memory kernel and the CPU",
-    "The direct kernel handles sigma up to 32 (radius 96).\n",
-    LB_USE_ITERS | LB_USE_CHECK_ONLY | LB_USE_QUIET, options, 4};
+    .name = "fft_conv",
+    .synopsis = "Gaussian blur by FFT convolution (cuFFT R2C, multiply, C2R) vs a direct shared-memory kernel and the CPU",
+    .details = "The direct kernel handles sigma up to 32 (radius 96).\n",
+    .uses = LB_USE_ITERS | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 4};
 
 int main(int argc, char **argv)
 {
@@ -386,7 +389,7 @@ int main(int argc, char **argv)
             {"fft_conv", -1, "fft_path_graph", sz, graph_ms, "mpix_s", mpix / (graph_ms * 1e-3), "cufft_alone", graph_ms / sum_ms, ok},
             {"fft_conv", -1, "direct", sz, direct_ms, "mpix_s", mpix / (direct_ms * 1e-3), "cufft_alone", direct_ms / sum_ms, ok},
         };
-        for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) lb_print_result(&rs[i]);
+        for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) lb_print_result(&rs[i], args.quiet);
 
         /* ---- crossover: both methods as the filter grows (the FFT path's cost barely moves) */
         if (!args.quiet) {

@@ -77,9 +77,12 @@ static cudaError_t run_mc(void *ctx)
 /* ---------------------------------------------------------------- main */
 
 static const lb_program program = {
-    "monte_carlo_integral", "the book's three integrals by Monte Carlo (cuRAND device API, CUDA math API), float and double",
-    "--size is the number of points per integral (at most 2^40).\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, NULL, 0};
+    .name = "monte_carlo_integral",
+    .synopsis = "the book's three integrals by Monte Carlo (cuRAND device API, CUDA math API), float and double",
+    .details = "--size is the number of points per integral (at most 2^40).\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = NULL,
+    .n_opts = 0};
 
 int main(int argc, char **argv)
 {
@@ -135,7 +138,7 @@ int main(int argc, char **argv)
                 snprintf(name, sizeof name, "f%d_%s", w + 1, prec == 32 ? "float" : "double");
                 snprintf(sz, sizeof sz, "%llu", n);
                 lb_result r = {"monte_carlo_integral", -1, name, sz, ms, "gsamples_s", rate, NULL, 0.0, ok};
-                lb_print_result(&r);
+                lb_print_result(&r, args.quiet);
             }
             all_ok &= ok;
         }

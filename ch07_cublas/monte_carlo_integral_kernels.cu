@@ -9,7 +9,7 @@
 #include "monte_carlo_integral_kernels.h"
 #include <curand_kernel.h>
 
-#define BLOCK 256
+#define MC_INTEGRAL_BLOCK 256
 
 template <typename T, int WHICH>
 __device__ __forceinline__ T integrand(T x)
@@ -60,11 +60,11 @@ static cudaError_t launch_t(int which, T a, T width, unsigned long long seed, un
 {
     unsigned long long threads = (n + per_thread - 1) / per_thread;
     if (threads > (1ull << 31)) return cudaErrorInvalidValue;
-    unsigned int blocks = (unsigned int)((threads + BLOCK - 1) / BLOCK);
+    unsigned int blocks = (unsigned int)((threads + MC_INTEGRAL_BLOCK - 1) / MC_INTEGRAL_BLOCK);
     switch (which) {
-    case 0: mc_kernel<T, 0><<<blocks, BLOCK>>>(a, width, seed, n, per_thread, d_sums); break;
-    case 1: mc_kernel<T, 1><<<blocks, BLOCK>>>(a, width, seed, n, per_thread, d_sums); break;
-    case 2: mc_kernel<T, 2><<<blocks, BLOCK>>>(a, width, seed, n, per_thread, d_sums); break;
+    case 0: mc_kernel<T, 0><<<blocks, MC_INTEGRAL_BLOCK>>>(a, width, seed, n, per_thread, d_sums); break;
+    case 1: mc_kernel<T, 1><<<blocks, MC_INTEGRAL_BLOCK>>>(a, width, seed, n, per_thread, d_sums); break;
+    case 2: mc_kernel<T, 2><<<blocks, MC_INTEGRAL_BLOCK>>>(a, width, seed, n, per_thread, d_sums); break;
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();

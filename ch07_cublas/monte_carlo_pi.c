@@ -3,7 +3,7 @@
  *   n points (default 2^34) uniform in (0,1]^2; the share inside the quarter circle is pi/4.
  *   build: make ch07      run: ./monte_carlo_pi [1|2] [--size N] [--seed S]
  *
- * Versions:
+ * Versions (the table versions[] below):
  *   1  cuRAND host API: curandGenerateUniform fills memory (in chunks of 2^27 points), then
  *      a kernel counts; the baseline: every number makes a round trip through memory
  *   2  fused, cuRAND device API: each thread runs its own Philox4_32_10 subsequence
@@ -49,13 +49,13 @@ static unsigned int fused_per_thread(unsigned long long n)
     return (unsigned int)(p + (p & 1));   /* even: whole pairs of points per Philox call */
 }
 
-static cudaError_t run_pi(void *ctx)
+/* Version 1: cuRAND's host API fills a buffer, a kernel counts, chunk after chunk. */
+static cudaError_t run_host_api(void *ctx)
 {
     pi_job *j = (pi_job *)ctx;
     cudaError_t e = cudaMemsetAsync(j->d_count, 0, sizeof(unsigned long long), 0);
     if (e) return e;
-    if (j->version == 2) return pi_fused_launch(j->seed, j->n, fused_per_thread(j->n), j->d_count);
-    /* version 1: restart the generator's sequence, so every run draws the same numbers */
+    /* restart the generator's sequence, so every run draws the same numbers */
     CURAND_CHECK(curandSetGeneratorOffset(j->gen, 0));
     for (unsigned long long done = 0; done < j->n; done += CHUNK_POINTS) {
         size_t pts = j->n - done < CHUNK_POINTS ? (size_t)(j->n - done) : (size_t)CHUNK_POINTS;
@@ -66,10 +66,27 @@ static cudaError_t run_pi(void *ctx)
     return cudaSuccess;
 }
 
+/* Version 2: one fused kernel draws and counts. */
+static cudaError_t run_fused(void *ctx)
+{
+    pi_job *j = (pi_job *)ctx;
+    cudaError_t e = cudaMemsetAsync(j->d_count, 0, sizeof(unsigned long long), 0);
+    if (e) return e;
+    return pi_fused_launch(j->seed, j->n, fused_per_thread(j->n), j->d_count);
+}
+
+/* Every version: number, RESULT name, title, oldest GPU, what runs it. */
+static const lb_version versions[] = {
+    {1, "host_api", "host API, then count", LB_OLDEST_SM, run_host_api},
+    {2, "fused_philox", "fused device API", LB_OLDEST_SM, run_fused},
+};
+#define MC_PI_VERSIONS 2   /* no kernels header count: the versions are host code */
+_Static_assert(sizeof versions / sizeof versions[0] == MC_PI_VERSIONS, "one row in versions[] per version");
+
 static unsigned long long run_and_count(pi_job *j)
 {
     unsigned long long c;
-    CUDA_CHECK(run_pi(j));
+    CUDA_CHECK(versions[j->version - 1].run(j));
     CUDA_CHECK(cudaMemcpy(&c, j->d_count, sizeof c, cudaMemcpyDeviceToHost));
     return c;
 }
@@ -77,15 +94,18 @@ static unsigned long long run_and_count(pi_job *j)
 /* ---------------------------------------------------------------- main */
 
 static const lb_program program = {
-    "monte_carlo_pi", "pi by Monte Carlo: cuRAND host API (generate, then count) vs a fused device-API kernel",
-    "versions: 1 host API (the baseline), 2 fused device API (Philox4_32_10)\n"
-    "--size is the number of points (at most 2^40).\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION, NULL, 0};
+    .name = "monte_carlo_pi",
+    .synopsis = "pi by Monte Carlo: cuRAND host API (generate, then count) vs a fused device-API kernel",
+    .details = "Version 1 is the baseline. --size is the number of points (at most 2^40).\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = NULL,
+    .n_opts = 0,
+    .versions = versions,
+    .n_versions = MC_PI_VERSIONS};
 
 int main(int argc, char **argv)
 {
-    lb_args args = {.size = {{1ll << 34}, 1}, .max_size_dims = 1, .iters = 5, .seed = 1234, .version = -1,
-                    .min_version = 1, .max_version = 2};
+    lb_args args = {.size = {{1ll << 34}, 1}, .max_size_dims = 1, .iters = 5, .seed = 1234};
     lb_parse_args(&program, &args, argc, argv);
     unsigned long long n = (unsigned long long)args.size.v[0];
     if (n > (1ull << 40)) lb_usage_error(&program, "--size: at most 2^40 points");
@@ -104,11 +124,14 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&job.d_count, sizeof(unsigned long long)));
 
     double sd = 4.0 * sqrt(PI / 4 * (1 - PI / 4) / (double)n);
-    int all_ok = 1;
-    double base_rate = 0.0;
-    if (!args.quiet) printf(" ver  method                      estimate      error/sd        ms    G samples/s   vs host API   check\n");
-    for (int v = 1; v <= 2; v++) {
-        if (args.version >= 0 && v != args.version) continue;
+    char sz[32];
+    snprintf(sz, sizeof sz, "%llu", n);
+    lb_report rep = {.prog = &program, .args = &args, .unit = "gsamples_s", .unit_head = "Gsamples/s",
+                     .base = "host_api", .base_head = "vs host API"};
+    lb_report_table(&rep, sz, NULL);
+    if (args.version == 2) rep.base = NULL, rep.base_value = -1.0;   /* no baseline in this run */
+    for (int v = 1; v <= MC_PI_VERSIONS; v++) {
+        if (!lb_version_wanted(&program, &args, &gpu, v)) continue;
         job.version = v;
         unsigned long long c = run_and_count(&job);
         double est = 4.0 * (double)c / (double)n, z = (est - PI) / sd;
@@ -124,34 +147,13 @@ int main(int argc, char **argv)
         }
         if (v == 2 && run_and_count(&job) != c) ok = 0, extra = ", not reproducible";
         else if (v == 2) extra = ", reproducible";
-        float ms = 0.0f;
-        double rate = 0.0;
-        if (!args.check_only) {
-            ms = lb_time_ms(run_pi, &job, 1, args.iters);
-            rate = (double)n / (ms * 1e6);
-            if (v == 1) base_rate = rate;
-        }
-        if (!args.quiet) {
-            printf("   %d  %-24s %12.9f  %+9.2f", v, v == 1 ? "host API, then count" : "fused device API", est, z);
-            if (!args.check_only) {
-                printf("  %9.3f  %12.1f  ", ms, rate);
-                if (base_rate > 0) printf("%12.2f", rate / base_rate);
-                else printf("%12s", "-");
-            }
-            printf("   %s (|error| %.2e%s)\n", ok ? "PASS" : "FAIL", fabs(est - PI), extra);
-        }
-        if (!args.check_only) {
-            char sz[32];
-            snprintf(sz, sizeof sz, "%llu", n);
-            lb_result r = {"monte_carlo_pi", v, v == 1 ? "host_api" : "fused_philox", sz, ms, "gsamples_s", rate,
-                           base_rate > 0 ? "host_api" : NULL, base_rate > 0 ? rate / base_rate : 0.0, ok};
-            lb_print_result(&r);
-        }
-        all_ok &= ok;
+        float ms = args.check_only ? 0.0f : lb_time_ms(versions[v - 1].run, &job, 1, args.iters);
+        char verdict[128];
+        snprintf(verdict, sizeof verdict, "%s (pi ~ %.9f, error %+.2f sd%s)", ok ? "PASS" : "FAIL", est, z, extra);
+        lb_report_row(&rep, v, NULL, ms, ms > 0 ? (double)n / (ms * 1e6) : 0.0, ok, verdict);
     }
-    if (args.quiet) printf("monte_carlo_pi: n=%llu, %s\n", n, all_ok ? "PASS" : "FAIL");
     CURAND_CHECK(curandDestroyGenerator(job.gen));
     CUDA_CHECK(cudaFree(job.d_xy));
     CUDA_CHECK(cudaFree(job.d_count));
-    return all_ok ? LB_EXIT_PASS : LB_EXIT_FAIL;
+    return lb_report_finish(&rep);
 }

@@ -1,8 +1,8 @@
 /* monte_carlo_pi_kernels.cu - counting points inside the quarter circle, two ways.
  *
- *   count_inside_kernel  version 1: the points were generated into memory by the cuRAND
+ *   monte_carlo_pi_kernel1  version 1: the points were generated into memory by the cuRAND
  *                        host API; read them (16-byte loads: two points) and count
- *   pi_fused_kernel      version 2: each thread generates its own points with the device
+ *   monte_carlo_pi_kernel2      version 2: each thread generates its own points with the device
  *                        API (Philox4_32_10, 4 numbers = 2 points per call) and counts them;
  *                        nothing but the count touches memory
  * Both reduce the counts within a warp with shuffles, then one atomicAdd per warp.
@@ -10,7 +10,7 @@
 #include "monte_carlo_pi_kernels.h"
 #include <curand_kernel.h>
 
-#define BLOCK 256
+#define MC_PI_BLOCK 256
 
 /* x^2 + y^2 <= 1 for u in (0, 1]: the point lies in the unit quarter circle */
 __device__ __forceinline__ unsigned int inside(float x, float y) { return x * x + y * y <= 1.0f; }
@@ -22,7 +22,7 @@ __device__ __forceinline__ void add_warp_count(unsigned int c, unsigned long lon
     if ((threadIdx.x & 31) == 0 && c) atomicAdd(d_count, (unsigned long long)c);
 }
 
-__global__ void count_inside_kernel(const float4 *xy2, size_t n_pairs, const float *tail, int has_tail,
+__global__ void monte_carlo_pi_kernel1(const float4 *xy2, size_t n_pairs, const float *tail, int has_tail,
                                     unsigned long long *d_count)
 {
     unsigned int c = 0;
@@ -37,15 +37,15 @@ __global__ void count_inside_kernel(const float4 *xy2, size_t n_pairs, const flo
 extern "C" cudaError_t count_inside_launch(const float *d_xy, size_t n_points, unsigned long long *d_count)
 {
     size_t pairs = n_points / 2;   /* cudaMalloc'd buffers are 256-byte aligned: float4 is safe */
-    size_t blocks = (pairs + BLOCK - 1) / BLOCK;
+    size_t blocks = (pairs + MC_PI_BLOCK - 1) / MC_PI_BLOCK;
     if (blocks > 132 * 16) blocks = 132 * 16;   /* grid-stride: a few waves on the largest GPU */
     if (blocks == 0) blocks = 1;
-    count_inside_kernel<<<(unsigned int)blocks, BLOCK>>>((const float4 *)d_xy, pairs, d_xy + 4 * pairs,
+    monte_carlo_pi_kernel1<<<(unsigned int)blocks, MC_PI_BLOCK>>>((const float4 *)d_xy, pairs, d_xy + 4 * pairs,
                                                           (int)(n_points & 1), d_count);
     return cudaGetLastError();
 }
 
-__global__ void pi_fused_kernel(unsigned long long seed, unsigned long long n, unsigned int per_thread,
+__global__ void monte_carlo_pi_kernel2(unsigned long long seed, unsigned long long n, unsigned int per_thread,
                                 unsigned long long *d_count)
 {
     unsigned int tid = blockIdx.x * blockDim.x + threadIdx.x;
@@ -76,6 +76,6 @@ extern "C" cudaError_t pi_fused_launch(unsigned long long seed, unsigned long lo
 {
     unsigned long long threads = (n + per_thread - 1) / per_thread;
     if (threads > (1ull << 31)) return cudaErrorInvalidValue;
-    pi_fused_kernel<<<(unsigned int)((threads + BLOCK - 1) / BLOCK), BLOCK>>>(seed, n, per_thread, d_count);
+    monte_carlo_pi_kernel2<<<(unsigned int)((threads + MC_PI_BLOCK - 1) / MC_PI_BLOCK), MC_PI_BLOCK>>>(seed, n, per_thread, d_count);
     return cudaGetLastError();
 }

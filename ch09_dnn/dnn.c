@@ -608,10 +608,13 @@ static const lb_opt options[] = {
     {"--min-accuracy", LB_OPT_DOUBLE, &min_accuracy, "P: fail (exit 1) if the test accuracy ends below P percent"},
 };
 static const lb_program program = {
-    "dnn", "a dense neural network on cuBLAS: training with backpropagation, gradcheck, save/load, benchmark",
-    "Data sets: ../datasets/iris.csv (default), ../datasets/digits.csv, or any CSV with the header\n"
+    .name = "dnn",
+    .synopsis = "a dense neural network on cuBLAS: training with backpropagation, gradcheck, save/load, benchmark",
+    .details = "Data sets: ../datasets/iris.csv (default), ../datasets/digits.csv, or any CSV with the header\n"
     "n_samples,n_features,class names... and rows of features plus an integer label.\n",
-    LB_USE_SEED | LB_USE_QUIET | LB_USE_ITERS, options, 16};
+    .uses = LB_USE_SEED | LB_USE_QUIET | LB_USE_ITERS,
+    .opts = options,
+    .n_opts = 16};
 
 /* "4,16,16,3" into net->size; returns the layer count or -1 */
 static int parse_layers(const char *s, network *net)
@@ -745,9 +748,9 @@ static int run_synthetic(const lb_args *args)
     lb_result r1 = {"dnn", -1, "step_graph", sz, graph_ms, "msamples_s", sps / 1e6, "gemm_sum", graph_ms / gemm_sum, finite};
     lb_result r2 = {"dnn", -1, "step_launches", sz, plain_ms, "msamples_s", rows / (plain_ms * 1e-3) / 1e6, "gemm_sum", plain_ms / gemm_sum, finite};
     lb_result r3 = {"dnn", -1, "gemm_sum", sz, gemm_sum, "msamples_s", rows / (gemm_sum * 1e-3) / 1e6, "gemm_sum", 1.0, -1};
-    lb_print_result(&r1);
-    lb_print_result(&r2);
-    lb_print_result(&r3);
+    lb_print_result(&r1, args->quiet);
+    lb_print_result(&r2, args->quiet);
+    lb_print_result(&r3, args->quiet);
     if (args->quiet)
         printf("dnn: %s batch %d: %.1f us per step, %.3g samples/s, %.2fx the GEMMs alone, %s\n", shape, rows, graph_ms * 1e3,
                sps, graph_ms / gemm_sum, finite ? "PASS" : "FAIL");
@@ -961,7 +964,7 @@ int main(int argc, char **argv)
             status = LB_EXIT_FAIL;
         }
         lb_result r = {"dnn", -1, name, sz, train_ms, "test_acc_pct", 100 * test_acc, NULL, 0.0, min_accuracy < 0 ? -1 : acc_ok};
-        lb_print_result(&r);
+        lb_print_result(&r, args.quiet);
         free(confusion);
     }
     if (save_path) {

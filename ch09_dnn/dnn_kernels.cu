@@ -55,13 +55,13 @@ extern "C" cudaError_t bias_act_launch(float *d_z, const float *d_b, int rows, i
     return cudaGetLastError();
 }
 
-#define LOSS_THREADS 256
+#define DNN_LOSS_THREADS 256
 
 __global__ void softmax_xent_kernel(const float *z, const float *b, const int *y, int rows, int classes, float *dz,
                                     float *db, step_state *state)
 {
-    __shared__ float row_loss[LOSS_THREADS];
-    __shared__ int row_ok[LOSS_THREADS];
+    __shared__ float row_loss[DNN_LOSS_THREADS];
+    __shared__ int row_ok[DNN_LOSS_THREADS];
     float loss = 0.0f;
     int ok = 0;
     float inv_rows = 1.0f / rows;
@@ -113,7 +113,7 @@ __global__ void softmax_xent_kernel(const float *z, const float *b, const int *y
 extern "C" cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, const int *d_y, int rows, int classes,
                                            float *d_dz, float *d_db, step_state *d_state, cudaStream_t stream)
 {
-    softmax_xent_kernel<<<1, LOSS_THREADS, 0, stream>>>(d_z, d_b, d_y, rows, classes, d_dz, d_db, d_state);
+    softmax_xent_kernel<<<1, DNN_LOSS_THREADS, 0, stream>>>(d_z, d_b, d_y, rows, classes, d_dz, d_db, d_state);
     return cudaGetLastError();
 }
 

@@ -24,9 +24,12 @@ static cudaError_t run_atomic(void *ctx)
 }
 
 static const lb_program program = {
-    "atomics", "atomicAdd, atomicMax, atomicExch and a CAS-built float max, checked; the cost of contention",
-    "--size is the number of threads, one atomic operation each.\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, NULL, 0};
+    .name = "atomics",
+    .synopsis = "atomicAdd, atomicMax, atomicExch and a CAS-built float max, checked; the cost of contention",
+    .details = "--size is the number of threads, one atomic operation each.\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = NULL,
+    .n_opts = 0};
 
 int main(int argc, char **argv)
 {
@@ -84,7 +87,7 @@ int main(int argc, char **argv)
             char name[32];
             snprintf(name, sizeof name, "add_%u_addresses", spread);
             lb_result r = {"atomics", -1, name, sz, ms, "gatomics_s", rate, NULL, 0.0, ok};
-            lb_print_result(&r);
+            lb_print_result(&r, args.quiet);
         }
     }
 
@@ -130,7 +133,7 @@ int main(int argc, char **argv)
         if (!args.check_only) {
             static const char *const names[] = {"", "max_int", "exchange", "max_float_cas"};
             lb_result r = {"atomics", -1, names[op], sz, ms, "gatomics_s", rate, NULL, 0.0, ok};
-            lb_print_result(&r);
+            lb_print_result(&r, args.quiet);
         }
     }
     if (!args.quiet)

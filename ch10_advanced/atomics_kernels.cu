@@ -14,9 +14,9 @@
 #include <limits.h>
 #include <math.h>
 
-#define BLOCK 256
+#define ATOMICS_BLOCK 256
 
-static unsigned int blocks_for(size_t n) { return (unsigned int)((n + BLOCK - 1) / BLOCK); }
+static unsigned int blocks_for(size_t n) { return (unsigned int)((n + ATOMICS_BLOCK - 1) / ATOMICS_BLOCK); }
 
 __global__ void count_kernel(unsigned int *counters, unsigned int spread, size_t n)
 {
@@ -28,7 +28,7 @@ extern "C" cudaError_t count_launch(unsigned int *d_counters, unsigned int sprea
 {
     cudaError_t e = cudaMemsetAsync(d_counters, 0, sizeof(unsigned int) * spread, 0);
     if (e) return e;
-    count_kernel<<<blocks_for(n), BLOCK>>>(d_counters, spread, n);
+    count_kernel<<<blocks_for(n), ATOMICS_BLOCK>>>(d_counters, spread, n);
     return cudaGetLastError();
 }
 
@@ -43,7 +43,7 @@ __global__ void set_int(int *p, int v) { *p = v; }
 extern "C" cudaError_t int_max_launch(const int *d_x, size_t n, int *d_max)
 {
     set_int<<<1, 1>>>(d_max, INT_MIN);
-    int_max_kernel<<<blocks_for(n), BLOCK>>>(d_x, n, d_max);
+    int_max_kernel<<<blocks_for(n), ATOMICS_BLOCK>>>(d_x, n, d_max);
     return cudaGetLastError();
 }
 
@@ -57,7 +57,7 @@ extern "C" cudaError_t exchange_launch(unsigned int *d_slot, unsigned int *d_old
 {
     cudaError_t e = cudaMemsetAsync(d_slot, 0, sizeof(unsigned int), 0);
     if (e) return e;
-    exchange_kernel<<<blocks_for(n), BLOCK>>>(d_slot, d_old, n);
+    exchange_kernel<<<blocks_for(n), ATOMICS_BLOCK>>>(d_slot, d_old, n);
     return cudaGetLastError();
 }
 
@@ -84,6 +84,6 @@ __global__ void set_float(float *p, float v) { *p = v; }
 extern "C" cudaError_t float_max_launch(const float *d_x, size_t n, float *d_max)
 {
     set_float<<<1, 1>>>(d_max, -INFINITY);
-    float_max_kernel<<<blocks_for(n), BLOCK>>>(d_x, n, d_max);
+    float_max_kernel<<<blocks_for(n), ATOMICS_BLOCK>>>(d_x, n, d_max);
     return cudaGetLastError();
 }

@@ -191,9 +191,12 @@ static const lb_opt options[] = {
     {"--output", LB_OPT_STRING, &png_path, "the image (PNG; empty: none)"},
 };
 static const lb_program program = {
-    "compiled_code", "one Mandelbrot kernel three ways: a dlopen'd shared library, a driver-API module, NVRTC at run time",
-    "--size is the image, WxH (default 1024x768).\n",
-    LB_USE_SIZE | LB_USE_QUIET, options, 5};
+    .name = "compiled_code",
+    .synopsis = "one Mandelbrot kernel three ways: a dlopen'd shared library, a driver-API module, NVRTC at run time",
+    .details = "--size is the image, WxH (default 1024x768).\n",
+    .uses = LB_USE_SIZE | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 5};
 
 int main(int argc, char **argv)
 {

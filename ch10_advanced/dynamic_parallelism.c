@@ -45,9 +45,12 @@ static const lb_opt options[] = {
     {"--max-iter", LB_OPT_INT, &max_iter, "Mandelbrot iterations"},
 };
 static const lb_program program = {
-    "dynamic_parallelism", "kernels launching kernels: recursive hello, device-side quicksort, Mariani-Silver Mandelbrot",
-    "--size is the number of ints quicksort sorts.\n",
-    LB_USE_SIZE | LB_USE_SEED | LB_USE_QUIET | LB_USE_CHECK_ONLY | LB_USE_ITERS, options, 4};
+    .name = "dynamic_parallelism",
+    .synopsis = "kernels launching kernels: recursive hello, device-side quicksort, Mariani-Silver Mandelbrot",
+    .details = "--size is the number of ints quicksort sorts.\n",
+    .uses = LB_USE_SIZE | LB_USE_SEED | LB_USE_QUIET | LB_USE_CHECK_ONLY | LB_USE_ITERS,
+    .opts = options,
+    .n_opts = 4};
 
 int main(int argc, char **argv)
 {
@@ -120,7 +123,7 @@ int main(int argc, char **argv)
                    launch_failed ? " (some child launches failed: their parents heap-sorted instead)" : "");
         snprintf(sz, sizeof sz, "%d_%s", n, kinds[kind]);
         lb_result r = {"dynamic_parallelism", -1, "quicksort", sz, ms, "mkeys_s", n / (ms * 1e3), NULL, 0.0, c.n_bad == 0};
-        if (!args.check_only) lb_print_result(&r);
+        if (!args.check_only) lb_print_result(&r, args.quiet);
         CUDA_CHECK(cudaEventDestroy(e0));
         CUDA_CHECK(cudaEventDestroy(e1));
     }
@@ -150,8 +153,8 @@ int main(int argc, char **argv)
         snprintf(sz, sizeof sz, "%dx%d_%dit", w, h, max_iter);
         lb_result r1 = {"dynamic_parallelism", -1, "mandel_plain", sz, plain_ms, "mpix_s", (double)w * h / (plain_ms * 1e3), "plain", 1.0, c.n_bad == 0};
         lb_result r2 = {"dynamic_parallelism", -1, "mandel_mariani", sz, ms_ms, "mpix_s", (double)w * h / (ms_ms * 1e3), "plain", plain_ms / ms_ms, c.n_bad == 0};
-        lb_print_result(&r1);
-        lb_print_result(&r2);
+        lb_print_result(&r1, args.quiet);
+        lb_print_result(&r2, args.quiet);
     }
     if (!args.quiet) {
         printf("Mandelbrot %dx%d, %d iterations: Mariani-Silver %s the plain kernel's image", w, h, max_iter,

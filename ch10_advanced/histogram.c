@@ -3,8 +3,9 @@
  * few bins contend. Every count is checked exactly against the CPU.
  *   build: make ch10      run: ./histogram [version] [--size N] [--input uniform|one|band|all]
  *
- * Versions (histogram_kernels.cu): 0 cub::DeviceHistogram::HistogramEven, 1 global atomics,
- * 2 shared-memory privatized, 3 per-warp sub-histograms with 16-byte loads.
+ * Versions: the table versions[] below (0 cub::DeviceHistogram::HistogramEven, 1 global atomics,
+ * 2 shared-memory privatized, 3 per-warp sub-histograms with 16-byte loads), listed by
+ * ./histogram --help; the kernels are in histogram_kernels.cu.
  * GB/s counts the bytes read, against a D2D cudaMemcpy moving as many and against CUB.
  */
 #include "labbook.h"
@@ -12,14 +13,13 @@
 
 #include <string.h>
 
-static const char *const names[HIST_VERSIONS] = {"cub", "global_atomics", "shared_private", "warp_private_vec16"};
 static const char *const inputs[3] = {"uniform", "one", "band"};
 
 /* ---------------------------------------------------------------- CPU reference */
 
 static void histogram_cpu(const unsigned char *x, size_t n, unsigned int *hist)
 {
-    memset(hist, 0, HIST_BINS * sizeof(unsigned int));
+    memset(hist, 0, HISTOGRAM_BINS * sizeof(unsigned int));
     for (size_t i = 0; i < n; i++) hist[x[i]]++;
 }
 
@@ -34,7 +34,7 @@ static void fill(unsigned char *x, size_t n, int kind, lb_rng *rng)
     }
 }
 
-/* ---------------------------------------------------------------- main */
+/* ---------------------------------------------------------------- the versions */
 
 typedef struct { int v; const unsigned char *in; size_t n; unsigned int *hist; void *scratch; } hist_job;
 
@@ -44,19 +44,37 @@ static cudaError_t run_hist(void *ctx)
     return histogram_launch(j->v, j->in, j->n, j->hist, j->scratch);
 }
 
+/* Every version: number, RESULT name, title, oldest GPU, what runs it (histogram_launch runs
+ * CUB for version 0 too). To add one: the kernel and its case in histogram_launch,
+ * HISTOGRAM_VERSIONS in histogram_kernels.h, and a row here. */
+static const lb_version versions[] = {
+    {0, "cub", "cub::DeviceHistogram", LB_OLDEST_SM, run_hist},
+    {1, "global_atomics", "global atomics", LB_OLDEST_SM, run_hist},
+    {2, "shared_private", "shared-memory privatized", LB_OLDEST_SM, run_hist},
+    {3, "warp_private_vec16", "per-warp, 16-byte loads", LB_OLDEST_SM, run_hist},
+};
+_Static_assert(sizeof versions / sizeof versions[0] == HISTOGRAM_VERSIONS,
+               "one row in versions[] per version: HISTOGRAM_VERSIONS in histogram_kernels.h");
+
+/* ---------------------------------------------------------------- main */
+
 static const char *input = "all";
 static const lb_opt options[] = {
     {"--input", LB_OPT_STRING, &input, "uniform, one (all bytes 42), band (100..107), or all three"},
 };
 static const lb_program program = {
-    "histogram", "a 256-bin byte histogram: global atomics, shared-memory and per-warp privatization, against CUB",
-    "versions: 0 CUB, 1 global atomics, 2 shared-memory privatized, 3 per-warp sub-histograms, 16-byte loads\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION, options, 1};
+    .name = "histogram",
+    .synopsis = "a 256-bin byte histogram: global atomics, shared-memory and per-warp privatization, against CUB",
+    .details = NULL,
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 1,
+    .versions = versions,
+    .n_versions = HISTOGRAM_VERSIONS};
 
 int main(int argc, char **argv)
 {
-    lb_args args = {.size = {{1 << 28}, 1}, .max_size_dims = 1, .iters = 20, .seed = 1, .version = -1,
-                    .max_version = HIST_VERSIONS - 1};
+    lb_args args = {.size = {{1 << 28}, 1}, .max_size_dims = 1, .iters = 20, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
     size_t n = (size_t)args.size.v[0];
     if (n > ((size_t)1 << 32) - 1) lb_usage_error(&program, "--size: below 2^32 (the counts are 32-bit)");
@@ -73,56 +91,42 @@ int main(int argc, char **argv)
     if (!args.quiet) printf("histogram: 256 bins over n=%zu bytes, %s (%s), seed %llu\n", n, gpu.prop.name, gpu.sm, args.seed);
 
     unsigned char *h = lb_host_alloc(n, "the input"), *d_in;
-    unsigned int want[HIST_BINS], got[HIST_BINS], *d_hist;
+    unsigned int want[HISTOGRAM_BINS], got[HISTOGRAM_BINS], *d_hist;
     void *d_scratch;
     CUDA_CHECK(cudaMalloc((void **)&d_in, n));
     CUDA_CHECK(cudaMalloc((void **)&d_hist, sizeof got));
     CUDA_CHECK(cudaMalloc(&d_scratch, scratch));
+    /* the report: GB/s of bytes read, against a copy of as many bytes and CUB; one table per input */
+    lb_report rep = {.prog = &program, .args = &args, .unit = "gbps", .unit_head = "GB/s", .base = "cub",
+                     .base_head = "vs CUB", .ceiling_head = "vs memcpy"};
     float mc_ms = 0.0f;
-    double mc_gbps = args.check_only ? 0.0 : lb_memcpy_ceiling_gbps(n, args.iters, &mc_ms);
+    if (!args.check_only) rep.ceiling_value = lb_memcpy_ceiling_gbps(n, args.iters, &mc_ms);
     lb_rng rng;
     lb_rng_seed(&rng, args.seed);
-    int failures = 0;
-    char sz[48];
+    char sz[48], heading[48];
     for (int kind = first; kind <= last; kind++) {
         fill(h, n, kind, &rng);
         histogram_cpu(h, n, want);
         CUDA_CHECK(cudaMemcpy(d_in, h, n, cudaMemcpyHostToDevice));
         snprintf(sz, sizeof sz, "%zu_%s", n, inputs[kind]);
-        if (!args.quiet) {
-            printf("input: %s\n ver  kernel                   ms       GB/s   vs memcpy   vs CUB   check\n", inputs[kind]);
-            if (!args.check_only) printf("   -  cudaMemcpy D2D       %9.4f %9.0f        1.00        -\n", mc_ms, mc_gbps);
-        }
-        double cub_gbps = 0.0;
-        for (int v = 0; v < HIST_VERSIONS; v++) {
-            if (args.version >= 0 && v != args.version && v != 0) continue;
+        snprintf(heading, sizeof heading, "input: %s", inputs[kind]);
+        lb_report_table(&rep, sz, heading);
+        if (!args.check_only) lb_report_note(&rep, "cudaMemcpy D2D (same bytes)", mc_ms, rep.ceiling_value, NULL);
+        for (int v = 0; v < HISTOGRAM_VERSIONS; v++) {   /* CUB (version 0) always, first: the baseline */
+            if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
             hist_job job = {v, d_in, n, d_hist, d_scratch};
             lb_poison_device(d_hist, sizeof got);
-            CUDA_CHECK(run_hist(&job));
+            CUDA_CHECK(versions[v].run(&job));
             CUDA_CHECK(cudaMemcpy(got, d_hist, sizeof got, cudaMemcpyDeviceToHost));
-            lb_check c = lb_check_i32(names[v], (const int *)got, (const int *)want, HIST_BINS, args.quiet);
-            int ok = c.n_bad == 0;
-            failures += !ok;
-            float ms = 0.0f;
-            double gbps = 0.0;
-            if (!args.check_only) {
-                ms = lb_time_ms(run_hist, &job, 2, args.iters);
-                gbps = n / (ms * 1e6);
-                if (v == 0) cub_gbps = gbps;
-                lb_result r = {"histogram", v, names[v], sz, ms, "gbps", gbps, "cub", gbps / cub_gbps, ok};
-                lb_print_result(&r);
-            }
-            if (!args.quiet) {
-                printf("   %d  %-20s", v, names[v]);
-                if (!args.check_only) printf(" %9.4f %9.0f %11.2f %8.2f", ms, gbps, gbps / mc_gbps, gbps / cub_gbps);
-                printf("   %s\n", ok ? "PASS (all 256 bins exact)" : "FAIL");
-            }
+            lb_check c = lb_check_i32(versions[v].name, (const int *)got, (const int *)want, HISTOGRAM_BINS, args.quiet);
+            float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
+            lb_report_row(&rep, v, NULL, ms, ms > 0 ? n / (ms * 1e6) : 0.0, c.n_bad == 0,
+                          c.n_bad ? "FAIL" : "PASS (all 256 bins exact)");
         }
     }
-    if (args.quiet) printf("histogram: n=%zu, %s\n", n, failures ? "FAIL" : "PASS");
     free(h);
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_hist));
     CUDA_CHECK(cudaFree(d_scratch));
-    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+    return lb_report_finish(&rep);
 }

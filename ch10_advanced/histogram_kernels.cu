@@ -14,23 +14,23 @@
 #include <cub/cub.cuh>
 #include "labbook.h"
 
-#define BLOCK 256
+#define HISTOGRAM_BLOCK 256
 
-__global__ void hist1(const unsigned char *in, size_t n, unsigned int *hist)
+__global__ void histogram_kernel1(const unsigned char *in, size_t n, unsigned int *hist)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         atomicAdd(&hist[in[i]], 1u);
 }
 
-__global__ void hist2(const unsigned char *in, size_t n, unsigned int *hist)
+__global__ void histogram_kernel2(const unsigned char *in, size_t n, unsigned int *hist)
 {
-    __shared__ unsigned int local[HIST_BINS];
-    for (int b = threadIdx.x; b < HIST_BINS; b += blockDim.x) local[b] = 0;
+    __shared__ unsigned int local[HISTOGRAM_BINS];
+    for (int b = threadIdx.x; b < HISTOGRAM_BINS; b += blockDim.x) local[b] = 0;
     __syncthreads();   /* zeroed before anyone counts */
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         atomicAdd(&local[in[i]], 1u);
     __syncthreads();   /* every count is in before the block's bins are added up */
-    for (int b = threadIdx.x; b < HIST_BINS; b += blockDim.x)
+    for (int b = threadIdx.x; b < HISTOGRAM_BINS; b += blockDim.x)
         if (local[b]) atomicAdd(&hist[b], local[b]);
 }
 
@@ -42,15 +42,15 @@ __device__ __forceinline__ void count_word(unsigned int *bins, unsigned int w)
     atomicAdd(&bins[w >> 24], 1u);
 }
 
-__global__ void __launch_bounds__(BLOCK) hist3(const unsigned char *in, size_t n, unsigned int *hist)
+__global__ void __launch_bounds__(HISTOGRAM_BLOCK) histogram_kernel3(const unsigned char *in, size_t n, unsigned int *hist)
 {
-    __shared__ unsigned int warp_bins[BLOCK / 32][HIST_BINS];
+    __shared__ unsigned int warp_bins[HISTOGRAM_BLOCK / 32][HISTOGRAM_BINS];
     unsigned int *bins = warp_bins[threadIdx.x / 32];
-    for (int b = threadIdx.x; b < (BLOCK / 32) * HIST_BINS; b += BLOCK) (&warp_bins[0][0])[b] = 0;
+    for (int b = threadIdx.x; b < (HISTOGRAM_BLOCK / 32) * HISTOGRAM_BINS; b += HISTOGRAM_BLOCK) (&warp_bins[0][0])[b] = 0;
     __syncthreads();
     const uint4 *in16 = (const uint4 *)in;
     size_t n16 = n / 16;
-    for (size_t i = (size_t)blockIdx.x * BLOCK + threadIdx.x; i < n16; i += (size_t)gridDim.x * BLOCK) {
+    for (size_t i = (size_t)blockIdx.x * HISTOGRAM_BLOCK + threadIdx.x; i < n16; i += (size_t)gridDim.x * HISTOGRAM_BLOCK) {
         uint4 q = in16[i];   /* 16 bytes in one load */
         count_word(bins, q.x);
         count_word(bins, q.y);
@@ -61,22 +61,22 @@ __global__ void __launch_bounds__(BLOCK) hist3(const unsigned char *in, size_t n
     if (blockIdx.x == 0 && threadIdx.x < (n & 15)) atomicAdd(&bins[in[(n & ~(size_t)15) + threadIdx.x]], 1u);
     __syncthreads();
     /* add the 8 warps' bins, then one global atomic per bin per block */
-    for (int b = threadIdx.x; b < HIST_BINS; b += BLOCK) {
+    for (int b = threadIdx.x; b < HISTOGRAM_BINS; b += HISTOGRAM_BLOCK) {
         unsigned int s = 0;
-        for (int w = 0; w < BLOCK / 32; w++) s += warp_bins[w][b];
+        for (int w = 0; w < HISTOGRAM_BLOCK / 32; w++) s += warp_bins[w][b];
         if (s) atomicAdd(&hist[b], s);
     }
 }
 
 /* blocks that fill the GPU once (common/labbook.c) */
-static unsigned int full_grid(const void *kernel) { return lb_resident_blocks(kernel, BLOCK, 0); }
+static unsigned int full_grid(const void *kernel) { return lb_resident_blocks(kernel, HISTOGRAM_BLOCK, 0); }
 
 extern "C" size_t histogram_scratch_bytes(int version, size_t n)
 {
     if (version != 0) return 0;
     size_t bytes = 0;
-    cub::DeviceHistogram::HistogramEven(NULL, bytes, (const unsigned char *)NULL, (unsigned int *)NULL, HIST_BINS + 1,
-                                        0, HIST_BINS, (int64_t)n);
+    cub::DeviceHistogram::HistogramEven(NULL, bytes, (const unsigned char *)NULL, (unsigned int *)NULL, HISTOGRAM_BINS + 1,
+                                        0, HISTOGRAM_BINS, (int64_t)n);
     return bytes;
 }
 
@@ -86,14 +86,14 @@ extern "C" cudaError_t histogram_launch(int version, const unsigned char *d_in, 
     if (version == 0) {
         size_t bytes = histogram_scratch_bytes(0, n);
         /* levels 0, 1, ..., 256: bin b holds the samples in [b, b + 1) */
-        return cub::DeviceHistogram::HistogramEven(d_scratch, bytes, d_in, d_hist, HIST_BINS + 1, 0, HIST_BINS, (int64_t)n);
+        return cub::DeviceHistogram::HistogramEven(d_scratch, bytes, d_in, d_hist, HISTOGRAM_BINS + 1, 0, HISTOGRAM_BINS, (int64_t)n);
     }
-    cudaError_t e = cudaMemsetAsync(d_hist, 0, HIST_BINS * sizeof(unsigned int), 0);
+    cudaError_t e = cudaMemsetAsync(d_hist, 0, HISTOGRAM_BINS * sizeof(unsigned int), 0);
     if (e) return e;
     switch (version) {
-    case 1: hist1<<<full_grid((const void *)hist1), BLOCK>>>(d_in, n, d_hist); break;
-    case 2: hist2<<<full_grid((const void *)hist2), BLOCK>>>(d_in, n, d_hist); break;
-    case 3: hist3<<<full_grid((const void *)hist3), BLOCK>>>(d_in, n, d_hist); break;
+    case 1: histogram_kernel1<<<full_grid((const void *)histogram_kernel1), HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
+    case 2: histogram_kernel2<<<full_grid((const void *)histogram_kernel2), HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
+    case 3: histogram_kernel3<<<full_grid((const void *)histogram_kernel3), HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();

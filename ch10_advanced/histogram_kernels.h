@@ -7,8 +7,8 @@
 extern "C" {
 #endif
 
-#define HIST_VERSIONS 4   /* 0 (CUB) .. 3 */
-#define HIST_BINS 256
+#define HISTOGRAM_VERSIONS 4   /* 0 (CUB) .. 3; histogram.c's version table has a row for each */
+#define HISTOGRAM_BINS 256
 
 size_t histogram_scratch_bytes(int version, size_t n);
 

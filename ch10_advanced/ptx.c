@@ -48,9 +48,12 @@ static unsigned int majority_cpu(unsigned int a, unsigned int b, unsigned int c)
 /* ---------------------------------------------------------------- main */
 
 static const lb_program program = {
-    "ptx", "inline PTX: lane/warp/SM ids, 128-bit add, fma.rn, bfe, prmt, lop3, a double shuffled in halves; vs C",
-    "--size is the number of threads, each with its own inputs.\n",
-    LB_USE_SIZE | LB_USE_SEED | LB_USE_QUIET, NULL, 0};
+    .name = "ptx",
+    .synopsis = "inline PTX: lane/warp/SM ids, 128-bit add, fma.rn, bfe, prmt, lop3, a double shuffled in halves; vs C",
+    .details = "--size is the number of threads, each with its own inputs.\n",
+    .uses = LB_USE_SIZE | LB_USE_SEED | LB_USE_QUIET,
+    .opts = NULL,
+    .n_opts = 0};
 
 int main(int argc, char **argv)
 {

@@ -2,11 +2,8 @@
  * that races cub::DeviceReduce::Sum; every version checked against a double-precision CPU sum.
  *   build: make ch10      run: ./reduce [version] [--size N] [--exact]
  *
- * Versions (reduce_kernels.cu explains each step):
- *   0 cub::DeviceReduce::Sum   1 interleaved, divergent   2 interleaved, bank conflicts
- *   3 sequential addressing    4 first add during load    5 last warp unrolled (__syncwarp)
- *   6 warp shuffles            7 float4 + grid stride + atomicAdd (the book's optimized sum)
- *   8 one pass, 4 loads in flight, last block adds the partials (deterministic)
+ * Versions: the table versions[] below (0 cub::DeviceReduce::Sum, 1-8 the steps), listed by
+ * ./reduce --help; reduce_kernels.cu explains each step.
  * GB/s counts the bytes read (n * 4), against a device-to-device cudaMemcpy moving as many bytes
  * and against CUB, in the same run.
  */
@@ -14,10 +11,6 @@
 #include "reduce_kernels.h"
 
 #include <math.h>
-
-static const char *const names[REDUCE_VERSIONS] = {"cub", "interleaved_divergent", "interleaved_conflicts",
-                                                   "sequential", "first_add", "unrolled_warp", "shuffle",
-                                                   "float4_atomic", "float4_onepass"};
 
 /* ---------------------------------------------------------------- CPU reference */
 
@@ -29,7 +22,7 @@ static double sum_cpu(const float *x, size_t n, double *abs_sum)
     return s;
 }
 
-/* ---------------------------------------------------------------- main */
+/* ---------------------------------------------------------------- the versions */
 
 typedef struct { int v; const float *in; size_t n; float *out; void *scratch; } reduce_job;
 
@@ -39,20 +32,42 @@ static cudaError_t run_reduce(void *ctx)
     return reduce_launch(j->v, j->in, j->n, j->out, j->scratch);
 }
 
+/* Every version: number, RESULT name, title, oldest GPU, what runs it (reduce_launch runs
+ * CUB for version 0 too). To add one: the kernel and its case in reduce_launch (and in
+ * reduce_scratch_bytes if it needs scratch), REDUCE_VERSIONS in reduce_kernels.h, a row here. */
+static const lb_version versions[] = {
+    {0, "cub", "cub::DeviceReduce::Sum", LB_OLDEST_SM, run_reduce},
+    {1, "interleaved_divergent", "interleaved, divergent", LB_OLDEST_SM, run_reduce},
+    {2, "interleaved_conflicts", "interleaved, bank conflicts", LB_OLDEST_SM, run_reduce},
+    {3, "sequential", "sequential addressing", LB_OLDEST_SM, run_reduce},
+    {4, "first_add", "first add during load", LB_OLDEST_SM, run_reduce},
+    {5, "unrolled_warp", "last warp unrolled", LB_OLDEST_SM, run_reduce},
+    {6, "shuffle", "warp shuffles", LB_OLDEST_SM, run_reduce},
+    {7, "float4_atomic", "float4 + atomicAdd (the book's)", LB_OLDEST_SM, run_reduce},
+    {8, "float4_onepass", "one pass, deterministic", LB_OLDEST_SM, run_reduce},
+};
+_Static_assert(sizeof versions / sizeof versions[0] == REDUCE_VERSIONS,
+               "one row in versions[] per version: REDUCE_VERSIONS in reduce_kernels.h");
+
+/* ---------------------------------------------------------------- main */
+
 static int exact = 0;
 static const lb_opt options[] = {
     {"--exact", LB_OPT_FLAG, &exact, "inputs are the integers 0..3: every version must give the exact sum (n <= 2^22)"},
 };
 static const lb_program program = {
-    "reduce", "the sum of n floats: the classic reduction steps, warp shuffles, vector loads, against CUB",
-    "versions: 0 CUB, 1 interleaved divergent, 2 interleaved bank conflicts, 3 sequential, 4 first add during load,\n"
-    "5 last warp unrolled, 6 shuffles, 7 float4 + atomics (the book's), 8 one pass, deterministic\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION, options, 1};
+    .name = "reduce",
+    .synopsis = "the sum of n floats: the classic reduction steps, warp shuffles, vector loads, against CUB",
+    .details = NULL,
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 1,
+    .versions = versions,
+    .n_versions = REDUCE_VERSIONS};
 
 int main(int argc, char **argv)
 {
-    lb_args args = {.size = {{1 << 28}, 1}, .max_size_dims = 1, .iters = 20, .seed = 1, .version = -1,
-                    .max_version = REDUCE_VERSIONS - 1};
+    lb_args args = {.size = {{1 << 28}, 1}, .max_size_dims = 1, .iters = 20, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
     size_t n = (size_t)args.size.v[0];
     if (n > ((size_t)1 << 32)) lb_usage_error(&program, "--size: at most 2^32");
@@ -91,53 +106,36 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMemcpy(d_in, h, n * sizeof(float), cudaMemcpyHostToDevice));
     free(h);
 
-    float mc_ms = 0.0f;
-    double mc_gbps = args.check_only ? 0.0 : lb_memcpy_ceiling_gbps(n * sizeof(float), args.iters, &mc_ms);
-    if (!args.quiet) {
-        printf(" ver  kernel                       ms       GB/s   vs memcpy   vs CUB   check\n");
-        if (!args.check_only) printf("   -  cudaMemcpy D2D (same bytes)  %8.4f %9.0f        1.00        -\n", mc_ms, mc_gbps);
-    }
-    int failures = 0;
-    double cub_gbps = 0.0, best_ratio = 0.0;
-    int best = -1;
+    /* the report: GB/s of bytes read, against a copy of as many bytes and against CUB */
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", n);
+    lb_report rep = {.prog = &program, .args = &args, .unit = "gbps", .unit_head = "GB/s", .base = "cub",
+                     .base_head = "vs CUB", .ceiling_head = "vs memcpy"};
+    lb_report_table(&rep, sz, NULL);
+    if (!args.check_only) {
+        float mc_ms = 0.0f;
+        rep.ceiling_value = lb_memcpy_ceiling_gbps(n * sizeof(float), args.iters, &mc_ms);
+        lb_report_note(&rep, "cudaMemcpy D2D (same bytes)", mc_ms, rep.ceiling_value, NULL);
+    }
+
+    /* check and time each version; CUB (version 0) always, first: the baseline */
     for (int v = 0; v < REDUCE_VERSIONS; v++) {
-        if (args.version >= 0 && v != args.version && v != 0) continue;   /* CUB always: the baseline */
+        if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
         reduce_job job = {v, d_in, n, d_out, d_scratch};
         float got;
         lb_poison_device(d_out, sizeof(float));
-        CUDA_CHECK(run_reduce(&job));
+        CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(&got, d_out, sizeof got, cudaMemcpyDeviceToHost));
         double err = fabs((double)got - want);
         int ok = err <= tol;   /* NaN fails */
-        failures += !ok;
-        float ms = 0.0f;
-        double gbps = 0.0;
-        if (!args.check_only) {
-            ms = lb_time_ms(run_reduce, &job, 2, args.iters);
-            gbps = n * sizeof(float) / (ms * 1e6);
-            if (v == 0) cub_gbps = gbps;
-            else if (gbps / cub_gbps > best_ratio) best_ratio = gbps / cub_gbps, best = v;
-        }
-        if (!args.quiet) {
-            printf("   %d  %-26s", v, names[v]);
-            if (!args.check_only) printf(" %8.4f %9.0f %11.2f %8.2f", ms, gbps, gbps / mc_gbps, gbps / cub_gbps);
-            printf("   %s (got %.9g, want %.9g", ok ? "PASS" : "FAIL", got, want);
-            if (!exact) printf(", error %.1e, tolerance %.1e", err, tol);
-            printf(")\n");
-        }
-        if (!args.check_only) {
-            lb_result r = {"reduce", v, names[v], sz, ms, "gbps", gbps, "cub", gbps / cub_gbps, ok};
-            lb_print_result(&r);
-        }
+        float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
+        char verdict[128];
+        if (exact) snprintf(verdict, sizeof verdict, "%s (got %.9g, want %.9g)", ok ? "PASS" : "FAIL", got, want);
+        else snprintf(verdict, sizeof verdict, "%s (error %.1e, tolerance %.1e)", ok ? "PASS" : "FAIL", err, tol);
+        lb_report_row(&rep, v, NULL, ms, ms > 0 ? n * sizeof(float) / (ms * 1e6) : 0.0, ok, verdict);
     }
-    if (args.quiet)
-        printf("reduce: n=%zu, %s%s\n", n, failures ? "FAIL" : "PASS", "");
-    else if (best >= 0)
-        printf("best: version %d at %.2fx CUB (goal >= 1.00)\n", best, best_ratio);
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_out));
     CUDA_CHECK(cudaFree(d_scratch));
-    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+    return lb_report_finish(&rep);
 }

@@ -24,19 +24,19 @@
 #include <cub/cub.cuh>
 #include "labbook.h"
 
-#define BLOCK 256
+#define REDUCE_BLOCK 256
 
 /* ---------------------------------------------------------------- versions 1-6 */
 
 /* Version 1: interleaved addressing with a divergent branch */
-__global__ void reduce1(const float *in, size_t n, float *out)
+__global__ void reduce_kernel1(const float *in, size_t n, float *out)
 {
-    __shared__ float s[BLOCK];
+    __shared__ float s[REDUCE_BLOCK];
     unsigned int tid = threadIdx.x;
-    size_t i = (size_t)blockIdx.x * BLOCK + tid;
+    size_t i = (size_t)blockIdx.x * REDUCE_BLOCK + tid;
     s[tid] = i < n ? in[i] : 0.0f;
     __syncthreads();
-    for (unsigned int st = 1; st < BLOCK; st *= 2) {
+    for (unsigned int st = 1; st < REDUCE_BLOCK; st *= 2) {
         if (tid % (2 * st) == 0) s[tid] += s[tid + st];   /* only every (2 st)-th thread works */
         __syncthreads();
     }
@@ -44,47 +44,47 @@ __global__ void reduce1(const float *in, size_t n, float *out)
 }
 
 /* Version 2: interleaved addressing, strided index: the working threads are contiguous */
-__global__ void reduce2(const float *in, size_t n, float *out)
+__global__ void reduce_kernel2(const float *in, size_t n, float *out)
 {
-    __shared__ float s[BLOCK];
+    __shared__ float s[REDUCE_BLOCK];
     unsigned int tid = threadIdx.x;
-    size_t i = (size_t)blockIdx.x * BLOCK + tid;
+    size_t i = (size_t)blockIdx.x * REDUCE_BLOCK + tid;
     s[tid] = i < n ? in[i] : 0.0f;
     __syncthreads();
-    for (unsigned int st = 1; st < BLOCK; st *= 2) {
+    for (unsigned int st = 1; st < REDUCE_BLOCK; st *= 2) {
         unsigned int idx = 2 * st * tid;   /* at st = 16, lanes 0 and 1 use banks 0 and 0 + 32 */
-        if (idx < BLOCK) s[idx] += s[idx + st];
+        if (idx < REDUCE_BLOCK) s[idx] += s[idx + st];
         __syncthreads();
     }
     if (tid == 0) out[blockIdx.x] = s[0];
 }
 
 /* Version 3: sequential addressing */
-__global__ void reduce3(const float *in, size_t n, float *out)
+__global__ void reduce_kernel3(const float *in, size_t n, float *out)
 {
-    __shared__ float s[BLOCK];
+    __shared__ float s[REDUCE_BLOCK];
     unsigned int tid = threadIdx.x;
-    size_t i = (size_t)blockIdx.x * BLOCK + tid;
+    size_t i = (size_t)blockIdx.x * REDUCE_BLOCK + tid;
     s[tid] = i < n ? in[i] : 0.0f;
     __syncthreads();
-    for (unsigned int st = BLOCK / 2; st > 0; st >>= 1) {
+    for (unsigned int st = REDUCE_BLOCK / 2; st > 0; st >>= 1) {
         if (tid < st) s[tid] += s[tid + st];
         __syncthreads();
     }
     if (tid == 0) out[blockIdx.x] = s[0];
 }
 
-/* Version 4: first add during load: a block covers 2 * BLOCK elements */
-__global__ void reduce4(const float *in, size_t n, float *out)
+/* Version 4: first add during load: a block covers 2 * REDUCE_BLOCK elements */
+__global__ void reduce_kernel4(const float *in, size_t n, float *out)
 {
-    __shared__ float s[BLOCK];
+    __shared__ float s[REDUCE_BLOCK];
     unsigned int tid = threadIdx.x;
-    size_t i = (size_t)blockIdx.x * (2 * BLOCK) + tid;
+    size_t i = (size_t)blockIdx.x * (2 * REDUCE_BLOCK) + tid;
     float v = i < n ? in[i] : 0.0f;
-    if (i + BLOCK < n) v += in[i + BLOCK];
+    if (i + REDUCE_BLOCK < n) v += in[i + REDUCE_BLOCK];
     s[tid] = v;
     __syncthreads();
-    for (unsigned int st = BLOCK / 2; st > 0; st >>= 1) {
+    for (unsigned int st = REDUCE_BLOCK / 2; st > 0; st >>= 1) {
         if (tid < st) s[tid] += s[tid + st];
         __syncthreads();
     }
@@ -94,16 +94,16 @@ __global__ void reduce4(const float *in, size_t n, float *out)
 /* Version 5: as 4 until 64 values are left, then the first warp alone. Its lanes read what
  * other lanes wrote, so they must synchronize: __syncwarp() orders the warp's shared-memory
  * accesses (since Volta, lanes of a warp need not run in lockstep). */
-__global__ void reduce5(const float *in, size_t n, float *out)
+__global__ void reduce_kernel5(const float *in, size_t n, float *out)
 {
-    __shared__ float s[BLOCK];
+    __shared__ float s[REDUCE_BLOCK];
     unsigned int tid = threadIdx.x;
-    size_t i = (size_t)blockIdx.x * (2 * BLOCK) + tid;
+    size_t i = (size_t)blockIdx.x * (2 * REDUCE_BLOCK) + tid;
     float v = i < n ? in[i] : 0.0f;
-    if (i + BLOCK < n) v += in[i + BLOCK];
+    if (i + REDUCE_BLOCK < n) v += in[i + REDUCE_BLOCK];
     s[tid] = v;
     __syncthreads();
-    for (unsigned int st = BLOCK / 2; st > 32; st >>= 1) {
+    for (unsigned int st = REDUCE_BLOCK / 2; st > 32; st >>= 1) {
         if (tid < st) s[tid] += s[tid + st];
         __syncthreads();
     }
@@ -129,21 +129,21 @@ __device__ __forceinline__ float warp_sum(float v)
 /* the sum over the block, in thread 0: warp sums through registers, then the 8 warp sums */
 __device__ __forceinline__ float block_sum(float v)
 {
-    __shared__ float warp_sums[BLOCK / 32];
+    __shared__ float warp_sums[REDUCE_BLOCK / 32];
     v = warp_sum(v);
     if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
     __syncthreads();
-    v = threadIdx.x < BLOCK / 32 ? warp_sums[threadIdx.x] : 0.0f;
+    v = threadIdx.x < REDUCE_BLOCK / 32 ? warp_sums[threadIdx.x] : 0.0f;
     if (threadIdx.x < 32) v = warp_sum(v);
     return v;
 }
 
 /* Version 6: first add during load, then shuffles */
-__global__ void reduce6(const float *in, size_t n, float *out)
+__global__ void reduce_kernel6(const float *in, size_t n, float *out)
 {
-    size_t i = (size_t)blockIdx.x * (2 * BLOCK) + threadIdx.x;
+    size_t i = (size_t)blockIdx.x * (2 * REDUCE_BLOCK) + threadIdx.x;
     float v = i < n ? in[i] : 0.0f;
-    if (i + BLOCK < n) v += in[i + BLOCK];
+    if (i + REDUCE_BLOCK < n) v += in[i + REDUCE_BLOCK];
     v = block_sum(v);
     if (threadIdx.x == 0) out[blockIdx.x] = v;
 }
@@ -158,7 +158,7 @@ __device__ __forceinline__ float tail(const float *in, size_t n)
 }
 
 /* Version 7: the book's optimized sum */
-__global__ void reduce7(const float *in, size_t n, float *out)
+__global__ void reduce_kernel7(const float *in, size_t n, float *out)
 {
     const float4 *in4 = (const float4 *)in;
     size_t n4 = n / 4;
@@ -174,12 +174,12 @@ __global__ void reduce7(const float *in, size_t n, float *out)
 }
 
 /* Version 8: 4 loads in flight per thread, partials, the last block adds them in order */
-__global__ void __launch_bounds__(BLOCK) reduce8(const float *in, size_t n, float *partial, unsigned int *ticket,
+__global__ void __launch_bounds__(REDUCE_BLOCK) reduce_kernel8(const float *in, size_t n, float *partial, unsigned int *ticket,
                                                  float *out)
 {
     const float4 *in4 = (const float4 *)in;
-    size_t n4 = n / 4, stride = (size_t)gridDim.x * BLOCK;
-    size_t i = (size_t)blockIdx.x * BLOCK + threadIdx.x;
+    size_t n4 = n / 4, stride = (size_t)gridDim.x * REDUCE_BLOCK;
+    size_t i = (size_t)blockIdx.x * REDUCE_BLOCK + threadIdx.x;
     float a = tail(in, n), b = 0.0f, c = 0.0f, d = 0.0f;
     /* four independent loads per iteration: 64 bytes a thread in flight, four separate sums */
     for (; i + 3 * stride < n4; i += 4 * stride) {
@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(BLOCK) reduce8(const float *in, size_t n, floa
     if (!last) return;
     /* the last block: every partial is in memory; add them in a fixed order */
     float s = 0.0f;
-    for (unsigned int k = threadIdx.x; k < gridDim.x; k += BLOCK) s += ((volatile float *)partial)[k];
+    for (unsigned int k = threadIdx.x; k < gridDim.x; k += REDUCE_BLOCK) s += ((volatile float *)partial)[k];
     s = block_sum(s);
     if (threadIdx.x == 0) *out = s;
 }
@@ -213,12 +213,12 @@ __global__ void __launch_bounds__(BLOCK) reduce8(const float *in, size_t n, floa
 
 static unsigned int grid_for(int version, size_t n)
 {
-    size_t per_block = version >= 4 ? 2 * BLOCK : BLOCK;
+    size_t per_block = version >= 4 ? 2 * REDUCE_BLOCK : REDUCE_BLOCK;
     return (unsigned int)((n + per_block - 1) / per_block);
 }
 
 /* blocks that fill the GPU once (common/labbook.c) */
-static unsigned int full_grid(const void *kernel) { return lb_resident_blocks(kernel, BLOCK, 0); }
+static unsigned int full_grid(const void *kernel) { return lb_resident_blocks(kernel, REDUCE_BLOCK, 0); }
 
 extern "C" size_t reduce_scratch_bytes(int version, size_t n)
 {
@@ -240,19 +240,19 @@ extern "C" cudaError_t reduce_launch(int version, const float *d_in, size_t n, f
     if (version == 7) {
         cudaError_t e = cudaMemsetAsync(d_out, 0, sizeof(float), 0);
         if (e) return e;
-        reduce7<<<full_grid((const void *)reduce7), BLOCK>>>(d_in, n, d_out);
+        reduce_kernel7<<<full_grid((const void *)reduce_kernel7), REDUCE_BLOCK>>>(d_in, n, d_out);
         return cudaGetLastError();
     }
     if (version == 8) {
         float *partial = (float *)d_scratch;
         unsigned int *ticket = (unsigned int *)(partial + 65536);
-        unsigned int grid = full_grid((const void *)reduce8);
+        unsigned int grid = full_grid((const void *)reduce_kernel8);
         if (grid > 65536) grid = 65536;
         /* the ticket starts at 0 on every run: the scratch area is shared with the other
          * versions, whose partial sums may have left anything there */
         cudaError_t e = cudaMemsetAsync(ticket, 0, sizeof(unsigned int), 0);
         if (e) return e;
-        reduce8<<<grid, BLOCK>>>(d_in, n, partial, ticket, d_out);
+        reduce_kernel8<<<grid, REDUCE_BLOCK>>>(d_in, n, partial, ticket, d_out);
         return cudaGetLastError();
     }
     /* versions 1-6: one partial per block, then the partials again, until one value remains;
@@ -265,12 +265,12 @@ extern "C" cudaError_t reduce_launch(int version, const float *d_in, size_t n, f
         unsigned int grid = grid_for(version, len);
         float *dst = grid == 1 ? d_out : bufs[k];
         switch (version) {
-        case 1: reduce1<<<grid, BLOCK>>>(src, len, dst); break;
-        case 2: reduce2<<<grid, BLOCK>>>(src, len, dst); break;
-        case 3: reduce3<<<grid, BLOCK>>>(src, len, dst); break;
-        case 4: reduce4<<<grid, BLOCK>>>(src, len, dst); break;
-        case 5: reduce5<<<grid, BLOCK>>>(src, len, dst); break;
-        case 6: reduce6<<<grid, BLOCK>>>(src, len, dst); break;
+        case 1: reduce_kernel1<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
+        case 2: reduce_kernel2<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
+        case 3: reduce_kernel3<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
+        case 4: reduce_kernel4<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
+        case 5: reduce_kernel5<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
+        case 6: reduce_kernel6<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
         default: return cudaErrorInvalidValue;
         }
         cudaError_t e = cudaGetLastError();

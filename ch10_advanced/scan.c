@@ -3,9 +3,9 @@
  * cub::DeviceScan.
  *   build: make ch10      run: ./scan [version] [--size N] [--type int|float|both] [--mode inclusive|exclusive|both]
  *
- * Versions (scan_kernels.cu): 0 CUB, 1 Hillis-Steele blocks + propagate, 2 Blelloch blocks
- * (bank-conflict padding) + propagate, 3 reduce-then-scan, 4 single pass, decoupled look-back,
- * 5 the same look-back with 16-byte loads into registers, larger tiles and a patient poll.
+ * Versions: the table versions[] below (0 CUB, 1-2 one block per tile + propagate, 3 reduce-
+ * then-scan, 4-5 single pass with decoupled look-back), listed by ./scan --help; the kernels
+ * are in scan_kernels.cu.
  * GB/s counts n values read and n written, against a D2D cudaMemcpy of as many bytes and CUB.
  */
 #include "labbook.h"
@@ -14,7 +14,6 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const names[SCAN_VERSIONS] = {"cub", "hillis_steele", "blelloch", "reduce_then_scan", "lookback", "lookback_tuned"};
 
 /* ---------------------------------------------------------------- CPU reference */
 
@@ -59,7 +58,7 @@ static size_t check_float(const float *got, const double *want, const double *ab
     return bad;
 }
 
-/* ---------------------------------------------------------------- main */
+/* ---------------------------------------------------------------- the versions */
 
 typedef struct { int v, type, excl; const void *in; void *out; size_t n; void *scratch; } scan_job;
 
@@ -69,21 +68,40 @@ static cudaError_t run_scan(void *ctx)
     return scan_launch(j->v, j->type, j->excl, j->in, j->out, j->n, j->scratch);
 }
 
+/* Every version: number, RESULT name, title, oldest GPU, what runs it (scan_launch runs CUB
+ * for version 0 too). To add one: the kernels and its case in scan_launch (and in
+ * scan_scratch_bytes), SCAN_VERSIONS in scan_kernels.h, and a row here. */
+static const lb_version versions[] = {
+    {0, "cub", "cub::DeviceScan", LB_OLDEST_SM, run_scan},
+    {1, "hillis_steele", "Hillis-Steele + propagate", LB_OLDEST_SM, run_scan},
+    {2, "blelloch", "Blelloch + propagate", LB_OLDEST_SM, run_scan},
+    {3, "reduce_then_scan", "reduce-then-scan", LB_OLDEST_SM, run_scan},
+    {4, "lookback", "decoupled look-back", LB_OLDEST_SM, run_scan},
+    {5, "lookback_tuned", "look-back, 16-byte loads", LB_OLDEST_SM, run_scan},
+};
+_Static_assert(sizeof versions / sizeof versions[0] == SCAN_VERSIONS,
+               "one row in versions[] per version: SCAN_VERSIONS in scan_kernels.h");
+
+/* ---------------------------------------------------------------- main */
+
 static const char *type_arg = "both", *mode_arg = "both";
 static const lb_opt options[] = {
     {"--type", LB_OPT_STRING, &type_arg, "int, float or both"},
     {"--mode", LB_OPT_STRING, &mode_arg, "inclusive, exclusive or both"},
 };
 static const lb_program program = {
-    "scan", "prefix sums: Hillis-Steele, Blelloch, reduce-then-scan and a single-pass look-back scan, against CUB",
-    "versions: 0 CUB, 1 Hillis-Steele + propagate, 2 Blelloch + propagate, 3 reduce-then-scan, 4 decoupled look-back,\n"
-    "          5 look-back tuned (16-byte loads into registers, larger tiles, patient polling)\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET | LB_USE_VERSION, options, 2};
+    .name = "scan",
+    .synopsis = "prefix sums: Hillis-Steele, Blelloch, reduce-then-scan and a single-pass look-back scan, against CUB",
+    .details = "Version 5 is version 4 with 16-byte loads into registers, larger tiles and patient polling.\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 2,
+    .versions = versions,
+    .n_versions = SCAN_VERSIONS};
 
 int main(int argc, char **argv)
 {
-    lb_args args = {.size = {{1 << 28}, 1}, .max_size_dims = 1, .iters = 20, .seed = 1, .version = -1,
-                    .max_version = SCAN_VERSIONS - 1};
+    lb_args args = {.size = {{1 << 28}, 1}, .max_size_dims = 1, .iters = 20, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
     size_t n = (size_t)args.size.v[0];
     if (n > ((size_t)1 << 31)) lb_usage_error(&program, "--size: at most 2^31");
@@ -110,11 +128,14 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc(&d_in, 4 * n));
     CUDA_CHECK(cudaMalloc(&d_out, 4 * n));
     CUDA_CHECK(cudaMalloc(&d_scratch, scratch));
+    /* the report: GB/s of n values read and n written, against a copy of as many bytes and CUB;
+     * one table per type and mode */
+    lb_report rep = {.prog = &program, .args = &args, .unit = "gbps", .unit_head = "GB/s", .base = "cub",
+                     .base_head = "vs CUB", .ceiling_head = "vs memcpy"};
     float mc_ms = 0.0f;
-    double mc_gbps = args.check_only ? 0.0 : lb_memcpy_ceiling_gbps(8 * n, args.iters, &mc_ms);
+    if (!args.check_only) rep.ceiling_value = lb_memcpy_ceiling_gbps(8 * n, args.iters, &mc_ms);
     lb_rng rng;
     lb_rng_seed(&rng, args.seed);
-    int failures = 0;
     for (int type = t0; type <= t1; type++) {
         /* ints 0..7 (sums up to 7n: exact, and wrap-around is defined anyway); floats in [0, 1) */
         if (type == SCAN_INT)
@@ -134,43 +155,27 @@ int main(int argc, char **argv)
             char what[32], sz[64];
             snprintf(what, sizeof what, "%s %s", type == SCAN_INT ? "int32" : "float", excl ? "exclusive" : "inclusive");
             snprintf(sz, sizeof sz, "%zu_%s_%s", n, type == SCAN_INT ? "int" : "float", excl ? "excl" : "incl");
-            if (!args.quiet) {
-                printf("%s\n ver  kernel                 ms       GB/s   vs memcpy   vs CUB   check\n", what);
-                if (!args.check_only) printf("   -  cudaMemcpy D2D     %9.4f %9.0f        1.00        -\n", mc_ms, mc_gbps);
-            }
-            double cub_gbps = 0.0;
-            for (int v = 0; v < SCAN_VERSIONS; v++) {
-                if (args.version >= 0 && v != args.version && v != 0) continue;
+            lb_report_table(&rep, sz, what);
+            if (!args.check_only) lb_report_note(&rep, "cudaMemcpy D2D (same bytes)", mc_ms, rep.ceiling_value, NULL);
+            for (int v = 0; v < SCAN_VERSIONS; v++) {   /* CUB (version 0) always, first: the baseline */
+                if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
                 scan_job job = {v, type, excl, d_in, d_out, n, d_scratch};
                 lb_poison_device(d_out, 4 * n);
-                CUDA_CHECK(run_scan(&job));
+                CUDA_CHECK(versions[v].run(&job));
                 CUDA_CHECK(cudaMemcpy(h_out, d_out, 4 * n, cudaMemcpyDeviceToHost));
-                size_t bad = type == SCAN_INT ? lb_check_i32(names[v], h_out, want_i, n, args.quiet).n_bad
+                size_t bad = type == SCAN_INT ? lb_check_i32(versions[v].name, h_out, want_i, n, args.quiet).n_bad
                                               : check_float(h_out, want_f, abs_run, n, args.quiet);
-                int ok = bad == 0;
-                failures += !ok;
-                float ms = 0.0f;
-                double gbps = 0.0;
-                if (!args.check_only) {
-                    ms = lb_time_ms(run_scan, &job, 2, args.iters);
-                    gbps = 8.0 * n / (ms * 1e6);
-                    if (v == 0) cub_gbps = gbps;
-                    lb_result r = {"scan", v, names[v], sz, ms, "gbps", gbps, "cub", gbps / cub_gbps, ok};
-                    lb_print_result(&r);
-                }
-                if (!args.quiet) {
-                    printf("   %d  %-18s", v, names[v]);
-                    if (!args.check_only) printf(" %9.4f %9.0f %11.2f %8.2f", ms, gbps, gbps / mc_gbps, gbps / cub_gbps);
-                    if (ok) printf("   PASS%s\n", type == SCAN_INT ? " (exact)" : "");
-                    else printf("   FAIL (%zu of %zu wrong)\n", bad, n);
-                }
+                float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
+                char verdict[64];
+                if (bad) snprintf(verdict, sizeof verdict, "FAIL (%zu of %zu wrong)", bad, n);
+                else snprintf(verdict, sizeof verdict, "PASS%s", type == SCAN_INT ? " (exact)" : "");
+                lb_report_row(&rep, v, NULL, ms, ms > 0 ? 8.0 * n / (ms * 1e6) : 0.0, bad == 0, verdict);
             }
         }
     }
-    if (args.quiet) printf("scan: n=%zu, %s\n", n, failures ? "FAIL" : "PASS");
     free(h_in); free(h_out); free(want_i); free(want_f); free(abs_run);
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_out));
     CUDA_CHECK(cudaFree(d_scratch));
-    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+    return lb_report_finish(&rep);
 }

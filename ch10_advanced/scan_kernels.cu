@@ -25,7 +25,7 @@
 #include "scan_kernels.h"
 #include <cub/cub.cuh>
 
-#define FULL 0xffffffffu
+#define SCAN_FULL_MASK 0xffffffffu
 
 /* integers wrap: add them as unsigned */
 __device__ __forceinline__ int add(int a, int b) { return (int)((unsigned int)a + (unsigned int)b); }
@@ -33,18 +33,18 @@ __device__ __forceinline__ float add(float a, float b) { return a + b; }
 
 /* ---------------------------------------------------------------- 1: Hillis-Steele */
 
-#define T1 1024   /* threads and elements per block */
+#define SCAN1_THREADS 1024   /* threads and elements per block */
 
 template <typename T>
-__global__ void __launch_bounds__(T1) scan_hs(const T *in, T *out, size_t n, int exclusive, T *sums)
+__global__ void __launch_bounds__(SCAN1_THREADS) scan_kernel1(const T *in, T *out, size_t n, int exclusive, T *sums)
 {
-    __shared__ T s[T1];
+    __shared__ T s[SCAN1_THREADS];
     int tid = threadIdx.x;
-    size_t i = (size_t)blockIdx.x * T1 + tid;
+    size_t i = (size_t)blockIdx.x * SCAN1_THREADS + tid;
     T x = i < n ? in[i] : T(0);
     s[tid] = x;
     __syncthreads();
-    for (int offset = 1; offset < T1; offset *= 2) {
+    for (int offset = 1; offset < SCAN1_THREADS; offset *= 2) {
         T t = tid >= offset ? s[tid - offset] : T(0);
         __syncthreads();   /* everyone has read the old values before anyone writes */
         s[tid] = add(s[tid], t);
@@ -52,59 +52,59 @@ __global__ void __launch_bounds__(T1) scan_hs(const T *in, T *out, size_t n, int
     }
     /* s is the inclusive scan; the exclusive one is the value one to the left */
     if (i < n) out[i] = exclusive ? (tid ? s[tid - 1] : T(0)) : s[tid];
-    if (tid == T1 - 1) sums[blockIdx.x] = s[T1 - 1];
+    if (tid == SCAN1_THREADS - 1) sums[blockIdx.x] = s[SCAN1_THREADS - 1];
 }
 
 /* ---------------------------------------------------------------- 2: Blelloch */
 
-#define T2 512                       /* threads; each block scans 2 * T2 = 1024 elements */
-#define PAD(i) ((i) + ((i) >> 5))     /* one spare word every 32: strided accesses spread over banks */
+#define SCAN2_THREADS 512                       /* threads; each block scans 2 * SCAN2_THREADS = 1024 elements */
+#define SCAN_PAD(i) ((i) + ((i) >> 5))     /* one spare word every 32: strided accesses spread over banks */
 
 template <typename T>
-__global__ void __launch_bounds__(T2) scan_blelloch(const T *in, T *out, size_t n, int exclusive, T *sums)
+__global__ void __launch_bounds__(SCAN2_THREADS) scan_kernel2(const T *in, T *out, size_t n, int exclusive, T *sums)
 {
-    __shared__ T s[PAD(2 * T2) + 1];
+    __shared__ T s[SCAN_PAD(2 * SCAN2_THREADS) + 1];
     int tid = threadIdx.x;
-    size_t base = (size_t)blockIdx.x * 2 * T2;
-    int a = tid, b = tid + T2;   /* each thread loads two elements, T2 apart: coalesced */
+    size_t base = (size_t)blockIdx.x * 2 * SCAN2_THREADS;
+    int a = tid, b = tid + SCAN2_THREADS;   /* each thread loads two elements, SCAN2_THREADS apart: coalesced */
     T xa = base + a < n ? in[base + a] : T(0), xb = base + b < n ? in[base + b] : T(0);
-    s[PAD(a)] = xa;
-    s[PAD(b)] = xb;
+    s[SCAN_PAD(a)] = xa;
+    s[SCAN_PAD(b)] = xb;
     /* up-sweep: build sums in place up the tree */
     int offset = 1;
-    for (int d = T2; d > 0; d >>= 1) {
+    for (int d = SCAN2_THREADS; d > 0; d >>= 1) {
         __syncthreads();
         if (tid < d) {
             int ai = offset * (2 * tid + 1) - 1, bi = offset * (2 * tid + 2) - 1;
-            s[PAD(bi)] = add(s[PAD(bi)], s[PAD(ai)]);
+            s[SCAN_PAD(bi)] = add(s[SCAN_PAD(bi)], s[SCAN_PAD(ai)]);
         }
         offset *= 2;
     }
     __syncthreads();
     if (tid == 0) {
-        sums[blockIdx.x] = s[PAD(2 * T2 - 1)];   /* the block's total */
-        s[PAD(2 * T2 - 1)] = T(0);
+        sums[blockIdx.x] = s[SCAN_PAD(2 * SCAN2_THREADS - 1)];   /* the block's total */
+        s[SCAN_PAD(2 * SCAN2_THREADS - 1)] = T(0);
     }
     /* down-sweep: each node passes its prefix to its left child and prefix + left to its right */
-    for (int d = 1; d < 2 * T2; d *= 2) {
+    for (int d = 1; d < 2 * SCAN2_THREADS; d *= 2) {
         offset >>= 1;
         __syncthreads();
         if (tid < d) {
             int ai = offset * (2 * tid + 1) - 1, bi = offset * (2 * tid + 2) - 1;
-            T t = s[PAD(ai)];
-            s[PAD(ai)] = s[PAD(bi)];
-            s[PAD(bi)] = add(s[PAD(bi)], t);
+            T t = s[SCAN_PAD(ai)];
+            s[SCAN_PAD(ai)] = s[SCAN_PAD(bi)];
+            s[SCAN_PAD(bi)] = add(s[SCAN_PAD(bi)], t);
         }
     }
     __syncthreads();
     /* s is the exclusive scan; inclusive adds the element itself */
-    if (base + a < n) out[base + a] = exclusive ? s[PAD(a)] : add(s[PAD(a)], xa);
-    if (base + b < n) out[base + b] = exclusive ? s[PAD(b)] : add(s[PAD(b)], xb);
+    if (base + a < n) out[base + a] = exclusive ? s[SCAN_PAD(a)] : add(s[SCAN_PAD(a)], xa);
+    if (base + b < n) out[base + b] = exclusive ? s[SCAN_PAD(b)] : add(s[SCAN_PAD(b)], xb);
 }
 
 /* out[i] += offsets[block of i]: the propagation step of versions 1 and 2 */
 template <typename T>
-__global__ void add_offsets(T *out, size_t n, const T *offsets, int tile)
+__global__ void scan_add_offsets(T *out, size_t n, const T *offsets, int tile)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = add(out[i], offsets[i / tile]);
@@ -112,17 +112,17 @@ __global__ void add_offsets(T *out, size_t n, const T *offsets, int tile)
 
 /* ---------------------------------------------------------------- tiles of 4096 (3 and 4) */
 
-#define TB 256                     /* threads */
-#define ITEMS 16                   /* elements per thread */
-#define TILE (TB * ITEMS)          /* 4096 */
-#define TPAD(j) ((j) + ((j) >> 5))
+#define SCAN_TILE_THREADS 256                     /* threads */
+#define SCAN_ITEMS 16                   /* elements per thread */
+#define SCAN_TILE (SCAN_TILE_THREADS * SCAN_ITEMS)          /* 4096 */
+#define SCAN_TILE_PAD(j) ((j) + ((j) >> 5))
 
 template <typename T>
 __device__ __forceinline__ T warp_inclusive(T v)
 {
     int lane = threadIdx.x & 31;
     for (int off = 1; off < 32; off *= 2) {
-        T u = __shfl_up_sync(FULL, v, off);
+        T u = __shfl_up_sync(SCAN_FULL_MASK, v, off);
         if (lane >= off) v = add(v, u);
     }
     return v;
@@ -131,7 +131,7 @@ __device__ __forceinline__ T warp_inclusive(T v)
 template <typename T>
 __device__ __forceinline__ T warp_total(T v)
 {
-    for (int off = 16; off > 0; off >>= 1) v = add(v, __shfl_xor_sync(FULL, v, off));
+    for (int off = 16; off > 0; off >>= 1) v = add(v, __shfl_xor_sync(SCAN_FULL_MASK, v, off));
     return v;
 }
 
@@ -140,19 +140,19 @@ __device__ __forceinline__ T warp_total(T v)
 template <typename T>
 __device__ __forceinline__ T block_exclusive(T v, T *total)
 {
-    __shared__ T warp_incl[TB / 32];
+    __shared__ T warp_incl[SCAN_TILE_THREADS / 32];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     T inc = warp_inclusive(v);
     if (lane == 31) warp_incl[warp] = inc;   /* each warp's total */
     __syncthreads();
     if (warp == 0) {
-        T w = lane < TB / 32 ? warp_incl[lane] : T(0);
+        T w = lane < SCAN_TILE_THREADS / 32 ? warp_incl[lane] : T(0);
         w = warp_inclusive(w);
-        if (lane < TB / 32) warp_incl[lane] = w;   /* now the warps' inclusive prefixes */
+        if (lane < SCAN_TILE_THREADS / 32) warp_incl[lane] = w;   /* now the warps' inclusive prefixes */
     }
     __syncthreads();
-    *total = warp_incl[TB / 32 - 1];
-    T within = __shfl_up_sync(FULL, inc, 1);
+    *total = warp_incl[SCAN_TILE_THREADS / 32 - 1];
+    T within = __shfl_up_sync(SCAN_FULL_MASK, inc, 1);
     if (lane == 0) within = T(0);
     return add(warp == 0 ? T(0) : warp_incl[warp - 1], within);
 }
@@ -162,9 +162,9 @@ __device__ __forceinline__ T block_exclusive(T v, T *total)
 template <typename T>
 __device__ __forceinline__ void load_tile(const T *in, size_t base, size_t n, T *s)
 {
-    for (int k = 0; k < ITEMS; k++) {
-        int j = k * TB + threadIdx.x;
-        s[TPAD(j)] = base + j < n ? in[base + j] : T(0);
+    for (int k = 0; k < SCAN_ITEMS; k++) {
+        int j = k * SCAN_TILE_THREADS + threadIdx.x;
+        s[SCAN_TILE_PAD(j)] = base + j < n ? in[base + j] : T(0);
     }
     __syncthreads();
 }
@@ -175,17 +175,17 @@ template <typename T>
 __device__ __forceinline__ void scan_store_tile(T *out, size_t base, size_t n, T *s, T carry, int exclusive)
 {
     T run = carry;
-    for (int k = 0; k < ITEMS; k++) {
-        int j = threadIdx.x * ITEMS + k;
-        T x = s[TPAD(j)];
+    for (int k = 0; k < SCAN_ITEMS; k++) {
+        int j = threadIdx.x * SCAN_ITEMS + k;
+        T x = s[SCAN_TILE_PAD(j)];
         T next = add(run, x);
-        s[TPAD(j)] = exclusive ? run : next;
+        s[SCAN_TILE_PAD(j)] = exclusive ? run : next;
         run = next;
     }
     __syncthreads();
-    for (int k = 0; k < ITEMS; k++) {
-        int j = k * TB + threadIdx.x;
-        if (base + j < n) out[base + j] = s[TPAD(j)];
+    for (int k = 0; k < SCAN_ITEMS; k++) {
+        int j = k * SCAN_TILE_THREADS + threadIdx.x;
+        if (base + j < n) out[base + j] = s[SCAN_TILE_PAD(j)];
     }
 }
 
@@ -193,37 +193,37 @@ template <typename T>
 __device__ __forceinline__ T thread_total(const T *s)
 {
     T acc = T(0);
-    for (int k = 0; k < ITEMS; k++) acc = add(acc, s[TPAD(threadIdx.x * ITEMS + k)]);
+    for (int k = 0; k < SCAN_ITEMS; k++) acc = add(acc, s[SCAN_TILE_PAD(threadIdx.x * SCAN_ITEMS + k)]);
     return acc;
 }
 
 /* ---------------------------------------------------------------- 3: reduce-then-scan */
 
 template <typename T>
-__global__ void __launch_bounds__(TB) tile_sums(const T *in, size_t n, T *sums)
+__global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel3_tile_sums(const T *in, size_t n, T *sums)
 {
-    size_t base = (size_t)blockIdx.x * TILE;
+    size_t base = (size_t)blockIdx.x * SCAN_TILE;
     T acc = T(0);
-    for (int k = 0; k < ITEMS; k++) {
-        size_t i = base + k * TB + threadIdx.x;
+    for (int k = 0; k < SCAN_ITEMS; k++) {
+        size_t i = base + k * SCAN_TILE_THREADS + threadIdx.x;
         if (i < n) acc = add(acc, in[i]);
     }
     acc = warp_total(acc);
-    __shared__ T w[TB / 32];
+    __shared__ T w[SCAN_TILE_THREADS / 32];
     if ((threadIdx.x & 31) == 0) w[threadIdx.x >> 5] = acc;
     __syncthreads();
     if (threadIdx.x == 0) {
         T s = T(0);
-        for (int k = 0; k < TB / 32; k++) s = add(s, w[k]);
+        for (int k = 0; k < SCAN_TILE_THREADS / 32; k++) s = add(s, w[k]);
         sums[blockIdx.x] = s;
     }
 }
 
 /* one block: exclusive scan of m tile sums in place (m = n / 4096, up to 2^20) */
 template <typename T>
-__global__ void __launch_bounds__(TB) scan_sums(T *sums, size_t m)
+__global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel3_scan_sums(T *sums, size_t m)
 {
-    size_t per = (m + TB - 1) / TB, lo = threadIdx.x * per, hi = lo + per < m ? lo + per : m;
+    size_t per = (m + SCAN_TILE_THREADS - 1) / SCAN_TILE_THREADS, lo = threadIdx.x * per, hi = lo + per < m ? lo + per : m;
     T acc = T(0);
     for (size_t i = lo; i < hi; i++) acc = add(acc, sums[i]);
     T total;
@@ -236,10 +236,10 @@ __global__ void __launch_bounds__(TB) scan_sums(T *sums, size_t m)
 }
 
 template <typename T>
-__global__ void __launch_bounds__(TB) scan_from_prefix(const T *in, T *out, size_t n, const T *prefix, int exclusive)
+__global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel3(const T *in, T *out, size_t n, const T *prefix, int exclusive)
 {
-    __shared__ T s[TPAD(TILE)];
-    size_t base = (size_t)blockIdx.x * TILE;
+    __shared__ T s[SCAN_TILE_PAD(SCAN_TILE)];
+    size_t base = (size_t)blockIdx.x * SCAN_TILE;
     load_tile(in, base, n, s);
     T total, mine = block_exclusive(thread_total(s), &total);
     scan_store_tile(out, base, n, s, add(prefix[blockIdx.x], mine), exclusive);
@@ -263,24 +263,29 @@ __device__ __forceinline__ void publish(unsigned long long *status, unsigned int
     *(volatile unsigned long long *)&status[tile] = ((unsigned long long)flag << 32) | bits_of(v);
 }
 
-/* Warp 0: the sum of all tiles before `tile`, from their published words. */
-template <typename T>
+/* Warp 0: the sum of all tiles before `tile`, from their published words. FIRST_NS and
+ * PAUSE_NS are how patient it is: a wait before the first read and a pause between reads while
+ * a tile in the window has not published (version 4: none; version 5: see there). */
+template <typename T, int FIRST_NS, int PAUSE_NS>
 __device__ T look_back(const unsigned long long *status, unsigned int tile)
 {
     int lane = threadIdx.x & 31;
     T prefix = T(0);
     long long end = (long long)tile - 1;   /* the window is tiles end, end - 1, ..., end - 31 */
+    if (FIRST_NS > 0) __nanosleep(FIRST_NS);
     for (;;) {
         long long idx = end - lane;
         unsigned int flag;
         T v;
-        do {   /* wait until every tile in the window has published at least its total */
+        for (;;) {   /* wait until every tile in the window has published at least its total */
             unsigned long long w = idx >= 0 ? *(volatile const unsigned long long *)&status[idx]
                                             : ((unsigned long long)FLAG_PREFIX << 32);
             flag = (unsigned int)(w >> 32);
             v = from_bits<T>((unsigned int)w);
-        } while (__any_sync(FULL, flag == FLAG_NONE));
-        unsigned int prefixes = __ballot_sync(FULL, flag == FLAG_PREFIX);
+            if (!__any_sync(SCAN_FULL_MASK, flag == FLAG_NONE)) break;
+            if (PAUSE_NS > 0) __nanosleep(PAUSE_NS);
+        }
+        unsigned int prefixes = __ballot_sync(SCAN_FULL_MASK, flag == FLAG_PREFIX);
         int stop = prefixes ? __ffs(prefixes) - 1 : 32;   /* the nearest tile with a full prefix */
         prefix = add(prefix, warp_total(lane <= stop ? v : T(0)));
         if (prefixes) return prefix;
@@ -288,11 +293,22 @@ __device__ T look_back(const unsigned long long *status, unsigned int tile)
     }
 }
 
+/* Warp 0 of a tile: publish the tile's total, look back for what comes before it, publish the
+ * tile's inclusive prefix; returns the exclusive prefix (tile 0 has none: 0, published at once). */
+template <typename T, int FIRST_NS, int PAUSE_NS>
+__device__ T tile_prefix(unsigned long long *status, unsigned int tile, T total)
+{
+    if (threadIdx.x == 0) publish(status, tile, tile == 0 ? FLAG_PREFIX : FLAG_AGGREGATE, total);
+    T prefix = tile == 0 ? T(0) : look_back<T, FIRST_NS, PAUSE_NS>(status, tile);
+    if (threadIdx.x == 0 && tile) publish(status, tile, FLAG_PREFIX, add(prefix, total));
+    return prefix;
+}
+
 template <typename T>
-__global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t n, int exclusive,
+__global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel4(const T *in, T *out, size_t n, int exclusive,
                                                     unsigned long long *status, unsigned int *counter)
 {
-    __shared__ T s[TPAD(TILE)];
+    __shared__ T s[SCAN_TILE_PAD(SCAN_TILE)];
     __shared__ unsigned int s_tile;
     __shared__ T s_prefix;
     /* tiles are numbered in the order blocks start, not by blockIdx: a tile only ever waits
@@ -300,16 +316,12 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
     if (threadIdx.x == 0) s_tile = atomicAdd(counter, 1u);
     __syncthreads();
     unsigned int tile = s_tile;
-    size_t base = (size_t)tile * TILE;
+    size_t base = (size_t)tile * SCAN_TILE;
     load_tile(in, base, n, s);
     T total, mine = block_exclusive(thread_total(s), &total);
     if (threadIdx.x < 32) {
-        if (threadIdx.x == 0) publish(status, tile, tile == 0 ? FLAG_PREFIX : FLAG_AGGREGATE, total);
-        T prefix = tile == 0 ? T(0) : look_back<T>(status, tile);
-        if (threadIdx.x == 0) {
-            if (tile) publish(status, tile, FLAG_PREFIX, add(prefix, total));
-            s_prefix = prefix;
-        }
+        T prefix = tile_prefix<T, 0, 0>(status, tile, total);
+        if (threadIdx.x == 0) s_prefix = prefix;
     }
     __syncthreads();
     scan_store_tile(out, base, n, s, add(s_prefix, mine), exclusive);
@@ -320,11 +332,11 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
 /* Version 4 spends its time waiting, not moving bytes: every block loads a tile through
  * shared memory with block-wide barriers, then one warp polls its predecessors as fast as it
  * can while the other seven wait. Version 5 keeps the algorithm and changes how a block works:
- *   - no shared-memory tile: each warp owns 32 * 4 * V5 consecutive elements and reads them
+ *   - no shared-memory tile: each warp owns 32 * 4 * SCAN5_VECS consecutive elements and reads them
  *     as 16-byte vectors, row r (128 elements) at a time, lane l holding elements 4l..4l+3 of
  *     the row; a row is scanned with 4 additions in the thread and 5 shuffles across the warp;
- *   - larger tiles (T5 x 4 V5 elements), so fewer tiles wait in a look-back;
- *   - the look-back waits before its first poll and pauses between polls (look_back_patient).
+ *   - larger tiles (SCAN5_THREADS x 4 SCAN5_VECS elements), so fewer tiles wait in a look-back;
+ *   - the look-back waits before its first poll and pauses between polls (look_back, patient).
  * Each can be changed at build time: make ch10 SCAN_THREADS=128 SCAN_VECS=6 SCAN_SLEEP_NS=0
  * (NOTES.md has what each setting measured). */
 #ifndef SCAN_THREADS
@@ -345,53 +357,22 @@ __global__ void __launch_bounds__(TB) scan_lookback(const T *in, T *out, size_t 
 #ifndef SCAN_MIN_BLOCKS
 #define SCAN_MIN_BLOCKS 1            /* blocks per SM the compiler must fit (caps registers) */
 #endif
-#define T5 SCAN_THREADS
-#define V5 SCAN_VECS                 /* 16-byte vectors per thread: 4 * V5 elements */
-#define WARP5 (32 * 4 * V5)          /* elements per warp */
-#define TILE5 (T5 * 4 * V5)          /* elements per tile (8192 by default) */
+#define SCAN5_THREADS SCAN_THREADS
+#define SCAN5_VECS SCAN_VECS                 /* 16-byte vectors per thread: 4 * SCAN5_VECS elements */
+#define SCAN5_WARP_ITEMS (32 * 4 * SCAN5_VECS)          /* elements per warp */
+#define SCAN5_TILE (SCAN5_THREADS * 4 * SCAN5_VECS)          /* elements per tile (8192 by default) */
 
 template <typename T> struct vec4;
 template <> struct vec4<int> { typedef int4 type; };
 template <> struct vec4<float> { typedef float4 type; };
 
-/* Warp 0 of version 5: version 4's look-back, patient. A tile's predecessors are rarely all
- * done when it starts looking, so it first waits SCAN_FIRST_SLEEP_NS, then polls with a pause
- * of SCAN_SLEEP_NS between reads: fewer reads of the few status words that every waiting tile
- * polls, and those words live in one or two L2 slices (CUB's tuning waits too). */
 template <typename T>
-__device__ T look_back_patient(const unsigned long long *status, unsigned int tile)
-{
-    int lane = threadIdx.x & 31;
-    T prefix = T(0);
-    long long end = (long long)tile - 1;
-    if (SCAN_FIRST_SLEEP_NS > 0) __nanosleep(SCAN_FIRST_SLEEP_NS);
-    for (;;) {
-        long long idx = end - lane;
-        unsigned int flag;
-        T v;
-        for (;;) {
-            unsigned long long w = idx >= 0 ? *(volatile const unsigned long long *)&status[idx]
-                                            : ((unsigned long long)FLAG_PREFIX << 32);
-            flag = (unsigned int)(w >> 32);
-            v = from_bits<T>((unsigned int)w);
-            if (!__any_sync(FULL, flag == FLAG_NONE)) break;
-            if (SCAN_SLEEP_NS > 0) __nanosleep(SCAN_SLEEP_NS);
-        }
-        unsigned int prefixes = __ballot_sync(FULL, flag == FLAG_PREFIX);
-        int stop = prefixes ? __ffs(prefixes) - 1 : 32;
-        prefix = add(prefix, warp_total(lane <= stop ? v : T(0)));
-        if (prefixes) return prefix;
-        end -= 32;
-    }
-}
-
-template <typename T>
-__global__ void __launch_bounds__(T5, SCAN_MIN_BLOCKS) scan_lookback_vec(const T *in, T *out, size_t n, int exclusive,
+__global__ void __launch_bounds__(SCAN5_THREADS, SCAN_MIN_BLOCKS) scan_kernel5(const T *in, T *out, size_t n, int exclusive,
                                                         unsigned long long *status, unsigned int *counter)
 {
     typedef typename vec4<T>::type V;
     __shared__ unsigned int s_tile;
-    __shared__ T s_warp[T5 / 32];
+    __shared__ T s_warp[SCAN5_THREADS / 32];
     __shared__ T s_prefix;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     /* SCAN_BY_BLOCKIDX=1 skips the counter's round trip to L2 before the loads can start; it
@@ -400,21 +381,21 @@ __global__ void __launch_bounds__(T5, SCAN_MIN_BLOCKS) scan_lookback_vec(const T
     if (!SCAN_BY_BLOCKIDX && threadIdx.x == 0) s_tile = atomicAdd(counter, 1u);
     if (!SCAN_BY_BLOCKIDX) __syncthreads();
     unsigned int tile = SCAN_BY_BLOCKIDX ? blockIdx.x : s_tile;
-    size_t wbase = (size_t)tile * TILE5 + (size_t)warp * WARP5;   /* this warp's first element */
-    bool full = wbase + WARP5 <= n;                               /* no edge inside the warp's part */
+    size_t wbase = (size_t)tile * SCAN5_TILE + (size_t)warp * SCAN5_WARP_ITEMS;   /* this warp's first element */
+    bool full = wbase + SCAN5_WARP_ITEMS <= n;                               /* no edge inside the warp's part */
 
     /* load: row r of the warp's part is elements wbase + 128 r .. + 127; lane l takes 4l..4l+3 */
-    T x[V5][4];
+    T x[SCAN5_VECS][4];
     if (full) {
         const V *p = (const V *)(in + wbase);   /* 16-byte aligned: wbase is a multiple of 128 */
 #pragma unroll
-        for (int r = 0; r < V5; r++) {
+        for (int r = 0; r < SCAN5_VECS; r++) {
             V q = p[r * 32 + lane];
             x[r][0] = q.x; x[r][1] = q.y; x[r][2] = q.z; x[r][3] = q.w;
         }
     } else {
 #pragma unroll
-        for (int r = 0; r < V5; r++)
+        for (int r = 0; r < SCAN5_VECS; r++)
 #pragma unroll
             for (int c = 0; c < 4; c++) {
                 size_t i = wbase + r * 128 + lane * 4 + c;
@@ -424,16 +405,16 @@ __global__ void __launch_bounds__(T5, SCAN_MIN_BLOCKS) scan_lookback_vec(const T
 
     /* scan each row: within the thread (x becomes the thread's inclusive sums), then across
      * the warp; lane_off[r] is what comes before the thread's 4 elements inside the warp's part */
-    T lane_off[V5], carry = T(0);
+    T lane_off[SCAN5_VECS], carry = T(0);
 #pragma unroll
-    for (int r = 0; r < V5; r++) {
+    for (int r = 0; r < SCAN5_VECS; r++) {
         x[r][1] = add(x[r][0], x[r][1]);
         x[r][2] = add(x[r][1], x[r][2]);
         x[r][3] = add(x[r][2], x[r][3]);
         T inc = warp_inclusive(x[r][3]);
-        T before = __shfl_up_sync(FULL, inc, 1);
+        T before = __shfl_up_sync(SCAN_FULL_MASK, inc, 1);
         lane_off[r] = add(carry, lane == 0 ? T(0) : before);
-        carry = add(carry, __shfl_sync(FULL, inc, 31));   /* the row's total */
+        carry = add(carry, __shfl_sync(SCAN_FULL_MASK, inc, 31));   /* the row's total */
     }
 
     /* the block: each warp's total, then what comes before each warp and the tile's total */
@@ -441,26 +422,24 @@ __global__ void __launch_bounds__(T5, SCAN_MIN_BLOCKS) scan_lookback_vec(const T
     __syncthreads();
     T warp_before = T(0), total = T(0);
 #pragma unroll
-    for (int w = 0; w < T5 / 32; w++) {
+    for (int w = 0; w < SCAN5_THREADS / 32; w++) {
         if (w < warp) warp_before = add(warp_before, s_warp[w]);
         total = add(total, s_warp[w]);
     }
 
-    /* the look-back, as in version 4 */
+    /* the look-back, as in version 4, but patient: it waits SCAN_FIRST_SLEEP_NS before its first
+     * read and SCAN_SLEEP_NS between reads, so the status words that every waiting tile polls
+     * (they live in one or two L2 slices) are read far less often (CUB's tuning waits too) */
     if (warp == 0) {
-        if (lane == 0) publish(status, tile, tile == 0 ? FLAG_PREFIX : FLAG_AGGREGATE, total);
-        T prefix = tile == 0 ? T(0) : look_back_patient<T>(status, tile);
-        if (lane == 0) {
-            if (tile) publish(status, tile, FLAG_PREFIX, add(prefix, total));
-            s_prefix = prefix;
-        }
+        T prefix = tile_prefix<T, SCAN_FIRST_SLEEP_NS, SCAN_SLEEP_NS>(status, tile, total);
+        if (lane == 0) s_prefix = prefix;
     }
     __syncthreads();
     T start = add(s_prefix, warp_before);
 
     /* store: inclusive element c is start + lane_off + x[c]; exclusive, the one before it */
 #pragma unroll
-    for (int r = 0; r < V5; r++) {
+    for (int r = 0; r < SCAN5_VECS; r++) {
         T off = add(start, lane_off[r]);
         T o[4];
 #pragma unroll
@@ -489,21 +468,21 @@ static cudaError_t scan_propagate(int version, const T *in, T *out, size_t n, in
 {
     size_t blocks = tiles_of(n, 1024);
     T *sums = scratch;
-    if (version == 1) scan_hs<T><<<(unsigned int)blocks, T1>>>(in, out, n, exclusive, sums);
-    else scan_blelloch<T><<<(unsigned int)blocks, T2>>>(in, out, n, exclusive, sums);
+    if (version == 1) scan_kernel1<T><<<(unsigned int)blocks, SCAN1_THREADS>>>(in, out, n, exclusive, sums);
+    else scan_kernel2<T><<<(unsigned int)blocks, SCAN2_THREADS>>>(in, out, n, exclusive, sums);
     cudaError_t e = cudaGetLastError();
     if (e || blocks == 1) return e;
     /* an exclusive scan of the totals gives each block its offset */
     e = scan_propagate<T>(version, sums, sums, blocks, 1, scratch + blocks);
     if (e) return e;
-    add_offsets<T><<<(unsigned int)tiles_of(n, 256), 256>>>(out, n, sums, 1024);
+    scan_add_offsets<T><<<(unsigned int)tiles_of(n, 256), 256>>>(out, n, sums, 1024);
     return cudaGetLastError();
 }
 
 template <typename T>
 static cudaError_t scan_t(int version, int exclusive, const T *in, T *out, size_t n, void *scratch)
 {
-    size_t tiles = tiles_of(n, TILE);
+    size_t tiles = tiles_of(n, SCAN_TILE);
     switch (version) {
     case 0: {
         size_t bytes = scan_scratch_bytes(0, n);
@@ -514,9 +493,9 @@ static cudaError_t scan_t(int version, int exclusive, const T *in, T *out, size_
     case 2: return scan_propagate<T>(version, in, out, n, exclusive, (T *)scratch);
     case 3: {
         T *sums = (T *)scratch;
-        tile_sums<T><<<(unsigned int)tiles, TB>>>(in, n, sums);
-        scan_sums<T><<<1, TB>>>(sums, tiles);
-        scan_from_prefix<T><<<(unsigned int)tiles, TB>>>(in, out, n, sums, exclusive);
+        scan_kernel3_tile_sums<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, n, sums);
+        scan_kernel3_scan_sums<T><<<1, SCAN_TILE_THREADS>>>(sums, tiles);
+        scan_kernel3<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, out, n, sums, exclusive);
         return cudaGetLastError();
     }
     case 4: {
@@ -524,16 +503,16 @@ static cudaError_t scan_t(int version, int exclusive, const T *in, T *out, size_
         unsigned int *counter = (unsigned int *)(status + tiles);
         cudaError_t e = cudaMemsetAsync(scratch, 0, tiles * sizeof(unsigned long long) + sizeof(unsigned int), 0);
         if (e) return e;
-        scan_lookback<T><<<(unsigned int)tiles, TB>>>(in, out, n, exclusive, status, counter);
+        scan_kernel4<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, out, n, exclusive, status, counter);
         return cudaGetLastError();
     }
     case 5: {
-        size_t tiles5 = tiles_of(n, TILE5);
+        size_t tiles5 = tiles_of(n, SCAN5_TILE);
         unsigned long long *status = (unsigned long long *)scratch;
         unsigned int *counter = (unsigned int *)(status + tiles5);
         cudaError_t e = cudaMemsetAsync(scratch, 0, tiles5 * sizeof(unsigned long long) + sizeof(unsigned int), 0);
         if (e) return e;
-        scan_lookback_vec<T><<<(unsigned int)tiles5, T5>>>(in, out, n, exclusive, status, counter);
+        scan_kernel5<T><<<(unsigned int)tiles5, SCAN5_THREADS>>>(in, out, n, exclusive, status, counter);
         return cudaGetLastError();
     }
     default: return cudaErrorInvalidValue;
@@ -553,8 +532,8 @@ extern "C" size_t scan_scratch_bytes(int version, size_t n)
         return m > d ? m : d;
     }
     if (version <= 2) return 4 * (tiles_of(n, 1024) + tiles_of(n, 1024 * 1024) + 64);
-    if (version <= 4) return tiles_of(n, TILE) * sizeof(unsigned long long) + 64;
-    return tiles_of(n, TILE5) * sizeof(unsigned long long) + 64;
+    if (version <= 4) return tiles_of(n, SCAN_TILE) * sizeof(unsigned long long) + 64;
+    return tiles_of(n, SCAN5_TILE) * sizeof(unsigned long long) + 64;
 }
 
 extern "C" cudaError_t scan_launch(int version, int type, int exclusive, const void *d_in, void *d_out, size_t n,

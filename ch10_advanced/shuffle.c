@@ -47,9 +47,12 @@ static const lb_opt options[] = {
     {"--reps", LB_OPT_INT, &reps, "rounds of the operation per element"},
 };
 static const lb_program program = {
-    "shuffle", "warp shuffles (swap, sum, scan, broadcast) against shared memory, checked and timed",
-    "--size is the number of elements, a multiple of 32 (one warp per 32).\n",
-    LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, options, 1};
+    .name = "shuffle",
+    .synopsis = "warp shuffles (swap, sum, scan, broadcast) against shared memory, checked and timed",
+    .details = "--size is the number of elements, a multiple of 32 (one warp per 32).\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 1};
 
 int main(int argc, char **argv)
 {
@@ -94,7 +97,7 @@ int main(int argc, char **argv)
                 char name[32];
                 snprintf(name, sizeof name, "%s_%s", op_names[op], sh ? "shared" : "shfl");
                 lb_result r = {"shuffle", -1, name, sz, ms[sh], "gops_s", (double)n * reps / (ms[sh] * 1e6), NULL, 0.0, ok};
-                lb_print_result(&r);
+                lb_print_result(&r, args.quiet);
             }
         }
         failures += !ok_all;

@@ -10,25 +10,25 @@
  */
 #include "shuffle_kernels.h"
 
-#define FULL 0xffffffffu
-#define BLOCK 256
+#define SHUFFLE_FULL_MASK 0xffffffffu
+#define SHUFFLE_BLOCK 256
 
 template <int OP>
 __device__ __forceinline__ unsigned int shfl_op(unsigned int v, int lane)
 {
-    if (OP == OP_SWAP) return __shfl_xor_sync(FULL, v, 1);
+    if (OP == OP_SWAP) return __shfl_xor_sync(SHUFFLE_FULL_MASK, v, 1);
     if (OP == OP_SUM) {
-        for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(FULL, v, m);
+        for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(SHUFFLE_FULL_MASK, v, m);
         return v;
     }
     if (OP == OP_SCAN) {
         for (int d = 1; d < 32; d *= 2) {
-            unsigned int u = __shfl_up_sync(FULL, v, d);
+            unsigned int u = __shfl_up_sync(SHUFFLE_FULL_MASK, v, d);
             if (lane >= d) v += u;
         }
         return v;
     }
-    return __shfl_sync(FULL, v, 0);
+    return __shfl_sync(SHUFFLE_FULL_MASK, v, 0);
 }
 
 /* the same through the warp's 32 words of shared memory */
@@ -69,8 +69,8 @@ __device__ __forceinline__ unsigned int shared_op(unsigned int v, int lane, vola
 template <int OP, int SHARED>
 __global__ void warp_op_kernel(const unsigned int *in, unsigned int *out, size_t n, int reps)
 {
-    __shared__ unsigned int s[BLOCK];
-    size_t i = (size_t)blockIdx.x * BLOCK + threadIdx.x;
+    __shared__ unsigned int s[SHUFFLE_BLOCK];
+    size_t i = (size_t)blockIdx.x * SHUFFLE_BLOCK + threadIdx.x;
     int lane = threadIdx.x & 31;
     /* n is a multiple of 32 and blocks of 256: a warp is either all inside or all outside */
     if (i >= n) return;
@@ -85,9 +85,9 @@ __global__ void warp_op_kernel(const unsigned int *in, unsigned int *out, size_t
 extern "C" cudaError_t warp_op_launch(int op, int use_shared, const unsigned int *d_in, unsigned int *d_out, size_t n, int reps)
 {
     if (n % 32) return cudaErrorInvalidValue;
-    unsigned int blocks = (unsigned int)((n + BLOCK - 1) / BLOCK);
-#define LAUNCH(O) (use_shared ? warp_op_kernel<O, 1><<<blocks, BLOCK>>>(d_in, d_out, n, reps) \
-                              : warp_op_kernel<O, 0><<<blocks, BLOCK>>>(d_in, d_out, n, reps))
+    unsigned int blocks = (unsigned int)((n + SHUFFLE_BLOCK - 1) / SHUFFLE_BLOCK);
+#define LAUNCH(O) (use_shared ? warp_op_kernel<O, 1><<<blocks, SHUFFLE_BLOCK>>>(d_in, d_out, n, reps) \
+                              : warp_op_kernel<O, 0><<<blocks, SHUFFLE_BLOCK>>>(d_in, d_out, n, reps))
     switch (op) {
     case OP_SWAP: LAUNCH(OP_SWAP); break;
     case OP_SUM: LAUNCH(OP_SUM); break;

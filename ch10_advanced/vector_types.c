@@ -23,8 +23,12 @@ static cudaError_t run_vt(void *ctx)
 }
 
 static const lb_program program = {
-    "vector_types", "copy and scale with float, float2, float4, int4 and double2 accesses (and float, float4 four at a time), against cudaMemcpy",
-    NULL, LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET, NULL, 0};
+    .name = "vector_types",
+    .synopsis = "copy and scale with float, float2, float4, int4 and double2 accesses (and float, float4 four at a time), against cudaMemcpy",
+    .details = NULL,
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = NULL,
+    .n_opts = 0};
 
 int main(int argc, char **argv)
 {
@@ -73,7 +77,7 @@ int main(int argc, char **argv)
                 char name[32];
                 snprintf(name, sizeof name, "%s_%s", op ? "scale" : "copy", vt_names[vt]);
                 lb_result r = {"vector_types", -1, name, sz, ms, "gbps", gbps, "memcpy", gbps / mc, ok};
-                lb_print_result(&r);
+                lb_print_result(&r, args.quiet);
             }
             if (!args.quiet) {
                 printf(" %-10s %-9s %10d", op ? "scale" : "copy", vt_names[vt], vt_bytes[vt]);

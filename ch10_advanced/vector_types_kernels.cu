@@ -9,7 +9,7 @@
  */
 #include "vector_types_kernels.h"
 
-#define BLOCK 256
+#define VECTOR_TYPES_BLOCK 256
 
 template <typename V>
 __device__ __forceinline__ V scale(V v, float a);
@@ -45,10 +45,10 @@ template <typename V, int WIDTH, int UNROLL = 1>
 static cudaError_t launch(const float *x, float *y, size_t n, float a)
 {
     size_t nv = n / WIDTH;
-    size_t blocks = (nv + BLOCK * UNROLL - 1) / (BLOCK * UNROLL);
+    size_t blocks = (nv + VECTOR_TYPES_BLOCK * UNROLL - 1) / (VECTOR_TYPES_BLOCK * UNROLL);
     if (blocks > 132 * 16) blocks = 132 * 16;   /* grid-stride: a few waves on the largest GPU */
     if (blocks == 0) blocks = 1;                /* the tail alone */
-    vt_kernel<V, WIDTH, UNROLL><<<(unsigned int)blocks, BLOCK>>>(x, y, n, a);
+    vt_kernel<V, WIDTH, UNROLL><<<(unsigned int)blocks, VECTOR_TYPES_BLOCK>>>(x, y, n, a);
     return cudaGetLastError();
 }
 

@@ -1,4 +1,6 @@
-/* labbook.c - the shared helpers declared in labbook.h (C11, built with gcc into every program). */
+/* labbook.c - the shared helpers declared in labbook.h that talk to the GPU or print results:
+ * errors, GPU presence, versions, data, checking, timing and the report. The command line is
+ * in lb_args.c, the PNG writer and PGM reader in lb_image.c. */
 #define _POSIX_C_SOURCE 200809L
 #include "labbook.h"
 
@@ -129,273 +131,7 @@ void *lb_host_alloc(size_t bytes, const char *what)
     return p;
 }
 
-/* ================================================================ arguments */
-
-#define LB_MAX_VALUE (1LL << 62)
-
-/* One term: 123, 2^20, 1e6, 4k, 4M, 4G. Advances *p. */
-static int parse_term(const char **p, long long *out)
-{
-    const char *s = *p;
-    if (!isdigit((unsigned char)*s)) return -1;
-    long long v = 0;
-    while (isdigit((unsigned char)*s)) {
-        v = v * 10 + (*s - '0');
-        if (v > LB_MAX_VALUE) return -1;
-        s++;
-    }
-    if (*s == '^' || *s == 'e' || *s == 'E') {
-        long long base = (*s == '^') ? v : 10, mult = (*s == '^') ? 1 : v;
-        s++;
-        if (!isdigit((unsigned char)*s)) return -1;
-        long long e = 0;
-        while (isdigit((unsigned char)*s)) {
-            e = e * 10 + (*s - '0');
-            if (e > 62) return -1;
-            s++;
-        }
-        v = mult;
-        for (long long i = 0; i < e; i++) {
-            if (base != 0 && v > LB_MAX_VALUE / (base ? base : 1)) return -1;
-            v *= base;
-        }
-    } else if (*s && strchr("kKmMgG", *s)) {
-        int shift = (*s == 'k' || *s == 'K') ? 10 : (*s == 'm' || *s == 'M') ? 20 : 30;
-        if (v > (LB_MAX_VALUE >> shift)) return -1;
-        v <<= shift;
-        s++;
-    }
-    *p = s;
-    *out = v;
-    return 0;
-}
-
-int lb_parse_i64(const char *s, long long *out)
-{
-    if (!s) return -1;
-    int neg = 0;
-    if (*s == '-') { neg = 1; s++; }
-    long long v;
-    if (parse_term(&s, &v)) return -1;
-    while (*s == '+' || *s == '-') {
-        char op = *s++;
-        long long t;
-        if (parse_term(&s, &t)) return -1;
-        v = (op == '+') ? v + t : v - t;
-        if (v > LB_MAX_VALUE || v < -LB_MAX_VALUE) return -1;
-    }
-    if (*s) return -1;
-    *out = neg ? -v : v;
-    return 0;
-}
-
-int lb_parse_dims(const char *s, lb_dims *out, int max_dims)
-{
-    lb_dims d = {{0, 0, 0}, 0};
-    char buf[128];
-    if (!s || strlen(s) >= sizeof buf || max_dims < 1 || max_dims > 3) return -1;
-    strcpy(buf, s);
-    char *start = buf;
-    for (;;) {
-        char *sep = start + strcspn(start, ",x");
-        char last = *sep;
-        *sep = '\0';
-        if (d.n == max_dims || lb_parse_i64(start, &d.v[d.n])) return -1;
-        d.n++;
-        if (!last) break;
-        start = sep + 1;
-    }
-    *out = d;
-    return 0;
-}
-
-static void print_dims(FILE *f, const lb_dims *d)
-{
-    for (int i = 0; i < d->n; i++) fprintf(f, i ? ",%lld" : "%lld", d->v[i]);
-}
-
-static void print_usage(const lb_program *prog, const lb_args *a, FILE *f)
-{
-    unsigned u = prog->uses;
-    fprintf(f, "usage: %s%s [options]\n  %s\n\noptions:\n", prog->name,
-            (u & LB_USE_VERSION) ? " [version]" : "", prog->synopsis);
-    if (u & LB_USE_SIZE) {
-        static const char *const forms[] = {"N", "N", "N|WxH", "N|M,N,K"};
-        fprintf(f, "  -n, --size %-10s problem size (default ", forms[a->max_size_dims]);
-        print_dims(f, &a->size);
-        fprintf(f, "); numbers may be written 1000, 2^20+3, 1e6, 4M\n");
-    }
-    if (u & LB_USE_BLOCK) fprintf(f, "  --block N             threads per block (default %d)\n", a->block);
-    if (u & LB_USE_ITERS) fprintf(f, "  --iters N             timed repeats, median reported (default %d)\n", a->iters);
-    if (u & LB_USE_SEED) fprintf(f, "  --seed S              random seed for the inputs (default %llu)\n", a->seed);
-    if (u & LB_USE_CHECK_ONLY) fprintf(f, "  --check-only          verify against the CPU reference, don't time\n");
-    if (u & LB_USE_QUIET) fprintf(f, "  --quiet               print one summary line\n");
-    for (int i = 0; i < prog->n_opts; i++) {
-        const lb_opt *o = &prog->opts[i];
-        char left[64];
-        const char *arg = o->kind == LB_OPT_FLAG ? "" : o->kind == LB_OPT_DIMS ? " X[,Y]"
-                        : o->kind == LB_OPT_STRING ? " S" : o->kind == LB_OPT_DOUBLE ? " X" : " N";
-        snprintf(left, sizeof left, "%s%s", o->name, arg);
-        fprintf(f, "  %-21s %s", left, o->help);
-        switch (o->kind) {
-        /* a default of -1 means "chosen by the program": its help text says how */
-        case LB_OPT_INT: if (*(int *)o->dst != -1) fprintf(f, " (default %d)", *(int *)o->dst); break;
-        case LB_OPT_I64: if (*(long long *)o->dst != -1) fprintf(f, " (default %lld)", *(long long *)o->dst); break;
-        case LB_OPT_DOUBLE: if (*(double *)o->dst != -1.0) fprintf(f, " (default %g)", *(double *)o->dst); break;
-        case LB_OPT_STRING:
-            if (*(const char **)o->dst) fprintf(f, " (default %s)", *(const char **)o->dst);
-            break;
-        case LB_OPT_DIMS:
-            if (((lb_dims *)o->dst)->n == 0) break;   /* no default: off unless given */
-            fprintf(f, " (default ");
-            print_dims(f, (lb_dims *)o->dst);
-            fprintf(f, ")");
-            break;
-        case LB_OPT_FLAG: break;
-        }
-        fputc('\n', f);
-    }
-    fprintf(f, "  -h, --help            this text\n");
-    if (prog->details) fprintf(f, "\n%s", prog->details);
-    fprintf(f, "\nexit: 0 pass, 1 wrong result, 2 bad input, 3 CUDA error, 77 no usable GPU\n");
-}
-
-void lb_usage_error(const lb_program *prog, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "%s: ", prog->name);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nusage: %s%s [options]   (%s --help lists them, with the defaults)\n",
-            prog->name, (prog->uses & LB_USE_VERSION) ? " [version]" : "", prog->name);
-    exit(LB_EXIT_USAGE);
-}
-
-/* "--size=4" or "--size 4": return the value text, or exit 2 when it is missing. */
-static const char *take_value(const lb_program *prog, const char *flag, const char *inline_val,
-                              int argc, char **argv, int *i)
-{
-    if (inline_val) return inline_val;
-    if (*i + 1 >= argc) lb_usage_error(prog, "%s needs a value", flag);
-    return argv[++*i];
-}
-
-static long long positive_value(const lb_program *prog, const char *flag, const char *val,
-                                long long max)
-{
-    long long v;
-    if (lb_parse_i64(val, &v)) lb_usage_error(prog, "%s: '%s' is not a number", flag, val);
-    if (v <= 0) lb_usage_error(prog, "%s must be positive (got %s)", flag, val);
-    if (v > max) lb_usage_error(prog, "%s %s is too large (at most %lld)", flag, val, max);
-    return v;
-}
-
-static void parse_own_option(const lb_program *prog, const lb_opt *o, const char *val)
-{
-    switch (o->kind) {
-    case LB_OPT_FLAG: *(int *)o->dst = 1; break;
-    case LB_OPT_STRING: *(const char **)o->dst = val; break;
-    case LB_OPT_INT: {
-        long long v;
-        if (lb_parse_i64(val, &v) || v < -2147483647LL || v > 2147483647LL)
-            lb_usage_error(prog, "%s: '%s' is not a valid integer", o->name, val);
-        *(int *)o->dst = (int)v;
-        break;
-    }
-    case LB_OPT_I64: {
-        long long v;
-        if (lb_parse_i64(val, &v)) lb_usage_error(prog, "%s: '%s' is not a valid integer", o->name, val);
-        *(long long *)o->dst = v;
-        break;
-    }
-    case LB_OPT_DOUBLE: {
-        char *end;
-        errno = 0;
-        double v = strtod(val, &end);
-        if (end == val || *end || errno || !isfinite(v))
-            lb_usage_error(prog, "%s: '%s' is not a number", o->name, val);
-        *(double *)o->dst = v;
-        break;
-    }
-    case LB_OPT_DIMS: {
-        lb_dims *d = (lb_dims *)o->dst;
-        lb_dims parsed;
-        if (lb_parse_dims(val, &parsed, 3))
-            lb_usage_error(prog, "%s: '%s' is not X, XxY or XxYxZ", o->name, val);
-        *d = parsed;
-        break;
-    }
-    }
-}
-
-/* --quiet promises one summary line, so it silences the RESULT lines too */
-static int results_quiet;
-
-void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
-{
-    unsigned u = prog->uses;
-    if (a->max_size_dims < 1) a->max_size_dims = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        char flag[64];
-        const char *inline_val = NULL;
-        /* split "--flag=value" */
-        const char *eq = strchr(arg, '=');
-        if (arg[0] == '-' && arg[1] == '-' && eq && (size_t)(eq - arg) < sizeof flag) {
-            memcpy(flag, arg, (size_t)(eq - arg));
-            flag[eq - arg] = '\0';
-            inline_val = eq + 1;
-        } else {
-            snprintf(flag, sizeof flag, "%s", arg);
-        }
-
-        if (!strcmp(flag, "-h") || !strcmp(flag, "--help")) {
-            print_usage(prog, a, stdout);
-            exit(LB_EXIT_PASS);
-        } else if ((u & LB_USE_SIZE) && (!strcmp(flag, "-n") || !strcmp(flag, "--size"))) {
-            const char *v = take_value(prog, flag, inline_val, argc, argv, &i);
-            lb_dims d;
-            if (lb_parse_dims(v, &d, a->max_size_dims))
-                lb_usage_error(prog, "%s: '%s' is not a size (%s)", flag, v,
-                               a->max_size_dims > 1 ? "N or M,N,K" : "one number, e.g. 2^20+3");
-            for (int k = 0; k < d.n; k++)
-                if (d.v[k] <= 0) lb_usage_error(prog, "%s must be positive (got %s)", flag, v);
-            a->size = d;
-        } else if ((u & LB_USE_BLOCK) && !strcmp(flag, "--block")) {
-            a->block = (int)positive_value(prog, flag, take_value(prog, flag, inline_val, argc, argv, &i), 1 << 20);
-        } else if ((u & LB_USE_ITERS) && !strcmp(flag, "--iters")) {
-            a->iters = (int)positive_value(prog, flag, take_value(prog, flag, inline_val, argc, argv, &i), 1000000);
-        } else if ((u & LB_USE_SEED) && !strcmp(flag, "--seed")) {
-            const char *v = take_value(prog, flag, inline_val, argc, argv, &i);
-            long long s;
-            if (lb_parse_i64(v, &s) || s < 0) lb_usage_error(prog, "--seed: '%s' is not a non-negative integer", v);
-            a->seed = (unsigned long long)s;
-        } else if ((u & LB_USE_CHECK_ONLY) && !strcmp(flag, "--check-only")) {
-            a->check_only = 1;
-        } else if ((u & LB_USE_QUIET) && !strcmp(flag, "--quiet")) {
-            a->quiet = 1;
-            results_quiet = 1;
-        } else if ((u & LB_USE_VERSION) && isdigit((unsigned char)arg[0])) {
-            long long v;
-            if (lb_parse_i64(arg, &v) || v < a->min_version || v > a->max_version)
-                lb_usage_error(prog, "version '%s' does not exist (%d..%d)", arg, a->min_version, a->max_version);
-            a->version = (int)v;
-        } else {
-            const lb_opt *o = NULL;
-            for (int k = 0; k < prog->n_opts; k++)
-                if (!strcmp(flag, prog->opts[k].name)) o = &prog->opts[k];
-            if (!o) lb_usage_error(prog, "unknown argument '%s'", arg);
-            if (o->kind == LB_OPT_FLAG) {
-                if (inline_val) lb_usage_error(prog, "%s takes no value", flag);
-                parse_own_option(prog, o, NULL);
-            } else {
-                parse_own_option(prog, o, take_value(prog, flag, inline_val, argc, argv, &i));
-            }
-        }
-    }
-}
-
+/* Blocks of `block` threads that fill the GPU once (for grid-stride kernels). */
 unsigned int lb_resident_blocks(const void *kernel, int block, size_t smem)
 {
     int dev, sms, per_sm;
@@ -405,15 +141,20 @@ unsigned int lb_resident_blocks(const void *kernel, int block, size_t smem)
     return (unsigned int)(sms * per_sm);
 }
 
-void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, int *K)
+/* ================================================================ versions */
+
+int lb_version_wanted(const lb_program *prog, const lb_args *args, const lb_gpu *gpu, int number)
 {
-    if (args->size.n == 2) lb_usage_error(prog, "--size takes N or M,N,K");
-    long long d[3];
-    for (int i = 0; i < 3; i++) {
-        d[i] = args->size.n == 3 ? args->size.v[i] : args->size.v[0];
-        if (d[i] > 65536) lb_usage_error(prog, "--size: each dimension at most 65536");
-    }
-    *M = (int)d[0], *N = (int)d[1], *K = (int)d[2];
+    const lb_version *v = lb_version_of(prog, number);
+    if (!v || (args->version >= 0 && args->version != number)) return 0;
+    int have = gpu->prop.major * 10 + gpu->prop.minor;
+    if (v->min_sm <= have) return 1;
+    if (args->version == number)   /* asked for by number: say why not, exit 2 */
+        lb_die(LB_EXIT_USAGE, "%s: version %d (%s) needs sm_%d or newer; this GPU (%s) is %s", prog->name,
+               number, v->title, v->min_sm, gpu->prop.name, gpu->sm);
+    if (!args->quiet)
+        printf("  %2d  %-28s skipped: needs sm_%d or newer; this GPU is %s\n", number, v->title, v->min_sm, gpu->sm);
+    return 0;
 }
 
 void lb_check_block(const lb_program *prog, const lb_gpu *gpu, int block)
@@ -588,9 +329,9 @@ double lb_wall_ms(void)
 
 /* ================================================================ reporting */
 
-void lb_print_result(const lb_result *r)
+void lb_print_result(const lb_result *r, int quiet)
 {
-    if (results_quiet) return;
+    if (quiet) return;   /* --quiet promises one summary line */
     printf("RESULT prog=%s", r->prog);
     if (r->ver >= 0) printf(" ver=%d", r->ver);
     printf(" name=%s size=%s ms=%.4f %s=%.4g", r->name, r->size, r->ms, r->unit, r->value);
@@ -599,197 +340,85 @@ void lb_print_result(const lb_result *r)
     fflush(stdout);
 }
 
-/* ================================================================ pictures */
-
-/* A PNG is a signature and chunks (length, type, data, CRC-32). The pixels go in IDAT as a
- * zlib stream; we use deflate's "stored" blocks (no compression), which any decoder reads. */
-
-static uint32_t crc_table[256];
-
-static void crc_init(void)
+/* The column heads, printed before a table's first row. */
+static void report_head(lb_report *r)
 {
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
-    }
+    if (r->args->quiet || r->head_done) return;
+    r->head_done = 1;
+    if (r->heading) printf("%s\n", r->heading);
+    printf(" ver  %-28s %10s %10s", "version", "ms", r->unit_head);
+    if (r->ceiling_head) printf(" %10s", r->ceiling_head);
+    if (r->base_head) printf(" %10s", r->base_head);
+    printf("   check\n");
 }
 
-static uint32_t crc_update(uint32_t crc, const unsigned char *p, size_t n)
+void lb_report_table(lb_report *r, const char *size, const char *heading)
 {
-    for (size_t i = 0; i < n; i++) crc = crc_table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
-    return crc;
+    r->size = size;
+    r->heading = heading;
+    r->head_done = 0;
+    r->base_value = 0.0;
 }
 
-static void put_be32(unsigned char *p, uint32_t v)
+/* One row: ver (or "-"), label, ms, value, the ratios, the verdict. */
+static void report_line(lb_report *r, int ver, const char *label, double ms, double value, const char *verdict)
 {
-    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);  p[3] = (unsigned char)v;
-}
-
-static int write_chunk(FILE *f, const char *type, const unsigned char *data, uint32_t len)
-{
-    unsigned char hdr[8];
-    put_be32(hdr, len);
-    memcpy(hdr + 4, type, 4);
-    uint32_t crc = crc_update(0xFFFFFFFFu, hdr + 4, 4);
-    crc = crc_update(crc, data, len) ^ 0xFFFFFFFFu;
-    unsigned char tail[4];
-    put_be32(tail, crc);
-    if (fwrite(hdr, 1, 8, f) != 8) return -1;
-    if (len && fwrite(data, 1, len, f) != len) return -1;
-    return fwrite(tail, 1, 4, f) == 4 ? 0 : -1;
-}
-
-/* The zlib stream is collected in a buffer and flushed as one IDAT chunk when it fills. */
-#define PNG_IDAT_BYTES (1u << 20)
-typedef struct { FILE *f; unsigned char *buf; uint32_t len; int err; } idat_writer;
-
-static void idat_put(idat_writer *w, const unsigned char *p, size_t n)
-{
-    while (n && !w->err) {
-        size_t room = PNG_IDAT_BYTES - w->len, k = n < room ? n : room;
-        memcpy(w->buf + w->len, p, k);
-        w->len += (uint32_t)k; p += k; n -= k;
-        if (w->len == PNG_IDAT_BYTES) {
-            if (write_chunk(w->f, "IDAT", w->buf, w->len)) w->err = 1;
-            w->len = 0;
-        }
-    }
-}
-
-/* Adler-32 sums; the modulo is taken every 5552 bytes, the most that cannot overflow 32 bits */
-static void adler_update(uint32_t *a1, uint32_t *a2, const unsigned char *p, size_t n)
-{
-    while (n) {
-        size_t k = n < 5552 ? n : 5552;
-        for (size_t i = 0; i < k; i++) {
-            *a1 += p[i];
-            *a2 += *a1;
-        }
-        *a1 %= 65521u;
-        *a2 %= 65521u;
-        p += k;
-        n -= k;
-    }
-}
-
-int lb_write_png(const char *path, int width, int height, int channels,
-                 const unsigned char *pixels, const unsigned char *palette)
-{
-    if (width <= 0 || height <= 0 || (channels != 1 && channels != 3) || (palette && channels != 1)) {
-        errno = EINVAL;
-        return -1;
-    }
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    crc_init();
-    static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-    unsigned char ihdr[13];
-    put_be32(ihdr, (uint32_t)width);
-    put_be32(ihdr + 4, (uint32_t)height);
-    ihdr[8] = 8;                                         /* bits per sample */
-    ihdr[9] = palette ? 3 : (channels == 3 ? 2 : 0);     /* indexed, RGB or grey */
-    ihdr[10] = ihdr[11] = ihdr[12] = 0;                  /* deflate, no filter set, no interlace */
-    int err = fwrite(signature, 1, 8, f) != 8 || write_chunk(f, "IHDR", ihdr, 13);
-    if (!err && palette) err = write_chunk(f, "PLTE", palette, 256 * 3);
-
-    idat_writer w = {f, (unsigned char *)malloc(PNG_IDAT_BYTES), 0, err};
-    if (!w.buf) w.err = 1;
-    /* raw data: each row is a filter-type byte (0 = none) then the row's bytes */
-    size_t row = (size_t)width * (size_t)channels, raw_total = (size_t)height * (row + 1);
-    size_t raw_done = 0, block_left = 0;
-    uint32_t a1 = 1, a2 = 0;                             /* Adler-32 of the raw data */
-    const unsigned char zlib_header[2] = {0x78, 0x01};
-    idat_put(&w, zlib_header, 2);
-    for (int y = 0; y < height && !w.err; y++) {
-        const unsigned char zero = 0;
-        const unsigned char *src[2] = {&zero, pixels + (size_t)y * row};
-        size_t len[2] = {1, row};
-        for (int part = 0; part < 2; part++) {
-            const unsigned char *p = src[part];
-            size_t n = len[part];
-            while (n) {
-                if (block_left == 0) {   /* start a stored block of up to 65535 bytes */
-                    size_t left = raw_total - raw_done;
-                    block_left = left < 65535 ? left : 65535;
-                    unsigned char bh[5] = {(unsigned char)(left == block_left), 0, 0, 0, 0};
-                    bh[1] = (unsigned char)(block_left & 0xFF); bh[2] = (unsigned char)(block_left >> 8);
-                    bh[3] = (unsigned char)(~block_left & 0xFF); bh[4] = (unsigned char)((~block_left >> 8) & 0xFF);
-                    idat_put(&w, bh, 5);
-                }
-                size_t k = n < block_left ? n : block_left;
-                idat_put(&w, p, k);
-                adler_update(&a1, &a2, p, k);
-                p += k; n -= k; block_left -= k; raw_done += k;
-            }
-        }
-    }
-    unsigned char adler[4];
-    put_be32(adler, (a2 << 16) | a1);
-    idat_put(&w, adler, 4);
-    if (!w.err && w.len && write_chunk(f, "IDAT", w.buf, w.len)) w.err = 1;
-    if (!w.err && write_chunk(f, "IEND", NULL, 0)) w.err = 1;
-    free(w.buf);
-    if (fclose(f) != 0) w.err = 1;
-    if (w.err && !errno) errno = EIO;
-    return w.err ? -1 : 0;
-}
-
-/* ---------------------------------------------------------------- PGM reader */
-
-/* The next header number of a PGM: skip whitespace and '#' comments, read digits. */
-static int pgm_number(FILE *f, long *out)
-{
-    int c = fgetc(f);
-    for (;;) {
-        while (c != EOF && isspace(c)) c = fgetc(f);
-        if (c != '#') break;
-        while (c != EOF && c != '\n') c = fgetc(f);
-    }
-    if (c == EOF || !isdigit(c)) return -1;
-    long v = 0;
-    while (c != EOF && isdigit(c)) {
-        if (v > 100000000) return -1;
-        v = v * 10 + (c - '0');
-        c = fgetc(f);
-    }
-    if (c == EOF || !isspace(c)) return -1;   /* exactly one whitespace byte ends the header */
-    *out = v;
-    return 0;
-}
-
-unsigned char *lb_read_pgm(const char *path, int *width, int *height, char *err, size_t err_len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    unsigned char *px = NULL;
-    char magic[2];
-    long w, h, maxval;
-    if (fread(magic, 1, 2, f) != 2 || magic[0] != 'P' || magic[1] != '5') {
-        snprintf(err, err_len, "%s: not a binary PGM (the file must start with P5)", path);
-    } else if (pgm_number(f, &w) || pgm_number(f, &h) || pgm_number(f, &maxval)) {
-        snprintf(err, err_len, "%s: malformed PGM header (expected P5, width, height, maxval)", path);
-    } else if (w < 1 || h < 1 || w > 65536 || h > 65536) {
-        snprintf(err, err_len, "%s: size %ldx%ld (each side must be 1..65536)", path, w, h);
-    } else if (maxval < 1 || maxval > 255) {
-        snprintf(err, err_len, "%s: maxval %ld: only 8-bit PGM (maxval 1..255) is supported", path, maxval);
-    } else if (!(px = malloc((size_t)w * (size_t)h))) {
-        snprintf(err, err_len, "%s: out of memory for %ldx%ld pixels", path, w, h);
+    report_head(r);
+    if (r->args->quiet) return;
+    char num[16] = "   -";
+    if (ver >= 0) snprintf(num, sizeof num, "  %2d", ver);
+    if (r->args->check_only) {
+        printf("%s  %-28s %10s %10s", num, label, "-", "-");
+        if (r->ceiling_head) printf(" %10s", "-");
+        if (r->base_head) printf(" %10s", "-");
     } else {
-        size_t got = fread(px, 1, (size_t)w * (size_t)h, f);
-        if (got != (size_t)w * (size_t)h) {
-            snprintf(err, err_len, "%s: truncated: %zu of %zu pixel bytes", path, got, (size_t)w * (size_t)h);
-            free(px);
-            px = NULL;
-        } else {
-            *width = (int)w;
-            *height = (int)h;
-        }
+        printf("%s  %-28s %10.4f %10.4g", num, label, ms, value);
+        if (r->ceiling_head) printf(" %10.2f", r->ceiling_value > 0 ? value / r->ceiling_value : 0.0);
+        if (r->base_head) printf(" %10.2f", r->base_value > 0 ? value / r->base_value : 0.0);
     }
-    fclose(f);
-    return px;
+    printf("   %s\n", verdict);
+}
+
+void lb_report_note(lb_report *r, const char *label, double ms, double value, const char *verdict)
+{
+    report_line(r, -1, label, ms, value, verdict ? verdict : "-");
+}
+
+void lb_report_row(lb_report *r, int ver, const char *name, double ms, double value, int pass, const char *verdict)
+{
+    const lb_version *v = lb_version_of(r->prog, ver);
+    char label[64];
+    snprintf(label, sizeof label, "%s", v ? v->title : name);
+    if (!name) name = v ? v->name : "?";
+    if (!verdict) verdict = pass > 0 ? "PASS" : pass == 0 ? "FAIL" : "-";
+    if (pass == 0) r->failures++;
+    /* the first row of a table is its baseline unless the program set one (< 0: none) */
+    if (r->base_value == 0 && !r->args->check_only) r->base_value = value;
+    report_line(r, ver, label, ms, value, verdict);
+    if (r->args->check_only) return;
+    double ratio = r->base_value > 0 ? value / r->base_value : 0.0;
+    lb_result res = {r->prog->name, ver, name, r->size, ms, r->unit, value, r->base, ratio, pass};
+    lb_print_result(&res, r->args->quiet);
+    /* the best version that passed, other than the baseline (version 0, or the one named base) */
+    int is_base = ver == 0 || (r->base && !strcmp(name, r->base));
+    if (ver > 0 && !is_base && pass != 0 && (r->best == 0 || ratio > r->best_ratio)) {
+        r->best = ver;
+        r->best_ratio = ratio;
+        r->best_value = value;
+        snprintf(r->best_name, sizeof r->best_name, "%s", name);
+        snprintf(r->best_size, sizeof r->best_size, "%s", r->size);
+    }
+}
+
+int lb_report_finish(lb_report *r)
+{
+    if (r->args->quiet) {
+        printf("%s: %s, ", r->prog->name, r->best > 0 ? r->best_size : r->size);
+        if (r->best > 0 && r->base)
+            printf("best v%d %s %.4g %s = %.2fx %s, ", r->best, r->best_name, r->best_value, r->unit_head,
+                   r->best_ratio, r->base);
+        printf("%s\n", r->failures ? "FAIL" : "all PASS");
+    }
+    fflush(stdout);
+    return r->failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
 }

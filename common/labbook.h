@@ -3,14 +3,16 @@
  *   error checks  CUDA_CHECK, CUBLAS_CHECK, CUFFT_CHECK, CURAND_CHECK, CU_CHECK, NVRTC_CHECK
  *                 (the library ones exist once that library's header is included first)
  *   GPU presence  lb_gpu_init(): no driver / no device -> clear message, exit 77
+ *   versions      lb_version: one table row per version of a program's kernel
  *   arguments     lb_parse_args(): --help, -n/--size, --block, --iters, --seed,
- *                 --check-only, --quiet, a version number, and a program's own flags
+ *                 --check-only, --quiet, a version number, and a program's own flags (lb_args.c)
  *   data          lb_rng / lb_fill_uniform (seeded), lb_poison_* (NaN bytes)
  *   checking      lb_check_f32 (abs + rel tolerance, NaN fails), lb_check_i32 (exact)
  *   timing        lb_time_ms (CUDA events, warm-up, median), lb_memcpy_ceiling (D2D)
- *   reporting     lb_print_result (the RESULT line for bench/), lb_write_png, lb_read_pgm
+ *   reporting     lb_report_row (table row + RESULT line), lb_report_finish (--quiet summary)
+ *   pictures      lb_write_png, lb_read_pgm (lb_image.c)
  *
- * Exit codes (LABBOOK 8): 0 pass, 1 wrong result, 2 bad input, 3 CUDA/system error, 77 no GPU.
+ * Exit codes: 0 pass, 1 wrong result, 2 bad input, 3 CUDA/system error, 77 no usable GPU.
  */
 #ifndef LABBOOK_H
 #define LABBOOK_H
@@ -172,6 +174,31 @@ void lb_require_device_memory(size_t bytes, const char *what);
 /* malloc that exits 2 with the size on failure (sizes come from the user). */
 void *lb_host_alloc(size_t bytes, const char *what);
 
+/* ---------------------------------------------------------------- versions */
+
+/* The work to run or time: launches on stream 0 and returns the launch's error. ctx is the
+ * program's job (its buffers and sizes). */
+typedef cudaError_t (*lb_work_fn)(void *ctx);
+
+/* The oldest GPU the lab book supports; a version that needs a newer one says so in min_sm. */
+#define LB_OLDEST_SM 75
+
+/* One version of a program's kernel. A program declares all its versions in one table,
+ *     static const lb_version versions[] = {
+ *         {0, "cublas", "cuBLAS sgemm", LB_OLDEST_SM, run_cublas},
+ *         {1, "naive",  "naive, one thread per element", LB_OLDEST_SM, run_kernel},
+ *     };
+ *     _Static_assert(sizeof versions / sizeof versions[0] == MATMUL_VERSIONS, "...");
+ * and everything else (the version argument, --help's list, the table labels, the RESULT
+ * names) is derived from it. Numbers are consecutive, in teaching order; 0 is the baseline. */
+typedef struct {
+    int number;          /* what the user types: ./matmul 3 */
+    const char *name;    /* short, no spaces: the RESULT line's name= */
+    const char *title;   /* for the table and --help */
+    int min_sm;          /* the oldest GPU it runs on, 75 = sm_75 (LB_OLDEST_SM: any) */
+    lb_work_fn run;      /* runs it once: run(&job) */
+} lb_version;
+
 /* ---------------------------------------------------------------- arguments */
 
 typedef struct { long long v[3]; int n; } lb_dims;   /* "4096", "1000,1023,777", "512x256" */
@@ -189,8 +216,8 @@ typedef struct {
 /* Which shared flags a program accepts (the others are rejected as unknown). */
 enum {
     LB_USE_SIZE = 1 << 0, LB_USE_BLOCK = 1 << 1, LB_USE_ITERS = 1 << 2, LB_USE_SEED = 1 << 3,
-    LB_USE_CHECK_ONLY = 1 << 4, LB_USE_QUIET = 1 << 5, LB_USE_VERSION = 1 << 6,
-    LB_USE_ALL = 0x7f
+    LB_USE_CHECK_ONLY = 1 << 4, LB_USE_QUIET = 1 << 5,
+    LB_USE_ALL = 0x3f
 };
 
 typedef struct {
@@ -200,23 +227,30 @@ typedef struct {
     int iters;              /* --iters: timed repeats */
     unsigned long long seed;/* --seed */
     int check_only;         /* --check-only: verify, don't time */
-    int quiet;              /* --quiet: one summary line */
-    int version;            /* positional version number, -1 = all */
-    int min_version;        /* lowest valid version number (0 unless version 0 is missing) */
-    int max_version;        /* highest valid version number */
+    int quiet;              /* --quiet: one summary line (no table, no RESULT lines) */
+    int version;            /* the version number asked for, -1 = all (set by lb_parse_args) */
 } lb_args;
 
 typedef struct {
     const char *name;        /* "vecadd" */
     const char *synopsis;    /* one line: what it computes */
-    const char *details;     /* versions and notes, printed after the flags (may be NULL) */
+    const char *details;     /* notes printed after the flags and versions (may be NULL) */
     unsigned uses;           /* LB_USE_* bits */
     const lb_opt *opts;      /* the program's own flags */
     int n_opts;
+    const lb_version *versions;   /* the version table (NULL: the program has no versions) */
+    int n_versions;
 } lb_program;
 
+/* The first and last version numbers of the table, -1 when there is none. */
+int lb_first_version(const lb_program *prog);
+int lb_last_version(const lb_program *prog);
+/* The table row of version `number`, NULL when there is no such version. */
+const lb_version *lb_version_of(const lb_program *prog, int number);
+
 /* Parse argv into args (pre-filled with the defaults, which --help prints) and the
- * program's own flags. --help prints usage and exits 0; bad input exits 2. */
+ * program's own flags. --help prints usage (with the version table) and exits 0; bad input,
+ * including a version number not in the table, exits 2. */
 void lb_parse_args(const lb_program *prog, lb_args *args, int argc, char **argv);
 /* Usage error: "<prog>: <reason>" + "run <prog> --help", exit 2. */
 LB_NORETURN void lb_usage_error(const lb_program *prog, const char *fmt, ...) LB_PRINTF(2, 3);
@@ -229,12 +263,19 @@ int lb_parse_dims(const char *s, lb_dims *out, int max_dims);
 /* A matrix product's --size: "N" (square) or "M,N,K", each 1..65536; exits 2 otherwise. */
 void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, int *K);
 
-/* Blocks of `block` threads (and smem bytes of dynamic shared memory) that fill the current
- * GPU once: the occupancy API's blocks per SM times the SMs. For grid-stride kernels. */
-unsigned int lb_resident_blocks(const void *kernel, int block, size_t smem);
+/* ---------------------------------------------------------------- GPU: what runs, launch shapes */
+
+/* Should version `number` run now? Yes when it is the one asked for, or when all are asked
+ * for, and this GPU is new enough. Asked for by number on a GPU too old: exit 2 with the
+ * reason; in the all-versions run it is listed as skipped (with the reason) instead. */
+int lb_version_wanted(const lb_program *prog, const lb_args *args, const lb_gpu *gpu, int number);
 
 /* Exit 2 when the block size is not in 1..device limit (call after lb_gpu_init). */
 void lb_check_block(const lb_program *prog, const lb_gpu *gpu, int block);
+
+/* Blocks of `block` threads (and smem bytes of dynamic shared memory) that fill the current
+ * GPU once: the occupancy API's blocks per SM times the SMs. For grid-stride kernels. */
+unsigned int lb_resident_blocks(const void *kernel, int block, size_t smem);
 
 /* ---------------------------------------------------------------- data */
 
@@ -272,9 +313,6 @@ const char *lb_check_summary(const lb_check *c, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- timing */
 
-/* The work to time: launches on stream 0 and returns the launch's error. */
-typedef cudaError_t (*lb_work_fn)(void *ctx);
-
 /* Run fn `warmup` times, then `iters` times each between two CUDA events; return the
  * median in milliseconds (median, not mean: one slow outlier does not move it). */
 float lb_time_ms(lb_work_fn fn, void *ctx, int warmup, int iters);
@@ -302,8 +340,45 @@ typedef struct {
 } lb_result;
 
 /* RESULT prog=... ver=... name=... size=... ms=... <unit>=... base=... ratio=... check=...
- * (not printed after --quiet, which promises a single summary line) */
-void lb_print_result(const lb_result *r);
+ * Prints nothing when quiet (--quiet promises a single summary line). */
+void lb_print_result(const lb_result *r, int quiet);
+
+/* The report of a program with versions: one table row and one RESULT line per version, and
+ * with --quiet only the summary line. Fill the first block, then
+ *     lb_report_table(&rep, "4096x4096x4096", NULL);      a table (again for each input)
+ *     lb_report_row(&rep, v, NULL, ms, tflops, pass, verdict);   for each version, baseline first
+ *     return lb_report_finish(&rep);                     the --quiet line; the exit code */
+typedef struct {
+    const lb_program *prog;   /* its name and version table */
+    const lb_args *args;      /* quiet, check_only */
+    const char *unit;         /* the RESULT key of the value: "tflops", "gbps", "giter_s" */
+    const char *unit_head;    /* the value's column head: "TFLOP/s" */
+    const char *base;         /* the RESULT base= name: "cublas" (the first row of each table) */
+    const char *base_head;    /* the ratio's column head: "vs cuBLAS" (NULL: no column) */
+    const char *ceiling_head; /* optional second ratio: "vs memcpy" (NULL: none) */
+    double ceiling_value;     /* ... against this value */
+    /* set by lb_report_table and the rows */
+    const char *size, *heading;
+    double base_value;        /* the value of the table's first row, the baseline */
+    int head_done, failures;
+    int best;                 /* the best version so far (0: none yet) */
+    double best_ratio, best_value;
+    char best_name[32], best_size[64];
+} lb_report;
+
+/* Start a table: size is the RESULT size=, heading a line above the column heads (or NULL). */
+void lb_report_table(lb_report *r, const char *size, const char *heading);
+/* One version's row and RESULT line. name NULL: the table's name (a program may pass its own,
+ * e.g. with a build-time parameter in it); pass 1/0/-1 (not checked); verdict the check column
+ * (NULL: PASS/FAIL). A failed row counts towards the exit code. In --check-only mode the
+ * timing columns are "-" and no RESULT line is printed. */
+void lb_report_row(lb_report *r, int ver, const char *name, double ms, double value, int pass,
+                   const char *verdict);
+/* A reference row that is not a version (the memcpy ceiling, a single-thread CPU): table only. */
+void lb_report_note(lb_report *r, const char *label, double ms, double value, const char *verdict);
+/* With --quiet, the one summary line: "<prog>: <size>, best vN name value = ratio x base,
+ * all PASS". Returns the exit code: LB_EXIT_FAIL if any row failed, else LB_EXIT_PASS. */
+int lb_report_finish(lb_report *r);
 
 /* ---------------------------------------------------------------- pictures */
 

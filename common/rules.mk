@@ -6,7 +6,9 @@
 #     CFLAGS_mandelbrot := -fopenmp       # extra gcc flags for one program's host file
 #     LIBS_mandelbrot   := -lgomp         # extra libraries for one program (e.g. -lcublas)
 #     NVCCFLAGS_prog    := -rdc=true      # extra nvcc flags for one program's kernels
-#     TUNABLES := TILE                    # make TILE=32 passes -DTILE=32 and rebuilds
+#     OBJS_dnn := dnn_data.o dnn_net.o    # more host objects for one program (from .c files here)
+#     TUNABLES := TILE                    # make TILE=32 passes -DTILE=32 to nvcc and rebuilds
+#                                         # the kernels (host objects are not rebuilt)
 #     DEMO := ./mandelbrot --quiet        # what `make run` runs
 #     CLEAN_EXTRA := libx.so              # more files for `make clean` to remove
 #     include ../common/rules.mk
@@ -37,37 +39,48 @@ endif
 GENCODE := -gencode arch=compute_$(ARCH_NUM),code=[sm_$(ARCH_NUM),compute_$(ARCH_NUM)]
 
 TUNABLE_DEFS := $(foreach t,$(TUNABLES),$(if $($(t)),-D$(t)=$($(t))))
-CPPFLAGS := -I$(COMMON_DIR) -I$(CUDA_PATH)/include -DLB_ARCH=$(ARCH) $(TUNABLE_DEFS)
+CPPFLAGS := -I$(COMMON_DIR) -I$(CUDA_PATH)/include -DLB_ARCH=$(ARCH)
 CFLAGS := -std=c11 -O2 -Wall -Wextra $(if $(DEBUG),-g)
-NVCCFLAGS := -O3 -lineinfo -std=c++17 $(GENCODE) $(if $(DEBUG),-g -G)
+# Tunables reach only the kernels: a host file asks its kernels' launcher for a value it shows.
+NVCCFLAGS := -O3 -lineinfo -std=c++17 $(GENCODE) $(TUNABLE_DEFS) $(if $(DEBUG),-g -G)
 LDLIBS := -lm
 
 CHAPTER := $(notdir $(CURDIR))
 SHORT := $(firstword $(subst _, ,$(CHAPTER)))
 
-# Rebuild everything when the flags change (ARCH=, TILE=, DEBUG=): the objects depend on a
-# file holding the flags, rewritten only when they differ from the last build's.
-BUILD_FLAGS := $(CC) $(CPPFLAGS) $(CFLAGS) | $(NVCC) $(NVCCFLAGS)
-$(shell printf '%s\n' '$(BUILD_FLAGS)' | cmp -s - .build-flags 2>/dev/null || printf '%s\n' '$(BUILD_FLAGS)' > .build-flags)
+# Rebuild when the flags change (ARCH=, TILE=, DEBUG=): host objects depend on a file holding
+# the host flags, kernel objects on one holding the nvcc flags, each rewritten only when it
+# differs from the last build's. So TILE=32 rebuilds the kernels and relinks, nothing more.
+HOST_FLAGS := $(CC) $(CPPFLAGS) $(CFLAGS)
+DEVICE_FLAGS := $(NVCC) $(CPPFLAGS) $(NVCCFLAGS)
+$(shell printf '%s\n' '$(HOST_FLAGS)' | cmp -s - .build-flags-host 2>/dev/null || printf '%s\n' '$(HOST_FLAGS)' > .build-flags-host)
+$(shell printf '%s\n' '$(DEVICE_FLAGS)' | cmp -s - .build-flags-nvcc 2>/dev/null || printf '%s\n' '$(DEVICE_FLAGS)' > .build-flags-nvcc)
 
-COMMON_DEPS := $(COMMON_DIR)/labbook.h .build-flags
+# The $(shell) lines above write these files while make reads this file, after make may have
+# listed the folder: an empty rule tells make they need nothing more.
+.build-flags-host .build-flags-nvcc: ;
+
+# common/: labbook.c (GPU, checks, timing, report), lb_args.c (command line), lb_image.c (PNG, PGM)
+COMMON_OBJS := labbook.o lb_args.o lb_image.o
+HOST_DEPS := $(COMMON_DIR)/labbook.h .build-flags-host
 
 .PHONY: all clean debug run test print-arch $(SHORT) $(CHAPTER)
 all: $(PROGS)
 $(SHORT) $(CHAPTER): all
 
-labbook.o: $(COMMON_DIR)/labbook.c $(COMMON_DEPS)
+$(COMMON_OBJS): %.o: $(COMMON_DIR)/%.c $(HOST_DEPS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-%.o: %.c $(COMMON_DEPS) $(wildcard *.h)
+%.o: %.c $(HOST_DEPS) $(wildcard *.h)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(CFLAGS_$*) -c $< -o $@
 
-%_kernels.o: %_kernels.cu %_kernels.h $(COMMON_DEPS)
+%_kernels.o: %_kernels.cu %_kernels.h $(COMMON_DIR)/labbook.h .build-flags-nvcc
 	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) $(NVCCFLAGS_$*) -c $< -o $@
 
-# prog: prog.o [prog_kernels.o] labbook.o, linked by nvcc (static cudart, device link if -rdc)
+# prog: prog.o [OBJS_prog] [prog_kernels.o] + common, linked by nvcc (static cudart, device
+# link if -rdc)
 define PROG_RULE
-$(1): $(1).o $(if $(wildcard $(1)_kernels.cu),$(1)_kernels.o) labbook.o
+$(1): $(1).o $(OBJS_$(1)) $(if $(wildcard $(1)_kernels.cu),$(1)_kernels.o) $(COMMON_OBJS)
 	$$(NVCC) $$(GENCODE) $$(NVCCFLAGS_$(1)) $$^ -o $$@ $$(LIBS_$(1)) $$(LDLIBS)
 endef
 $(foreach p,$(PROGS),$(eval $(call PROG_RULE,$(p))))
@@ -82,7 +95,7 @@ test: all
 	@bash $(COMMON_DIR)/../tests/run.sh $(CHAPTER)
 
 clean:
-	rm -f $(PROGS) *.o *.png .build-flags $(CLEAN_EXTRA)
+	rm -f $(PROGS) *.o *.png .build-flags .build-flags-host .build-flags-nvcc $(CLEAN_EXTRA)
 
 print-arch:
 	@echo $(ARCH)

@@ -39,3 +39,10 @@ gpu_check ./life --check-only --size 100x3 --gens 10 --density 0.5 --no-png
 gpu_check ./life --check-only --size 64 --gens 7 --density 1 --no-png
 gpu_check_large ./life --check-only --size 2048 --gens 30 --no-png
 gpu_check ./life --size 96x80 --gens 12 --iters 2 --frames 4 --png "$LOG_DIR/life-test.png"
+
+# README exercise 4's three edits, made to a copy of matmul: it must build, list version 8 in
+# --help and (with a GPU) pass with it; a half-done edit must stop the build
+if [ $SANITIZE = 0 ]; then
+    want=0; [ $HAVE_GPU = 1 ] || want=77
+    run_case "$CHAPTER: a version added by the README's steps" $want "" "" bash ../tests/add_version.sh "$LOG_DIR/add_version"
+fi

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "unit.h"
@@ -60,6 +61,24 @@ static double opt_d = 1.5;
 static const char *opt_s = "default";
 static lb_dims opt_dims = {{2, 1}, 1};
 
+/* Run lb_parse_args in a child process: its exit code, or -1 when it returned normally. */
+static int exit_code_of_parse(const lb_program *prog, int argc, char **argv)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stderr);
+        freopen("/dev/null", "w", stdout);
+        lb_args a = {.size = {{1}, 1}, .max_size_dims = 1};
+        lb_parse_args(prog, &a, argc, argv);
+        _exit(100);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -2;
+    return WEXITSTATUS(status) == 100 ? -1 : WEXITSTATUS(status);
+}
+
 static void test_args(void)
 {
     static const lb_opt opts[] = {
@@ -68,9 +87,11 @@ static void test_args(void)
         {"--name", LB_OPT_STRING, &opt_s, "a string"},
         {"--grid", LB_OPT_DIMS, &opt_dims, "dims"},
     };
-    static const lb_program prog = {"t", "test", NULL, LB_USE_ALL, opts, 4};
-    lb_args a = {.size = {{10}, 1}, .max_size_dims = 3, .block = 256, .iters = 10, .seed = 1,
-                 .version = -1, .max_version = 5};
+    static const lb_version six[] = {{0, "a", "A", LB_OLDEST_SM, NULL}, {1, "b", "B", LB_OLDEST_SM, NULL},
+                                     {2, "c", "C", LB_OLDEST_SM, NULL}, {3, "d", "D", LB_OLDEST_SM, NULL},
+                                     {4, "e", "E", LB_OLDEST_SM, NULL}, {5, "f", "F", 90, NULL}};
+    static const lb_program prog = {"t", "test", NULL, LB_USE_ALL, opts, 4, six, 6};
+    lb_args a = {.size = {{10}, 1}, .max_size_dims = 3, .block = 256, .iters = 10, .seed = 1};
     char *argv[] = {"t", "--size=1000,1023,777", "--block", "96", "--iters", "7", "--seed", "42",
                     "--check-only", "--quiet", "3", "--flag", "--ratio", "0.25", "--name=abc",
                     "--grid", "4x3", NULL};
@@ -81,15 +102,37 @@ static void test_args(void)
     CHECK(flag_x == 1 && opt_d == 0.25 && strcmp(opt_s, "abc") == 0);
     CHECK(opt_dims.n == 2 && opt_dims.v[0] == 4 && opt_dims.v[1] == 3);
 
-    lb_args b = {.size = {{10}, 1}, .max_size_dims = 1, .version = -1, .max_version = 2};
+    lb_args b = {.size = {{10}, 1}, .max_size_dims = 1};
     char *argv2[] = {"t", "-n", "2^20+3", "0", NULL};
     lb_parse_args(&prog, &b, 4, argv2);
     CHECK(b.size.n == 1 && b.size.v[0] == 1048579 && b.version == 0);
+    char *argv_none[] = {"t", NULL};
+    lb_parse_args(&prog, &b, 1, argv_none);
+    CHECK(b.version == -1);   /* no number: every version */
 
-    lb_args c = {.version = -1, .min_version = 1, .max_version = 2};
-    char *argv3[] = {"t", "2", NULL};
-    lb_parse_args(&prog, &c, 2, argv3);
+    /* versions numbered from 1: 0 and 3 do not exist */
+    static const lb_version two[] = {{1, "x", "X", LB_OLDEST_SM, NULL}, {2, "y", "Y", LB_OLDEST_SM, NULL}};
+    static const lb_program prog12 = {"t12", "test", NULL, LB_USE_ALL, NULL, 0, two, 2};
+    lb_args c = {.size = {{1}, 1}};
+    char *argv3[] = {"t12", "2", NULL};
+    lb_parse_args(&prog12, &c, 2, argv3);
     CHECK(c.version == 2);
+    CHECK(lb_first_version(&prog12) == 1 && lb_last_version(&prog12) == 2);
+    CHECK(lb_version_of(&prog12, 2) == &two[1] && lb_version_of(&prog12, 0) == NULL && lb_version_of(&prog12, 3) == NULL);
+    CHECK(lb_version_of(&prog, 5) == &six[5] && lb_last_version(&prog) == 5);
+    char *argv4[] = {"t12", "3", NULL}, *argv5[] = {"t12", "0", NULL}, *argv6[] = {"t", "6", NULL};
+    CHECK(exit_code_of_parse(&prog12, 2, argv4) == LB_EXIT_USAGE);
+    CHECK(exit_code_of_parse(&prog12, 2, argv5) == LB_EXIT_USAGE);
+    CHECK(exit_code_of_parse(&prog, 2, argv6) == LB_EXIT_USAGE);
+    CHECK(exit_code_of_parse(&prog12, 1, argv_none) == -1);   /* parsed, did not exit */
+    /* a table whose numbers are not consecutive is refused before anything runs */
+    static const lb_version gap[] = {{0, "x", "X", LB_OLDEST_SM, NULL}, {2, "y", "Y", LB_OLDEST_SM, NULL}};
+    static const lb_program prog_gap = {"tgap", "test", NULL, LB_USE_ALL, NULL, 0, gap, 2};
+    CHECK(exit_code_of_parse(&prog_gap, 1, argv_none) == LB_EXIT_USAGE);
+    /* a program without versions takes no number */
+    static const lb_program plain = {"tp", "test", NULL, LB_USE_ALL, NULL, 0, NULL, 0};
+    char *argv7[] = {"tp", "1", NULL};
+    CHECK(exit_code_of_parse(&plain, 2, argv7) == LB_EXIT_USAGE);
 
     /* a matrix product's size: N means N,N,N; M,N,K as given */
     int M, N, K;
@@ -159,6 +202,39 @@ static void test_checkers(void)
     lb_check ok = {0, 0.0, 0.0}, bad = {3, 0.5, 0.1};
     CHECK(strncmp(lb_check_summary(&ok, buf, sizeof buf), "PASS", 4) == 0);
     CHECK(strncmp(lb_check_summary(&bad, buf, sizeof buf), "FAIL", 4) == 0);
+}
+
+/* ---------------------------------------------------------------- the report */
+
+static void test_report(void)
+{
+    static const lb_version v4[] = {{0, "base", "the baseline", LB_OLDEST_SM, NULL}, {1, "slow", "slow", LB_OLDEST_SM, NULL},
+                                    {2, "fast", "fast", LB_OLDEST_SM, NULL}, {3, "wrong", "wrong", LB_OLDEST_SM, NULL}};
+    static const lb_program prog = {"trep", "test", NULL, LB_USE_ALL, NULL, 0, v4, 4};
+    lb_args args = {.quiet = 1, .version = -1};
+    lb_report r = {.prog = &prog, .args = &args, .unit = "gbps", .unit_head = "GB/s", .base = "base", .base_head = "vs base"};
+    lb_report_table(&r, "100", NULL);
+    lb_report_row(&r, 0, NULL, 2.0, 10.0, -1, NULL);   /* the first row is the baseline */
+    CHECK(r.base_value == 10.0 && r.failures == 0 && r.best == 0);
+    lb_report_row(&r, 1, NULL, 4.0, 5.0, 1, NULL);
+    lb_report_row(&r, 2, NULL, 1.0, 20.0, 1, NULL);
+    CHECK(r.best == 2 && r.best_ratio == 2.0 && strcmp(r.best_name, "fast") == 0 && r.failures == 0);
+    lb_report_row(&r, 3, NULL, 0.5, 40.0, 0, NULL);   /* a failed row counts, and is never the best */
+    CHECK(r.failures == 1 && r.best == 2);
+    CHECK(lb_report_finish(&r) == LB_EXIT_FAIL);
+
+    /* a new table starts a new baseline; a program may give none (< 0) */
+    lb_report_table(&r, "200", NULL);
+    CHECK(r.base_value == 0.0);
+    r.base_value = -1.0;
+    lb_report_row(&r, 1, NULL, 1.0, 7.0, 1, NULL);
+    CHECK(r.base_value == -1.0);
+
+    lb_args ok_args = {.quiet = 1, .check_only = 1, .version = -1};
+    lb_report c = {.prog = &prog, .args = &ok_args, .unit = "gbps", .unit_head = "GB/s"};
+    lb_report_table(&c, "1", NULL);
+    lb_report_row(&c, 1, NULL, 0.0, 0.0, 1, NULL);     /* --check-only: no timing, no best */
+    CHECK(c.best == 0 && lb_report_finish(&c) == LB_EXIT_PASS);
 }
 
 /* ---------------------------------------------------------------- random numbers */
@@ -365,6 +441,7 @@ int main(void)
     test_numbers();
     test_args();
     test_checkers();
+    test_report();
     test_rng();
     test_png();
     test_pgm();
