@@ -1,4 +1,5 @@
 # tests/ch09_dnn.sh - cases for ch09_dnn, sourced by tests/run.sh (helpers are defined there).
+host_test test_dnn_data
 host_test test_dnn
 
 bad_input 2 ./dnn --bogus

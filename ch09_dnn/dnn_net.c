@@ -1,0 +1,385 @@
+/* dnn_net.c - the network of ch09 (see dnn_net.h): parameters, forward and backward passes on
+ * cuBLAS and dnn_kernels.cu, the training step, evaluation, the gradient check and the
+ * weights file. */
+#define _POSIX_C_SOURCE 200809L
+#include "dnn_net.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+
+
+void layout(network *net)
+{
+    size_t off = 0;
+    for (int l = 0; l < net->n_layers; l++) {
+        net->w_off[l] = off;
+        off += (size_t)net->size[l] * net->size[l + 1];
+        net->b_off[l] = off;
+        off += (size_t)net->size[l + 1];
+    }
+    net->n_params = off;
+}
+
+
+void net_alloc(network *net, int max_rows)
+{
+    layout(net);
+    net->max_rows = max_rows;
+    CUDA_CHECK(cudaMalloc((void **)&net->d_params, sizeof(float) * net->n_params));
+    CUDA_CHECK(cudaMalloc((void **)&net->d_grads, sizeof(float) * net->n_params));
+    CUDA_CHECK(cudaMalloc((void **)&net->d_opt1, sizeof(float) * net->n_params));
+    CUDA_CHECK(cudaMalloc((void **)&net->d_opt2, sizeof(float) * net->n_params));
+    CUDA_CHECK(cudaMemset(net->d_opt1, 0, sizeof(float) * net->n_params));
+    CUDA_CHECK(cudaMemset(net->d_opt2, 0, sizeof(float) * net->n_params));
+    for (int l = 0; l <= net->n_layers; l++) {
+        CUDA_CHECK(cudaMalloc((void **)&net->d_a[l], sizeof(float) * (size_t)max_rows * net->size[l]));
+        CUDA_CHECK(cudaMalloc((void **)&net->d_d[l], sizeof(float) * (size_t)max_rows * net->size[l]));
+    }
+    CUBLAS_CHECK(cublasCreate(&net->h));
+    /* a workspace of our own: cuBLAS then allocates nothing while a graph is captured */
+    CUDA_CHECK(cudaMalloc(&net->d_workspace, 32u << 20));
+    CUBLAS_CHECK(cublasSetWorkspace(net->h, net->d_workspace, 32u << 20));
+    CUBLAS_CHECK(cublasSetMathMode(net->h, CUBLAS_PEDANTIC_MATH));   /* plain fp32: gradcheck compares to 1e-3 */
+}
+
+void net_free(network *net)
+{
+    CUBLAS_CHECK(cublasDestroy(net->h));
+    CUDA_CHECK(cudaFree(net->d_workspace));
+    CUDA_CHECK(cudaFree(net->d_params));
+    CUDA_CHECK(cudaFree(net->d_grads));
+    CUDA_CHECK(cudaFree(net->d_opt1));
+    CUDA_CHECK(cudaFree(net->d_opt2));
+    for (int l = 0; l <= net->n_layers; l++) {
+        CUDA_CHECK(cudaFree(net->d_a[l]));
+        CUDA_CHECK(cudaFree(net->d_d[l]));
+    }
+}
+
+/* Weights from N(0, 2/in) for ReLU (He) or N(0, 1/in) for sigmoid (Xavier), biases 0. */
+void init_params(const network *net, float *h, lb_rng *rng)
+{
+    memset(h, 0, sizeof(float) * net->n_params);
+    for (int l = 0; l < net->n_layers; l++) {
+        double sd = sqrt((net->act == ACT_RELU ? 2.0 : 1.0) / net->size[l]);
+        float *w = h + net->w_off[l];
+        for (size_t i = 0; i < (size_t)net->size[l] * net->size[l + 1]; i++) {
+            /* Box-Muller: two uniforms in (0, 1] to one normal */
+            double u1 = ((lb_rng_next(rng) >> 11) + 1.0) / 9007199254740992.0, u2 = (lb_rng_next(rng) >> 11) / 9007199254740992.0;
+            w[i] = (float)(sd * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+        }
+    }
+}
+
+/* Row-major C (M,N) = op(A) op(B), op(A) (M,K), op(B) (K,N). cuBLAS is column-major and sees
+ * each row-major matrix as its transpose, so it computes C^T = op(B)^T op(A)^T: B first, M and N
+ * swapped, the transpose flags unchanged, leading dimensions = the stored rows' lengths. */
+cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *A,
+                              const float *Bm, float *C)
+{
+    const float one = 1.0f, zero = 0.0f;
+    int lda = trans_a ? M : K, ldb = trans_b ? K : N;
+    return cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one, Bm,
+                       ldb, A, lda, &zero, C, N);
+}
+
+/* forward through every layer for `rows` rows in d_a[0]; the last layer's logits stay without
+ * bias (the loss and predict kernels add it) */
+void forward(network *net, int rows, cudaStream_t s)
+{
+    for (int l = 0; l < net->n_layers; l++) {
+        CUBLAS_CHECK(gemm_rm(net->h, 0, 0, rows, net->size[l + 1], net->size[l], net->d_a[l], net_w(net, net->d_params, l),
+                             net->d_a[l + 1]));
+        if (l < net->n_layers - 1)
+            CUDA_CHECK(bias_act_launch(net->d_a[l + 1], net_b(net, net->d_params, l), rows, net->size[l + 1], net->act, s));
+    }
+}
+
+/* gradients of the mean loss over `rows` rows, given dZ of the last layer in d_d[L] */
+void backward(network *net, int rows, cudaStream_t s)
+{
+    for (int l = net->n_layers - 1; l >= 0; l--) {
+        /* dW = X^T dZ */
+        CUBLAS_CHECK(gemm_rm(net->h, 1, 0, net->size[l], net->size[l + 1], rows, net->d_a[l], net->d_d[l + 1],
+                             net_w(net, net->d_grads, l)));
+        if (l == 0) break;   /* no gradient for the input itself */
+        /* dX = dZ W^T, then through the previous layer's activation (with its bias sums) */
+        CUBLAS_CHECK(gemm_rm(net->h, 0, 1, rows, net->size[l], net->size[l + 1], net->d_d[l + 1], net_w(net, net->d_params, l),
+                             net->d_d[l]));
+        CUDA_CHECK(act_backward_launch(net->d_d[l], net->d_a[l], rows, net->size[l], net->act, net_b(net, net->d_grads, l - 1), s));
+    }
+}
+
+
+
+void trainer_create(trainer *t, network *net, int rows, const dataset *train, int adam, float lr, float momentum)
+{
+    size_t n = (size_t)train->n, F = (size_t)train->features;
+    trainer z = {net, rows, NULL, NULL, NULL, NULL, NULL, adam, lr, momentum};
+    *t = z;
+    CUDA_CHECK(cudaMalloc((void **)&t->d_x, sizeof(float) * n * F));
+    CUDA_CHECK(cudaMalloc((void **)&t->d_y, sizeof(int) * n));
+    CUDA_CHECK(cudaMalloc((void **)&t->d_perm, sizeof(int) * n));
+    CUDA_CHECK(cudaMalloc((void **)&t->d_yb, sizeof(int) * (size_t)rows));
+    CUDA_CHECK(cudaMalloc((void **)&t->d_state, sizeof(step_state)));
+    CUDA_CHECK(cudaMemset(t->d_state, 0, sizeof(step_state)));
+    CUDA_CHECK(cudaMemcpy(t->d_x, train->x, sizeof(float) * n * F, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(t->d_y, train->y, sizeof(int) * n, cudaMemcpyHostToDevice));
+}
+
+void trainer_free(trainer *t)
+{
+    CUDA_CHECK(cudaFree(t->d_x));
+    CUDA_CHECK(cudaFree(t->d_y));
+    CUDA_CHECK(cudaFree(t->d_perm));
+    CUDA_CHECK(cudaFree(t->d_yb));
+    CUDA_CHECK(cudaFree(t->d_state));
+}
+
+/* forward, loss and backward for `rows` rows of the permutation from the state's cursor: the
+ * gradients of the mean loss in d_grads, no update (gradcheck stops here; a step goes on) */
+void loss_and_grads(trainer *t, int rows, cudaStream_t s)
+{
+    network *net = t->net;
+    int L = net->n_layers, C = net->size[L];
+    CUDA_CHECK(gather_batch_launch(t->d_x, t->d_y, t->d_perm, t->d_state, rows, net->size[0], net->d_a[0], t->d_yb, s));
+    forward(net, rows, s);
+    CUDA_CHECK(softmax_xent_launch(net->d_a[L], net_b(net, net->d_params, L - 1), t->d_yb, rows, C, net->d_d[L],
+                                   net_b(net, net->d_grads, L - 1), t->d_state, s));
+    backward(net, rows, s);
+}
+
+void train_step(trainer *t, cudaStream_t s)
+{
+    network *net = t->net;
+    loss_and_grads(t, t->rows, s);
+    if (t->adam) CUDA_CHECK(adam_launch(net->d_params, net->d_grads, net->d_opt1, net->d_opt2, net->n_params, t->lr, t->d_state, s));
+    else CUDA_CHECK(sgd_momentum_launch(net->d_params, net->d_grads, net->d_opt1, net->n_params, t->lr, t->momentum, s));
+}
+
+cudaGraphExec_t capture_step(trainer *t, cudaStream_t s)
+{
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    train_step(t, s);
+    CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    return exec;
+}
+
+/* ================================================================ evaluation */
+
+/* predictions (and their probabilities) for every row of a set already on the host */
+void predict_set(network *net, const dataset *d, int *pred, float *prob, cudaStream_t s)
+{
+    int L = net->n_layers;
+    int *d_pred;
+    float *d_prob;
+    CUDA_CHECK(cudaMalloc((void **)&d_pred, sizeof(int) * net->max_rows));
+    CUDA_CHECK(cudaMalloc((void **)&d_prob, sizeof(float) * net->max_rows));
+    for (int r0 = 0; r0 < d->n; r0 += net->max_rows) {
+        int rows = d->n - r0 < net->max_rows ? d->n - r0 : net->max_rows;
+        CUDA_CHECK(cudaMemcpyAsync(net->d_a[0], d->x + (size_t)r0 * d->features, sizeof(float) * rows * d->features,
+                                   cudaMemcpyHostToDevice, s));
+        forward(net, rows, s);
+        CUDA_CHECK(predict_launch(net->d_a[L], net_b(net, net->d_params, L - 1), rows, net->size[L], d_pred, d_prob, s));
+        CUDA_CHECK(cudaMemcpyAsync(pred + r0, d_pred, sizeof(int) * rows, cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(cudaMemcpyAsync(prob + r0, d_prob, sizeof(float) * rows, cudaMemcpyDeviceToHost, s));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaFree(d_pred));
+    CUDA_CHECK(cudaFree(d_prob));
+}
+
+double accuracy(network *net, const dataset *d, int *confusion, cudaStream_t s)
+{
+    if (d->n == 0) return 0.0;
+    int *pred = lb_host_alloc(sizeof(int) * d->n, "predictions");
+    float *prob = lb_host_alloc(sizeof(float) * d->n, "probabilities");
+    predict_set(net, d, pred, prob, s);
+    int ok = 0;
+    for (int i = 0; i < d->n; i++) {
+        ok += pred[i] == d->y[i];
+        if (confusion) confusion[d->y[i] * d->classes + pred[i]]++;
+    }
+    free(pred);
+    free(prob);
+    return (double)ok / d->n;
+}
+
+/* ================================================================ gradient check */
+
+/* The mean cross-entropy of the network on rows x (n of them), in double on the CPU: the
+ * oracle for the finite differences. */
+double loss_cpu(const network *net, const float *params, const float *x, const int *y, int n)
+{
+    int L = net->n_layers, widest = 0;
+    for (int l = 0; l <= L; l++) widest = net->size[l] > widest ? net->size[l] : widest;
+    double *cur = malloc(sizeof(double) * widest), *nxt = malloc(sizeof(double) * widest), total = 0.0;
+    for (int r = 0; r < n; r++) {
+        for (int j = 0; j < net->size[0]; j++) cur[j] = x[(size_t)r * net->size[0] + j];
+        for (int l = 0; l < L; l++) {
+            const float *w = params + net->w_off[l], *b = params + net->b_off[l];
+            int in = net->size[l], out = net->size[l + 1];
+            for (int o = 0; o < out; o++) {
+                double z = b[o];
+                for (int i = 0; i < in; i++) z += cur[i] * w[(size_t)i * out + o];
+                nxt[o] = l == L - 1 ? z : net->act == ACT_RELU ? (z > 0 ? z : 0) : 1.0 / (1.0 + exp(-z));
+            }
+            double *t = cur; cur = nxt; nxt = t;
+        }
+        double mx = cur[0], sum = 0.0;
+        for (int c = 1; c < net->size[L]; c++) mx = cur[c] > mx ? cur[c] : mx;
+        for (int c = 0; c < net->size[L]; c++) sum += exp(cur[c] - mx);
+        total += log(sum) - (cur[y[r]] - mx);
+    }
+    free(cur);
+    free(nxt);
+    return total / n;
+}
+
+/* Compare every analytic gradient (up to 4000 of them, evenly spaced) with the central
+ * difference (L(p + h) - L(p - h)) / 2h of the CPU's double-precision loss. */
+double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int quiet)
+{
+    network *net = t->net;
+    int *perm = lb_host_alloc(sizeof(int) * rows, "the batch");
+    for (int i = 0; i < rows; i++) perm[i] = i;
+    CUDA_CHECK(cudaMemcpy(t->d_perm, perm, sizeof(int) * rows, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(t->d_state, 0, sizeof(step_state)));
+    loss_and_grads(t, rows, s);   /* forward, loss and backward only: no update */
+    float *params = lb_host_alloc(sizeof(float) * net->n_params, "parameters");
+    float *grads = lb_host_alloc(sizeof(float) * net->n_params, "gradients");
+    CUDA_CHECK(cudaMemcpyAsync(params, net->d_params, sizeof(float) * net->n_params, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaMemcpyAsync(grads, net->d_grads, sizeof(float) * net->n_params, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+
+    size_t step = net->n_params > 4000 ? net->n_params / 4000 : 1, checked = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < net->n_params; i += step) {
+        float p = params[i];
+        /* h small enough that no ReLU input crosses 0 (h = 1e-3 did, at a few parameters in
+         * 400: the difference quotient then straddles the kink), large enough that the double
+         * loss's rounding (1e-16) stays far below h times the gradient */
+        double h = 1e-5 * (fabs(p) > 1.0 ? fabs(p) : 1.0);
+        /* perturb in float, as the network stores it; use the step actually taken */
+        params[i] = (float)(p + h);
+        double hp = (double)params[i] - p, lp = loss_cpu(net, params, train->x, train->y, rows);
+        params[i] = (float)(p - h);
+        double hm = p - (double)params[i], lm = loss_cpu(net, params, train->x, train->y, rows);
+        params[i] = p;
+        double fd = (lp - lm) / (hp + hm), an = grads[i];
+        /* relative error, with a floor: a gradient of 1e-9 against 3e-9 is agreement */
+        double rel = fabs(an - fd) / fmax(fabs(an) + fabs(fd), 1e-4);
+        if (!(rel <= worst)) worst = rel;   /* NaN sticks */
+        if (!quiet && rel > 1e-3) fprintf(stderr, "  parameter %zu: analytic %.6g, finite difference %.6g\n", i, an, fd);
+        checked++;
+    }
+    if (!quiet)
+        printf("gradcheck: %zu of %zu parameters on %d samples, max relative error %.2e (finite differences of the CPU's "
+               "double-precision loss, h = 1e-5)\n", checked, net->n_params, rows, worst);
+    free(perm);
+    free(params);
+    free(grads);
+    return worst;
+}
+
+/* ================================================================ save and load */
+
+/* File layout (little-endian, as written by this host):
+ *   8 bytes   "LBDNN\0\0\1"
+ *   uint32    number of sizes (weight layers + 1), then uint32 activation (0 ReLU, 1 sigmoid)
+ *   uint32    the sizes, features first, classes last
+ *   float32   features means, then features standard deviations (the z-score to apply)
+ *   float32   the parameters: for each layer W (in x out, row-major), then b (out)        */
+static const char MAGIC[8] = {'L', 'B', 'D', 'N', 'N', 0, 0, 1};
+
+int save_weights(const char *path, const network *net, const float *mean, const float *sd, char *err, size_t len)
+{
+    float *p = lb_host_alloc(sizeof(float) * net->n_params, "parameters");
+    CUDA_CHECK(cudaMemcpy(p, net->d_params, sizeof(float) * net->n_params, cudaMemcpyDeviceToHost));
+    FILE *f = fopen(path, "wb");
+    int ok = f != NULL;
+    if (ok) {
+        uint32_t hdr[2 + DNN_MAX_LAYERS + 1] = {(uint32_t)net->n_layers + 1, (uint32_t)net->act};
+        for (int l = 0; l <= net->n_layers; l++) hdr[2 + l] = (uint32_t)net->size[l];
+        ok = fwrite(MAGIC, 1, 8, f) == 8 && fwrite(hdr, 4, (size_t)net->n_layers + 3, f) == (size_t)net->n_layers + 3 &&
+             fwrite(mean, 4, (size_t)net->size[0], f) == (size_t)net->size[0] &&
+             fwrite(sd, 4, (size_t)net->size[0], f) == (size_t)net->size[0] &&
+             fwrite(p, 4, net->n_params, f) == net->n_params;
+        ok = (fclose(f) == 0) && ok;
+    }
+    if (!ok) snprintf(err, len, "%s: cannot write: %s", path, strerror(errno));
+    free(p);
+    return ok ? 0 : -1;
+}
+
+/* Read a weights file: shape into net (sizes, act), normalization, parameters (host, malloc'd). */
+float *load_weights(const char *path, network *net, float **mean, float **sd, char *err, size_t len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, len, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    char magic[8];
+    uint32_t n_sizes = 0, act = 0, sizes[DNN_MAX_LAYERS + 1];
+    float *p = NULL;
+    *mean = *sd = NULL;
+    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, MAGIC, 8)) {
+        snprintf(err, len, "%s: not a weights file of this program (bad magic number)", path);
+    } else if (fread(&n_sizes, 4, 1, f) != 1 || fread(&act, 4, 1, f) != 1 || n_sizes < 2 || n_sizes > DNN_MAX_LAYERS + 1 || act > 1 ||
+               fread(sizes, 4, n_sizes, f) != n_sizes) {
+        snprintf(err, len, "%s: bad header (layer count or activation out of range, or truncated)", path);
+    } else {
+        int bad = 0;
+        for (uint32_t l = 0; l < n_sizes; l++) bad |= sizes[l] < 1 || sizes[l] > 65536;
+        if (bad || sizes[n_sizes - 1] > DNN_MAX_CLASSES) {
+            snprintf(err, len, "%s: bad header (a layer size out of range)", path);
+        } else {
+            net->n_layers = (int)n_sizes - 1;
+            net->act = (int)act;
+            for (uint32_t l = 0; l < n_sizes; l++) net->size[l] = (int)sizes[l];
+            layout(net);
+            *mean = malloc(sizeof(float) * sizes[0]);
+            *sd = malloc(sizeof(float) * sizes[0]);
+            p = malloc(sizeof(float) * net->n_params);
+            if (!*mean || !*sd || !p || fread(*mean, 4, sizes[0], f) != sizes[0] || fread(*sd, 4, sizes[0], f) != sizes[0] ||
+                fread(p, 4, net->n_params, f) != net->n_params || fgetc(f) != EOF) {
+                snprintf(err, len, "%s: size does not match its header (truncated or trailing bytes)", path);
+                free(p);
+                p = NULL;
+            }
+        }
+    }
+    fclose(f);
+    if (!p) {
+        free(*mean);
+        free(*sd);
+        *mean = *sd = NULL;
+    }
+    return p;
+}
+
+/* ================================================================ shape */
+
+/* "4,16,16,3" into net->size; returns the layer count or -1 */
+int parse_layers(const char *s, network *net)
+{
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 65536 || n > DNN_MAX_LAYERS) return -1;
+        net->size[n++] = (int)v;
+        if (*end == ',') p = end + 1;
+        else if (*end == 0) p = end;
+        else return -1;
+    }
+    return n >= 2 ? n - 1 : -1;
+}

@@ -1,0 +1,91 @@
+/* dnn_net.h - the network of ch09: dense layers (X W + b) with ReLU or sigmoid and a softmax
+ * cross-entropy loss, trained on cuBLAS and dnn_kernels.cu. Row-major: X is (rows, in), W is
+ * (in, out), b is (out); all parameters live in one buffer, layer by layer (W then b).
+ *
+ *   network   net_alloc / net_free, init_params, forward / backward
+ *   training  trainer_create / trainer_free, loss_and_grads (no update), train_step (one
+ *             optimizer step), capture_step (that step as a CUDA graph)
+ *   results   predict_set, accuracy; gradcheck against loss_cpu (double, on the CPU)
+ *   files     save_weights / load_weights; parse_layers ("4,16,16,3")
+ */
+#ifndef DNN_NET_H
+#define DNN_NET_H
+#include <cublas_v2.h>
+#include "labbook.h"
+#include "dnn_data.h"
+#include "dnn_kernels.h"
+
+#define DNN_MAX_LAYERS 8            /* weight layers */
+#define DNN_EVAL_ROWS 4096          /* rows per forward pass when evaluating a whole set */
+
+typedef struct {
+    int n_layers;               /* weight layers */
+    int size[DNN_MAX_LAYERS + 1];   /* size[0] features .. size[n_layers] classes */
+    int act;
+    size_t w_off[DNN_MAX_LAYERS], b_off[DNN_MAX_LAYERS], n_params;   /* offsets into one parameter buffer */
+    float *d_params, *d_grads, *d_opt1, *d_opt2;             /* parameters, gradients, optimizer state */
+    int max_rows;               /* rows the activation buffers hold */
+    float *d_a[DNN_MAX_LAYERS + 1]; /* d_a[0] the input batch, d_a[l] layer l's output (logits for the last) */
+    float *d_d[DNN_MAX_LAYERS + 1]; /* d_d[l]: dLoss/d(layer l's output), then dZ in place */
+    cublasHandle_t h;
+    void *d_workspace;
+} network;
+
+typedef struct {
+    network *net;
+    int rows;                    /* the batch */
+    float *d_x;                  /* the training set, on the device */
+    int *d_y;
+    int *d_perm;                 /* this epoch's order of the training rows */
+    int *d_yb;                   /* the batch's labels */
+    step_state *d_state;
+    int adam;
+    float lr, momentum;
+} trainer;
+
+/* Layer l's weights and biases inside a parameter-sized buffer (parameters, gradients, ...). */
+static inline float *net_w(const network *n, float *base, int l) { return base + n->w_off[l]; }
+static inline float *net_b(const network *n, float *base, int l) { return base + n->b_off[l]; }
+
+/* The offsets and n_params from n_layers and size[]. */
+void layout(network *net);
+/* Device buffers for activations of up to max_rows rows, the parameters and optimizer state,
+ * and a cuBLAS handle with its own workspace (so a graph capture allocates nothing). */
+void net_alloc(network *net, int max_rows);
+void net_free(network *net);
+/* Weights from N(0, 2/in) for ReLU (He) or N(0, 1/in) for sigmoid (Xavier), biases 0, into h. */
+void init_params(const network *net, float *h, lb_rng *rng);
+/* Row-major C (M,N) = op(A) op(B) on cuBLAS (trans_a, trans_b: 1 = transposed). */
+cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *A,
+                       const float *Bm, float *C);
+void forward(network *net, int rows, cudaStream_t s);
+void backward(network *net, int rows, cudaStream_t s);
+
+/* The training set on the device, the batch and the step's state; d_perm is the caller's to fill. */
+void trainer_create(trainer *t, network *net, int rows, const dataset *train, int adam, float lr, float momentum);
+void trainer_free(trainer *t);
+/* Gather `rows` rows, forward, loss, backward: gradients in net->d_grads, no update. */
+void loss_and_grads(trainer *t, int rows, cudaStream_t s);
+/* One training step (loss_and_grads of a batch, then the optimizer), queued on s. */
+void train_step(trainer *t, cudaStream_t s);
+/* train_step captured once as a CUDA graph, to replay every step. */
+cudaGraphExec_t capture_step(trainer *t, cudaStream_t s);
+
+/* Predicted class and its probability for every row of d (on the host). */
+void predict_set(network *net, const dataset *d, int *pred, float *prob, cudaStream_t s);
+/* The share of d classified right; confusion (classes x classes, or NULL) counts true x predicted. */
+double accuracy(network *net, const dataset *d, int *confusion, cudaStream_t s);
+/* The mean cross-entropy on n rows, in double on the CPU: the oracle of gradcheck. */
+double loss_cpu(const network *net, const float *params, const float *x, const int *y, int n);
+/* Analytic gradients of `rows` training rows against finite differences of loss_cpu; returns
+ * the largest relative error. */
+double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int quiet);
+
+/* The weights file: shape, the z-score and the parameters. 0 / a malloc'd parameter array on
+ * success, else -1 / NULL with a one-line reason in err. */
+int save_weights(const char *path, const network *net, const float *mean, const float *sd, char *err, size_t len);
+float *load_weights(const char *path, network *net, float **mean, float **sd, char *err, size_t len);
+/* "4,16,16,3" into net->size; returns the number of weight layers, or -1. */
+int parse_layers(const char *s, network *net);
+
+#endif
