@@ -11,6 +11,7 @@
 #   make profile PROG=ch04_matmul/matmul ARGS="2 --size 2048 --iters 1" [KERNEL=matmul_kernel2] [COUNT=1]
 #                        build PROG, run it under Nsight Compute, print a short set of sections
 #                        for COUNT launches of the kernels whose name matches KERNEL
+#   make format          reformat the C and CUDA sources with .clang-format (needs clang-format)
 #   make clean           remove what the build made
 #
 # Variables: ARCH=sm_86 (default: the installed GPU's, else sm_90), CUDA_PATH=/usr/local/cuda,
@@ -19,7 +20,7 @@
 CHAPTERS := $(sort $(wildcard ch[0-9][0-9]_*))
 short = $(firstword $(subst _, ,$(1)))
 
-.PHONY: all test bench run sanitize env profile clean $(CHAPTERS) $(foreach c,$(CHAPTERS),$(call short,$(c)))
+.PHONY: all test bench run sanitize env profile format clean $(CHAPTERS) $(foreach c,$(CHAPTERS),$(call short,$(c)))
 
 all: $(CHAPTERS)
 
@@ -58,6 +59,12 @@ profile:
 	@$(MAKE) -s --no-print-directory -C $(dir $(PROG)) $(notdir $(PROG))
 	cd $(dir $(PROG)) && $(NCU) --clock-control none $(addprefix --section ,$(PROFILE_SECTIONS)) \
 	    $(if $(KERNEL),--kernel-name 'regex:$(KERNEL)') --launch-count $(COUNT) ./$(notdir $(PROG)) $(ARGS)
+
+CLANG_FORMAT ?= clang-format
+FORMAT_FILES = $(wildcard common/*.c common/*.h ch*/*.c ch*/*.h ch*/*.cu tests/*.c tests/*.h)
+format:
+	@command -v $(CLANG_FORMAT) >/dev/null 2>&1 || { echo "make format: $(CLANG_FORMAT) is not installed (apt-get install clang-format)"; exit 2; }
+	$(CLANG_FORMAT) -i --style=file $(FORMAT_FILES)
 
 clean:
 	@for c in $(CHAPTERS); do $(MAKE) -s -C $$c clean; done
