@@ -16,8 +16,10 @@ fail() { echo "add_version: $*"; exit 1; }
 # 1. the kernel (a copy of version 1's, renamed) and its case in matmul_launch, before default:
 kernel='__global__ void matmul_kernel8(const float *A, const float *B, float *C, int M, int N, int K)\n{\n    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;\n    if (row >= M || col >= N) return;\n    float acc = 0.0f;\n    for (int k = 0; k < K; k++) acc += A[(size_t)row * K + k] * B[(size_t)k * N + col];\n    C[(size_t)row * N + col] = acc;\n}\n'
 sed -i "/^\/\* -* launchers \*\/\$/i $kernel" matmul_kernels.cu
-grep -c '^    default:$' matmul_kernels.cu | grep -qx 1 || fail "matmul_launch's 'default:' is not where the README says"
-sed -i '/^    default:$/i\    case 8:\n        matmul_kernel8<<<dim3(cdiv(n, 16), cdiv(m, 16)), dim3(16, 16)>>>(d_a, d_b, d_c, m, n, k);\n        break;' matmul_kernels.cu
+launcher='/^extern "C" cudaError_t matmul_launch(/,/^}/'
+[ "$(sed -n "$launcher{/^    default:/p}" matmul_kernels.cu | wc -l)" = 1 ] || fail "matmul_launch's 'default:' is not where the README says"
+sed -i "$launcher{/^    default:/i\\    case 8:\\n        matmul_kernel8<<<dim3(cdiv(n, 16), cdiv(m, 16)), dim3(16, 16)>>>(d_a, d_b, d_c, m, n, k);\\n        break;
+}" matmul_kernels.cu
 # 3. the row, first without 2.: the build must stop, naming MATMUL_VERSIONS
 grep -q '^    {7, "warptile_8x16"' matmul.c || fail "matmul.c's last version row is not where the README says"
 sed -i '/^    {7, "warptile_8x16"/a\    {8, "quads_k16", "4x4 quads, K steps of 16", LB_OLDEST_SM, run_kernel},' matmul.c
