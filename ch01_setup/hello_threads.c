@@ -34,13 +34,13 @@ static const lb_opt options[] = {
     {"--grid", LB_OPT_DIMS, &grid, "blocks in the grid, X or XxY"},
     {"--block", LB_OPT_DIMS, &block, "threads in a block, X or XxY"},
 };
-static const lb_program program = {
-    .name = "hello_threads",
-    .synopsis = "device printf from each thread: block, thread, global index, warp, lane",
-    .details = "Up to 1024 threads print; larger grids are only checked.\n",
-    .uses = LB_USE_CHECK_ONLY | LB_USE_QUIET,
-    .opts = options,
-    .n_opts = 2};
+static const lb_program program = {.name = "hello_threads",
+                                   .synopsis =
+                                       "device printf from each thread: block, thread, global index, warp, lane",
+                                   .details = "Up to 1024 threads print; larger grids are only checked.\n",
+                                   .uses = LB_USE_CHECK_ONLY | LB_USE_QUIET,
+                                   .opts = options,
+                                   .n_opts = 2};
 
 int main(int argc, char **argv)
 {
@@ -55,10 +55,11 @@ int main(int argc, char **argv)
     lb_gpu_init(&gpu);
     const struct cudaDeviceProp *p = &gpu.prop;
     if (bx * by > p->maxThreadsPerBlock || bx > p->maxThreadsDim[0] || by > p->maxThreadsDim[1])
-        lb_usage_error(&program, "block %lldx%lld is not allowed on %s: at most %d threads, %d x %d", bx, by,
-                       p->name, p->maxThreadsPerBlock, p->maxThreadsDim[0], p->maxThreadsDim[1]);
+        lb_usage_error(&program, "block %lldx%lld is not allowed on %s: at most %d threads, %d x %d", bx, by, p->name,
+                       p->maxThreadsPerBlock, p->maxThreadsDim[0], p->maxThreadsDim[1]);
     if (gx > p->maxGridSize[0] || gy > p->maxGridSize[1])
-        lb_usage_error(&program, "grid %lldx%lld is too large (at most %d x %d)", gx, gy, p->maxGridSize[0], p->maxGridSize[1]);
+        lb_usage_error(&program, "grid %lldx%lld is too large (at most %d x %d)", gx, gy, p->maxGridSize[0],
+                       p->maxGridSize[1]);
     long long threads = gx * gy * bx * by;
     if (threads > (1LL << 30)) lb_usage_error(&program, "%lld threads is more than this demo allows (2^30)", threads);
     size_t bytes = (size_t)threads * sizeof(int);
@@ -66,15 +67,14 @@ int main(int argc, char **argv)
 
     int print = !args.check_only && !args.quiet && threads <= MAX_PRINTED_THREADS;
     if (!args.quiet)
-        printf("hello_threads: grid %lldx%lld blocks of %lldx%lld threads = %lld threads on %s (%s)%s\n",
-               gx, gy, bx, by, threads, p->name, gpu.sm,
-               print || args.check_only ? "" : " (too many to print: checking only)");
+        printf("hello_threads: grid %lldx%lld blocks of %lldx%lld threads = %lld threads on %s (%s)%s\n", gx, gy, bx,
+               by, threads, p->name, gpu.sm, print || args.check_only ? "" : " (too many to print: checking only)");
     int *who = lb_host_alloc(bytes, "the result"), *want = lb_host_alloc(bytes, "the reference");
     int *d_who;
     CUDA_CHECK(cudaMalloc((void **)&d_who, bytes));
     lb_poison_device(d_who, bytes);
     CUDA_CHECK(hello_launch((int)gx, (int)gy, (int)bx, (int)by, d_who, print));
-    CUDA_CHECK(cudaDeviceSynchronize());   /* device printf output appears here */
+    CUDA_CHECK(cudaDeviceSynchronize()); /* device printf output appears here */
     fflush(stdout);
     CUDA_CHECK(cudaMemcpy(who, d_who, bytes, cudaMemcpyDeviceToHost));
     hello_cpu((int)gx, (int)gy, (int)bx, (int)by, want);

@@ -20,15 +20,14 @@ __global__ void hello_kernel(int *who, int print)
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     int index = y * (gridDim.x * blockDim.x) + x;
-    int t = threadIdx.y * blockDim.x + threadIdx.x;      /* thread number inside the block */
-    int b = blockIdx.y * gridDim.x + blockIdx.x;         /* block number inside the grid */
+    int t = threadIdx.y * blockDim.x + threadIdx.x; /* thread number inside the block */
+    int b = blockIdx.y * gridDim.x + blockIdx.x;    /* block number inside the grid */
     who[index] = b * (blockDim.x * blockDim.y) + t;
     if (print)
         printf("block (%d,%d) thread (%d,%d): x = %d*%d+%d = %d, y = %d*%d+%d = %d, "
                "index = %d*%d+%d = %d, warp %d lane %d\n",
-               blockIdx.x, blockIdx.y, threadIdx.x, threadIdx.y,
-               blockIdx.x, blockDim.x, threadIdx.x, x, blockIdx.y, blockDim.y, threadIdx.y, y,
-               y, gridDim.x * blockDim.x, x, index, t / 32, t % 32);
+               blockIdx.x, blockIdx.y, threadIdx.x, threadIdx.y, blockIdx.x, blockDim.x, threadIdx.x, x, blockIdx.y,
+               blockDim.y, threadIdx.y, y, y, gridDim.x * blockDim.x, x, index, t / 32, t % 32);
 }
 
 extern "C" cudaError_t hello_launch(int gx, int gy, int bx, int by, int *d_who, int print)

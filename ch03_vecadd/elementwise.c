@@ -66,8 +66,10 @@ static double cpu_median_ms(int op, const float *x, const float *y, float *out, 
     double t[3];
     for (int r = 0; r < 3; r++) {
         double t0 = lb_wall_ms();
-        if (op == OP_SCALE) scale_cpu(SCALE_A, x, out, n);
-        else saxpy_cpu(SCALE_A, x, y, out, n);
+        if (op == OP_SCALE)
+            scale_cpu(SCALE_A, x, out, n);
+        else
+            saxpy_cpu(SCALE_A, x, y, out, n);
         t[r] = lb_wall_ms() - t0;
     }
     /* median of three */
@@ -87,8 +89,7 @@ static const lb_program program = {
 
 int main(int argc, char **argv)
 {
-    lb_args args = {.size = {{50000000}, 1}, .max_size_dims = 1, .block = 256, .iters = 10,
-                    .seed = 1, .version = -1};
+    lb_args args = {.size = {{50000000}, 1}, .max_size_dims = 1, .block = 256, .iters = 10, .seed = 1, .version = -1};
     lb_parse_args(&program, &args, argc, argv);
     size_t n = (size_t)args.size.v[0], bytes = n * sizeof(float);
 
@@ -97,8 +98,8 @@ int main(int argc, char **argv)
     lb_check_block(&program, &gpu, args.block);
     lb_require_device_memory(2 * bytes + (args.check_only ? 0 : 3 * bytes / 2 * 2), "elementwise");
     if (!args.quiet)
-        printf("elementwise: n=%zu floats, a=%g, %s (%s), seed %llu\n", n, (double)SCALE_A,
-               gpu.prop.name, gpu.sm, args.seed);
+        printf("elementwise: n=%zu floats, a=%g, %s (%s), seed %llu\n", n, (double)SCALE_A, gpu.prop.name, gpu.sm,
+               args.seed);
 
     float *h_x = lb_host_alloc(bytes, "x"), *h_y = lb_host_alloc(bytes, "y");
     float *h_ref = lb_host_alloc(bytes, "the reference"), *h_out = lb_host_alloc(bytes, "the result");
@@ -124,8 +125,10 @@ int main(int argc, char **argv)
         /* verify: scale writes a poisoned y; saxpy reads y, so y holds the input instead
          * and an element it skipped keeps its old value, which does not match a*x + y */
         CUDA_CHECK(cudaMemcpy(d_x, h_x, bytes, cudaMemcpyHostToDevice));
-        if (op == OP_SCALE) lb_poison_device(d_y, bytes);
-        else CUDA_CHECK(cudaMemcpy(d_y, h_y, bytes, cudaMemcpyHostToDevice));
+        if (op == OP_SCALE)
+            lb_poison_device(d_y, bytes);
+        else
+            CUDA_CHECK(cudaMemcpy(d_y, h_y, bytes, cudaMemcpyHostToDevice));
         CUDA_CHECK(run_kernel(&job));
         CUDA_CHECK(cudaMemcpy(h_out, d_y, bytes, cudaMemcpyDeviceToHost));
         /* scale is one exact-rounded multiply on both sides: equal. saxpy: the GPU fuses
@@ -135,9 +138,10 @@ int main(int argc, char **argv)
         lb_check c = lb_check_f32(op_name[op], h_out, h_ref, n, tol, tol, args.quiet);
         failures += c.n_bad != 0;
         if (args.check_only) {
-            if (!args.quiet) printf(" %-18s %9.2f          -           -            -          -"
-                                    "                        -  %s\n", op_title[op], cpu_ms,
-                                    lb_check_summary(&c, buf, sizeof buf));
+            if (!args.quiet)
+                printf(" %-18s %9.2f          -           -            -          -"
+                       "                        -  %s\n",
+                       op_title[op], cpu_ms, lb_check_summary(&c, buf, sizeof buf));
             continue;
         }
 
@@ -148,9 +152,9 @@ int main(int argc, char **argv)
         double ceiling = lb_memcpy_ceiling_gbps((size_t)moved, args.iters, NULL);
         if (cpu_ms / kernel_ms > best_speedup) best_speedup = cpu_ms / kernel_ms;
         if (!args.quiet)
-            printf(" %-18s %9.2f %10.3f %11.2f %12.1f %10.2f %12.0fx / %6.2fx  %s\n", op_title[op],
-                   cpu_ms, kernel_ms, copies_ms, gbps, gbps / ceiling, cpu_ms / kernel_ms,
-                   cpu_ms / copies_ms, lb_check_summary(&c, buf, sizeof buf));
+            printf(" %-18s %9.2f %10.3f %11.2f %12.1f %10.2f %12.0fx / %6.2fx  %s\n", op_title[op], cpu_ms, kernel_ms,
+                   copies_ms, gbps, gbps / ceiling, cpu_ms / kernel_ms, cpu_ms / copies_ms,
+                   lb_check_summary(&c, buf, sizeof buf));
         if (!args.quiet)
             printf("    the copies are %.1f%% of the GPU + copies time\n", 100.0 * (copies_ms - kernel_ms) / copies_ms);
         char name[32];
@@ -161,15 +165,19 @@ int main(int argc, char **argv)
         lb_result rk = {"elementwise", -1, name, sz, kernel_ms, "gbps", gbps, "memcpy", gbps / ceiling, c.n_bad == 0};
         lb_print_result(&rk, args.quiet);
         snprintf(name, sizeof name, "%s_with_copies", op_name[op]);
-        lb_result rw = {"elementwise", -1, name, sz, copies_ms, "speedup_vs_cpu", cpu_ms / copies_ms, NULL, 0, c.n_bad == 0};
+        lb_result rw = {"elementwise",      -1,   name, sz,          copies_ms, "speedup_vs_cpu",
+                        cpu_ms / copies_ms, NULL, 0,    c.n_bad == 0};
         lb_print_result(&rw, args.quiet);
     }
     if (args.quiet)
-        printf("elementwise: n=%zu, kernel up to %.0fx faster than one CPU core, %s\n", n,
-               best_speedup, failures ? "FAIL" : "PASS");
+        printf("elementwise: n=%zu, kernel up to %.0fx faster than one CPU core, %s\n", n, best_speedup,
+               failures ? "FAIL" : "PASS");
 
     CUDA_CHECK(cudaFree(d_x));
     CUDA_CHECK(cudaFree(d_y));
-    free(h_x); free(h_y); free(h_ref); free(h_out);
+    free(h_x);
+    free(h_y);
+    free(h_ref);
+    free(h_out);
     return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
 }

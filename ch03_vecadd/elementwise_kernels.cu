@@ -21,10 +21,7 @@ __global__ void saxpy_kernel(float a, const float *x, float *y, size_t n)
     if (i < n) y[i] = a * x[i] + y[i];
 }
 
-static unsigned int blocks_for(size_t n, int block)
-{
-    return (unsigned int)((n + (size_t)block - 1) / (size_t)block);
-}
+static unsigned int blocks_for(size_t n, int block) { return (unsigned int)((n + (size_t)block - 1) / (size_t)block); }
 
 extern "C" cudaError_t scale_launch(float a, const float *d_x, float *d_y, size_t n, int block)
 {

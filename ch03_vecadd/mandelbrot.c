@@ -78,14 +78,17 @@ static void colour_counts(const int *counts, size_t n, int max_iter, unsigned ch
     unsigned char *table = lb_host_alloc((size_t)max_iter + 1, "the colour table");
     for (int c = 0; c <= max_iter; c++)
         table[c] = c >= max_iter ? 0 : (unsigned char)(1 + (int)(254.0 * sqrt((double)c / max_iter)));
-    for (size_t i = 0; i < n; i++)
-        index[i] = table[counts[i] < 0 ? 0 : counts[i] > max_iter ? max_iter : counts[i]];
+    for (size_t i = 0; i < n; i++) index[i] = table[counts[i] < 0 ? 0 : counts[i] > max_iter ? max_iter : counts[i]];
     free(table);
 }
 
 /* ---------------------------------------------------------------- the versions */
 
-typedef struct { int version; mandel_view view; int *d_counts; } mandel_job;
+typedef struct {
+    int version;
+    mandel_view view;
+    int *d_counts;
+} mandel_job;
 
 static cudaError_t run_kernel(void *ctx)
 {
@@ -116,13 +119,15 @@ static const lb_opt options[] = {
     {"--no-png", LB_OPT_FLAG, &no_png, "don't write the image"},
     {"--cpu1", LB_OPT_FLAG, &force_cpu1, "time the single-thread CPU at any size (slow)"},
 };
-static const lb_program program = {
-    .name = "mandelbrot",
-    .synopsis = "the Mandelbrot set: CPU (1 thread, OpenMP) vs GPU kernels, iterations/s",
-    .details = "--size is N (N x N pixels) or WxH, at most 16384 each.\n",
-    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_CHECK_ONLY | LB_USE_QUIET,
-    .opts = options, .n_opts = sizeof options / sizeof options[0],
-    .versions = versions, .n_versions = MANDELBROT_VERSIONS};
+static const lb_program program = {.name = "mandelbrot",
+                                   .synopsis =
+                                       "the Mandelbrot set: CPU (1 thread, OpenMP) vs GPU kernels, iterations/s",
+                                   .details = "--size is N (N x N pixels) or WxH, at most 16384 each.\n",
+                                   .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+                                   .opts = options,
+                                   .n_opts = sizeof options / sizeof options[0],
+                                   .versions = versions,
+                                   .n_versions = MANDELBROT_VERSIONS};
 
 int main(int argc, char **argv)
 {
@@ -135,21 +140,26 @@ int main(int argc, char **argv)
     if (max_iter < 1) lb_usage_error(&program, "--max-iter must be positive");
     double xmin, xmax, ymin, ymax;
     char extra;
-    if (sscanf(window_text, "%lf,%lf,%lf,%lf%c", &xmin, &xmax, &ymin, &ymax, &extra) != 4 ||
-        !(xmin < xmax) || !(ymin < ymax))
+    if (sscanf(window_text, "%lf,%lf,%lf,%lf%c", &xmin, &xmax, &ymin, &ymax, &extra) != 4 || !(xmin < xmax) ||
+        !(ymin < ymax))
         lb_usage_error(&program, "--window '%s' is not xmin,xmax,ymin,ymax with min < max", window_text);
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);
     size_t pixels = (size_t)width * height, bytes = pixels * sizeof(int);
     lb_require_device_memory(bytes, "the image");
-    mandel_view view = {width, height, max_iter, (float)xmin, (float)((xmax - xmin) / width),
-                        (float)ymax, (float)((ymax - ymin) / height)};
+    mandel_view view = {width,
+                        height,
+                        max_iter,
+                        (float)xmin,
+                        (float)((xmax - xmin) / width),
+                        (float)ymax,
+                        (float)((ymax - ymin) / height)};
     int threads = omp_get_max_threads();
     if (!args.quiet)
         printf("mandelbrot: %dx%d pixels, max %d iterations, window [%g,%g]x[%g,%g], %s (%s), "
-               "%d CPU threads\n", width, height, max_iter, xmin, xmax, ymin, ymax, gpu.prop.name,
-               gpu.sm, threads);
+               "%d CPU threads\n",
+               width, height, max_iter, xmin, xmax, ymin, ymax, gpu.prop.name, gpu.sm, threads);
 
     /* the reference image, timed: version 0 */
     int *ref = lb_host_alloc(bytes, "the CPU image"), *got = lb_host_alloc(bytes, "the GPU image");
@@ -166,7 +176,7 @@ int main(int argc, char **argv)
         t0 = lb_wall_ms();
         mandelbrot_cpu(&view, one, 1);
         cpu1_ms = lb_wall_ms() - t0;
-        cpu1_fail = memcmp(one, ref, bytes) != 0;   /* same code, so it must be identical */
+        cpu1_fail = memcmp(one, ref, bytes) != 0; /* same code, so it must be identical */
         free(one);
     }
 
@@ -176,8 +186,12 @@ int main(int argc, char **argv)
     double giter = (double)total_iter / 1e9;
     char sz[32];
     snprintf(sz, sizeof sz, "%dx%d", width, height);
-    lb_report rep = {.prog = &program, .args = &args, .unit = "giter_s", .unit_head = "G iter/s",
-                     .base = "cpu_omp", .base_head = "vs CPU"};
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "giter_s",
+                     .unit_head = "G iter/s",
+                     .base = "cpu_omp",
+                     .base_head = "vs CPU"};
     lb_report_table(&rep, sz, NULL);
     if (!args.check_only) {
         rep.base_value = giter / (cpu_omp_ms * 1e-3);
@@ -187,14 +201,14 @@ int main(int argc, char **argv)
             lb_report_row(&rep, -1, "cpu_1thread", cpu1_ms, giter / (cpu1_ms * 1e-3), !cpu1_fail,
                           cpu1_fail ? "FAIL (differs)" : "same image");
     }
-    if (cpu1_fail && args.version > 0) rep.failures++;   /* (otherwise its row above counts it) */
+    if (cpu1_fail && args.version > 0) rep.failures++; /* (otherwise its row above counts it) */
 
     int gpu_ran = 0, best = -1;
     float ms[MANDELBROT_VERSIONS] = {0};
     for (int v = 1; v < MANDELBROT_VERSIONS; v++) {
         if (!lb_version_wanted(&program, &args, &gpu, v)) continue;
         mandel_job job = {v, view, d_counts};
-        lb_poison_device(d_counts, bytes);   /* -1 everywhere: an unwritten pixel fails */
+        lb_poison_device(d_counts, bytes); /* -1 everywhere: an unwritten pixel fails */
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(got, d_counts, bytes, cudaMemcpyDeviceToHost));
         lb_check c = lb_check_i32(versions[v].name, got, ref, pixels, args.quiet);
@@ -212,8 +226,8 @@ int main(int argc, char **argv)
     /* The whole GPU program, for Amdahl's law: the kernel is one part of what the user waits for. */
     double copy_ms = 0, colour_ms = 0, png_ms = 0;
     unsigned char *index = lb_host_alloc(pixels, "the picture");
-    const int *image = ref;              /* version 0 alone: picture the CPU's image */
-    if (gpu_ran) {                       /* else the last GPU version's, already verified */
+    const int *image = ref; /* version 0 alone: picture the CPU's image */
+    if (gpu_ran) {          /* else the last GPU version's, already verified */
         t0 = lb_wall_ms();
         CUDA_CHECK(cudaMemcpy(got, d_counts, bytes, cudaMemcpyDeviceToHost));
         copy_ms = lb_wall_ms() - t0;
@@ -232,17 +246,18 @@ int main(int argc, char **argv)
     }
     if (!args.quiet && best > 0)
         printf("whole GPU run (version %d): kernel %.3f ms + copy to host %.3f + colouring %.3f + PNG %.3f "
-               "= %.3f ms; the kernel is %.1f%% of it\n", best, ms[best], copy_ms, colour_ms, png_ms,
-               ms[best] + copy_ms + colour_ms + png_ms,
+               "= %.3f ms; the kernel is %.1f%% of it\n",
+               best, ms[best], copy_ms, colour_ms, png_ms, ms[best] + copy_ms + colour_ms + png_ms,
                100.0 * ms[best] / (ms[best] + copy_ms + colour_ms + png_ms));
-    if (best > 0 && !no_png) {   /* for Amdahl's law in ch01's README */
+    if (best > 0 && !no_png) { /* for Amdahl's law in ch01's README */
         double whole = ms[best] + copy_ms + colour_ms + png_ms;
-        lb_result r = {"mandelbrot", best, "whole_gpu_run", sz, whole, "kernel_share",
-                       ms[best] / whole, NULL, 0.0, 1};
+        lb_result r = {"mandelbrot", best, "whole_gpu_run", sz, whole, "kernel_share", ms[best] / whole, NULL, 0.0, 1};
         lb_print_result(&r, args.quiet);
     }
     if (!args.quiet && !no_png) printf("wrote %s\n", png_path);
     CUDA_CHECK(cudaFree(d_counts));
-    free(ref); free(got); free(index);
+    free(ref);
+    free(got);
+    free(index);
     return lb_report_finish(&rep);
 }

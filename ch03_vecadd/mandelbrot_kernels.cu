@@ -14,8 +14,14 @@
 
 /* ---------------------------------------------------------------- one pixel */
 
-__device__ __forceinline__ float point_re(const mandel_view &v, int x) { return __fmaf_rn((float)x + 0.5f, v.dx, v.x0); }
-__device__ __forceinline__ float point_im(const mandel_view &v, int y) { return __fmaf_rn((float)y + 0.5f, -v.dy, v.y0); }
+__device__ __forceinline__ float point_re(const mandel_view &v, int x)
+{
+    return __fmaf_rn((float)x + 0.5f, v.dx, v.x0);
+}
+__device__ __forceinline__ float point_im(const mandel_view &v, int y)
+{
+    return __fmaf_rn((float)y + 0.5f, -v.dy, v.y0);
+}
 
 /* One iteration z <- z*z + c, in the same operations as mandelbrot.c:
  *   re(z*z + c) = zr*zr - zi*zi + cr  = fma(zr, zr, fma(-zi, zi, cr))
@@ -28,10 +34,7 @@ __device__ __forceinline__ void step(float &zr, float &zi, float cr, float ci)
 }
 
 /* |z|^2 > 4, written so that NaN or Inf (an orbit that overflowed) also counts as escaped */
-__device__ __forceinline__ bool escaped(float zr, float zi)
-{
-    return !(__fmaf_rn(zr, zr, __fmul_rn(zi, zi)) <= 4.0f);
-}
+__device__ __forceinline__ bool escaped(float zr, float zi) { return !(__fmaf_rn(zr, zr, __fmul_rn(zi, zi)) <= 4.0f); }
 
 __device__ int escape_count(float cr, float ci, int max_iter)
 {
@@ -52,7 +55,7 @@ __device__ int escape_count(float cr, float ci, int max_iter)
  * to find the exact step. (Rounding could break this only for an orbit within an ulp of
  * |z| = 2 growing by less than an ulp; the test compares every pixel with the CPU.) */
 #ifndef CHECK_EVERY
-#define CHECK_EVERY 8      /* tunable: make CHECK_EVERY=16 */
+#define CHECK_EVERY 8 /* tunable: make CHECK_EVERY=16 */
 #endif
 __device__ int escape_count_batched(float cr, float ci, int max_iter)
 {
@@ -63,8 +66,9 @@ __device__ int escape_count_batched(float cr, float ci, int max_iter)
         float sr = zr, si = zi;
 #pragma unroll
         for (int k = 0; k < CHECK_EVERY; k++) step(zr, zi, cr, ci);
-        if (escaped(zr, zi)) {      /* left somewhere in these 8: replay them checked */
-            zr = sr; zi = si;
+        if (escaped(zr, zi)) { /* left somewhere in these 8: replay them checked */
+            zr = sr;
+            zi = si;
             break;
         }
         n += CHECK_EVERY;
@@ -92,9 +96,9 @@ __global__ void mandelbrot_kernel1(mandel_view v, int *counts)
 #define MANDELBROT_BLOCK_H 8
 __device__ __forceinline__ void square_warp_pixel(int &x, int &y)
 {
-    int t = threadIdx.y * MANDELBROT_BLOCK_W + threadIdx.x;   /* 0..255 */
+    int t = threadIdx.y * MANDELBROT_BLOCK_W + threadIdx.x; /* 0..255 */
     int warp = t / 32, lane = t % 32;
-    int wx = warp % (MANDELBROT_BLOCK_W / 8), wy = warp / (MANDELBROT_BLOCK_W / 8);   /* 4 x 2 warps per block */
+    int wx = warp % (MANDELBROT_BLOCK_W / 8), wy = warp / (MANDELBROT_BLOCK_W / 8); /* 4 x 2 warps per block */
     x = blockIdx.x * MANDELBROT_BLOCK_W + wx * 8 + lane % 8;
     y = blockIdx.y * MANDELBROT_BLOCK_H + wy * 4 + lane / 8;
 }
@@ -120,20 +124,14 @@ __global__ void mandelbrot_kernel3(mandel_view v, int *counts)
 extern "C" cudaError_t mandelbrot_launch(int version, mandel_view v, int *d_counts)
 {
     dim3 block2d(MANDELBROT_BLOCK_W, MANDELBROT_BLOCK_H);
-    dim3 grid2d((v.width + MANDELBROT_BLOCK_W - 1) / MANDELBROT_BLOCK_W, (v.height + MANDELBROT_BLOCK_H - 1) / MANDELBROT_BLOCK_H);
+    dim3 grid2d((v.width + MANDELBROT_BLOCK_W - 1) / MANDELBROT_BLOCK_W,
+                (v.height + MANDELBROT_BLOCK_H - 1) / MANDELBROT_BLOCK_H);
     long long pixels = (long long)v.width * v.height;
     switch (version) {
-    case 1:
-        mandelbrot_kernel1<<<(unsigned)((pixels + 255) / 256), 256>>>(v, d_counts);
-        break;
-    case 2:
-        mandelbrot_kernel2<<<grid2d, block2d>>>(v, d_counts);
-        break;
-    case 3:
-        mandelbrot_kernel3<<<grid2d, block2d>>>(v, d_counts);
-        break;
-    default:
-        return cudaErrorInvalidValue;
+    case 1: mandelbrot_kernel1<<<(unsigned)((pixels + 255) / 256), 256>>>(v, d_counts); break;
+    case 2: mandelbrot_kernel2<<<grid2d, block2d>>>(v, d_counts); break;
+    case 3: mandelbrot_kernel3<<<grid2d, block2d>>>(v, d_counts); break;
+    default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
 }

@@ -73,10 +73,11 @@ static cudaError_t run_end_to_end(void *ctx)
 
 /* ---------------------------------------------------------------- main */
 
-static const lb_program program = {
-    .name = "vecadd",
-    .synopsis = "C = A + B on n floats: the seven steps, kernel GB/s vs cudaMemcpy",
-    .uses = LB_USE_ALL, .versions = versions, .n_versions = VECADD_VERSIONS};
+static const lb_program program = {.name = "vecadd",
+                                   .synopsis = "C = A + B on n floats: the seven steps, kernel GB/s vs cudaMemcpy",
+                                   .uses = LB_USE_ALL,
+                                   .versions = versions,
+                                   .n_versions = VECADD_VERSIONS};
 
 int main(int argc, char **argv)
 {
@@ -90,8 +91,8 @@ int main(int argc, char **argv)
     /* the three vectors, plus the memcpy ceiling's two buffers of 1.5 vectors when timing */
     lb_require_device_memory(3 * bytes + (args.check_only ? 0 : 3 * bytes), "vecadd");
     if (!args.quiet)
-        printf("vecadd: C = A + B, fp32, n=%zu (%.1f MB moved per add), %s (%s), seed %llu\n", n,
-               3.0 * bytes / 1e6, gpu.prop.name, gpu.sm, args.seed);
+        printf("vecadd: C = A + B, fp32, n=%zu (%.1f MB moved per add), %s (%s), seed %llu\n", n, 3.0 * bytes / 1e6,
+               gpu.prop.name, gpu.sm, args.seed);
 
     /* 1. allocate host memory and make random inputs */
     float *h_a = lb_host_alloc(bytes, "A"), *h_b = lb_host_alloc(bytes, "B");
@@ -114,11 +115,15 @@ int main(int argc, char **argv)
 
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", n);
-    double moved = 3.0 * (double)bytes;             /* two reads and one write per element */
-    lb_report rep = {.prog = &program, .args = &args, .unit = "gbps", .unit_head = "GB/s",
-                     .base = "memcpy", .base_head = "vs memcpy"};
+    double moved = 3.0 * (double)bytes; /* two reads and one write per element */
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "gbps",
+                     .unit_head = "GB/s",
+                     .base = "memcpy",
+                     .base_head = "vs memcpy"};
     lb_report_table(&rep, sz, NULL);
-    if (!args.check_only) {   /* version 0, the ceiling: a copy moving the same bytes */
+    if (!args.check_only) { /* version 0, the ceiling: a copy moving the same bytes */
         float memcpy_ms = 0.0f;
         double memcpy_gbps = lb_memcpy_ceiling_gbps((size_t)moved, args.iters, &memcpy_ms);
         lb_report_row(&rep, 0, NULL, memcpy_ms, memcpy_gbps, -1, "-");
@@ -149,14 +154,17 @@ int main(int argc, char **argv)
     if (!args.check_only && !args.quiet) {
         end_to_end_job e2e = {{e2e_version, d_a, d_b, d_c, n, args.block}, h_a, h_b, h_c};
         float e2e_ms = lb_time_ms(run_end_to_end, &e2e, 1, args.iters < 5 ? args.iters : 5);
-        printf("end to end with pageable copies (version %d): %.3f ms, of which the kernel is %.1f%%\n",
-               e2e_version, e2e_ms, 100.0 * ms[e2e_version] / e2e_ms);
+        printf("end to end with pageable copies (version %d): %.3f ms, of which the kernel is %.1f%%\n", e2e_version,
+               e2e_ms, 100.0 * ms[e2e_version] / e2e_ms);
     }
 
     /* 7. free device and host memory */
     CUDA_CHECK(cudaFree(d_a));
     CUDA_CHECK(cudaFree(d_b));
     CUDA_CHECK(cudaFree(d_c));
-    free(h_a); free(h_b); free(h_c); free(h_ref);
+    free(h_a);
+    free(h_b);
+    free(h_c);
+    free(h_ref);
     return lb_report_finish(&rep);
 }

@@ -15,7 +15,7 @@ __global__ void vecadd_kernel1(const float *a, const float *b, float *c, size_t 
 {
     /* size_t: with more than 2^31 elements an int index would wrap around */
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)          /* the last block sticks out past n when n % blockDim.x != 0 */
+    if (i < n) /* the last block sticks out past n when n % blockDim.x != 0 */
         c[i] = a[i] + b[i];
 }
 
@@ -29,7 +29,7 @@ __device__ __forceinline__ float4 add4(float4 x, float4 y)
 
 __device__ __forceinline__ void add_tail(const float *a, const float *b, float *c, size_t n, size_t t)
 {
-    size_t i = (n & ~(size_t)3) + t;   /* first float after the whole vectors, plus t */
+    size_t i = (n & ~(size_t)3) + t; /* first float after the whole vectors, plus t */
     if (t < 3 && i < n) c[i] = a[i] + b[i];
 }
 
@@ -46,7 +46,7 @@ __global__ void vecadd_kernel2(const float *a, const float *b, float *c, size_t 
 }
 
 #ifndef VEC_PER_THREAD
-#define VEC_PER_THREAD 4   /* tunable: make VEC_PER_THREAD=8 */
+#define VEC_PER_THREAD 4 /* tunable: make VEC_PER_THREAD=8 */
 #endif
 __global__ void vecadd_kernel3(const float *a, const float *b, float *c, size_t n)
 {
@@ -60,12 +60,15 @@ __global__ void vecadd_kernel3(const float *a, const float *b, float *c, size_t 
     float4 *c4 = reinterpret_cast<float4 *>(c);
     float4 x[VEC_PER_THREAD], y[VEC_PER_THREAD];
 #pragma unroll
-    for (int k = 0; k < VEC_PER_THREAD; k++) {   /* issue every load first ... */
+    for (int k = 0; k < VEC_PER_THREAD; k++) { /* issue every load first ... */
         size_t i = base + (size_t)k * blockDim.x;
-        if (i < n4) { x[k] = a4[i]; y[k] = b4[i]; }
+        if (i < n4) {
+            x[k] = a4[i];
+            y[k] = b4[i];
+        }
     }
 #pragma unroll
-    for (int k = 0; k < VEC_PER_THREAD; k++) {   /* ... then use them: 8 loads in flight */
+    for (int k = 0; k < VEC_PER_THREAD; k++) { /* ... then use them: 8 loads in flight */
         size_t i = base + (size_t)k * blockDim.x;
         if (i < n4) c4[i] = add4(x[k], y[k]);
     }
@@ -79,22 +82,16 @@ static unsigned int blocks_for(size_t items, int per_block)
     return (unsigned int)((items + (size_t)per_block - 1) / (size_t)per_block);
 }
 
-extern "C" cudaError_t vecadd_launch(int version, const float *d_a, const float *d_b, float *d_c,
-                                     size_t n, int block)
+extern "C" cudaError_t vecadd_launch(int version, const float *d_a, const float *d_b, float *d_c, size_t n, int block)
 {
     size_t n4 = n / 4;
     switch (version) {
-    case 1:
-        vecadd_kernel1<<<blocks_for(n, block), block>>>(d_a, d_b, d_c, n);
-        break;
+    case 1: vecadd_kernel1<<<blocks_for(n, block), block>>>(d_a, d_b, d_c, n); break;
     case 2: /* at least one block so that a tail of 1..3 floats is added */
         vecadd_kernel2<<<blocks_for(n4 ? n4 : 1, block), block>>>(d_a, d_b, d_c, n);
         break;
-    case 3:
-        vecadd_kernel3<<<blocks_for(n4 ? n4 : 1, block * VEC_PER_THREAD), block>>>(d_a, d_b, d_c, n);
-        break;
-    default:
-        return cudaErrorInvalidValue;
+    case 3: vecadd_kernel3<<<blocks_for(n4 ? n4 : 1, block * VEC_PER_THREAD), block>>>(d_a, d_b, d_c, n); break;
+    default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
 }

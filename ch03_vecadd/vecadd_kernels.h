@@ -11,8 +11,7 @@ extern "C" {
 #define VECADD_VERSIONS 4
 
 /* Launch kernel `version` (1..VECADD_VERSIONS-1) computing c = a + b over n floats; returns the launch error. */
-cudaError_t vecadd_launch(int version, const float *d_a, const float *d_b, float *d_c,
-                          size_t n, int block);
+cudaError_t vecadd_launch(int version, const float *d_a, const float *d_b, float *d_c, size_t n, int block);
 
 #ifdef __cplusplus
 }

@@ -59,9 +59,9 @@ static void unpack_board(const uint32_t *words, uint8_t *cells, int W, int H)
 
 typedef struct {
     int version, w, h, gens;
-    int from_start;       /* copy the start board in first (verification); timing skips it */
-    void *d_a, *d_b;      /* ping-pong boards: bytes (1, 2) or words (3) */
-    const void *d_start;  /* the initial board, same layout */
+    int from_start;      /* copy the start board in first (verification); timing skips it */
+    void *d_a, *d_b;     /* ping-pong boards: bytes (1, 2) or words (3) */
+    const void *d_start; /* the initial board, same layout */
     size_t board_bytes;
 } life_job;
 
@@ -75,7 +75,9 @@ static cudaError_t run_generations(void *ctx)
     void *in = j->d_a, *out = j->d_b;
     for (int g = 0; g < j->gens && e == cudaSuccess; g++) {
         e = life_launch(j->version, in, out, j->w, j->h);
-        void *t = in; in = out; out = t;
+        void *t = in;
+        in = out;
+        out = t;
     }
     return e;
 }
@@ -86,7 +88,8 @@ static void write_board_png(const char *path, const uint8_t *cells, int W, int H
 {
     unsigned char *grey = lb_host_alloc((size_t)W * H, "the picture");
     for (size_t i = 0; i < (size_t)W * H; i++) grey[i] = cells[i] ? 255 : 0;
-    if (lb_write_png(path, W, H, 1, grey, NULL)) lb_die(LB_EXIT_USAGE, "life: cannot write %s: %s", path, strerror(errno));
+    if (lb_write_png(path, W, H, 1, grey, NULL))
+        lb_die(LB_EXIT_USAGE, "life: cannot write %s: %s", path, strerror(errno));
     free(grey);
 }
 
@@ -120,8 +123,10 @@ static const lb_program program = {
     .details = "--size is N (N x N cells) or WxH. Speed is against the memory bound of versions 1-2: 2 bytes\n"
                "per cell per generation at the device-to-device copy bandwidth measured in the same run.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
-    .opts = options, .n_opts = sizeof options / sizeof options[0],
-    .versions = versions, .n_versions = LIFE_VERSIONS};
+    .opts = options,
+    .n_opts = sizeof options / sizeof options[0],
+    .versions = versions,
+    .n_versions = LIFE_VERSIONS};
 
 /* The board after the run, cell for cell against the CPU's. */
 static lb_check compare_boards(const char *name, const uint8_t *got, const uint8_t *ref, int W, size_t cells, int quiet)
@@ -170,7 +175,9 @@ int main(int argc, char **argv)
     double t0 = lb_wall_ms();
     for (int g = 0; g < gens; g++) {
         life_step_cpu(ref, tmp, W, H);
-        uint8_t *t = ref; ref = tmp; tmp = t;
+        uint8_t *t = ref;
+        ref = tmp;
+        tmp = t;
     }
     double cpu_ms = lb_wall_ms() - t0;
     size_t alive = 0;
@@ -193,24 +200,36 @@ int main(int argc, char **argv)
     char sz[32];
     snprintf(sz, sizeof sz, "%dx%d", W, H);
     double updates = (double)cells * gens;
-    lb_report rep = {.prog = &program, .args = &args, .unit = "gcells_s", .unit_head = "Gcells/s",
-                     .base = "membound_2B", .base_head = "vs 2B/cell"};
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "gcells_s",
+                     .unit_head = "Gcells/s",
+                     .base = "membound_2B",
+                     .base_head = "vs 2B/cell"};
     lb_report_table(&rep, sz, NULL);
     double bound_gcells = 0.0;
     if (!args.check_only) {
         bound_gcells = lb_memcpy_ceiling_gbps(2 * byte_board, args.iters, NULL) / 2.0;
         rep.base_value = bound_gcells;
     }
-    if (!args.quiet) printf("alive after %d generations: %zu of %zu cells; ms are per generation\n", gens, alive, cells);
+    if (!args.quiet)
+        printf("alive after %d generations: %zu of %zu cells; ms are per generation\n", gens, alive, cells);
     if (!args.check_only && lb_version_wanted(&program, &args, &gpu, 0))
         lb_report_row(&rep, 0, NULL, cpu_ms / gens, updates / (cpu_ms * 1e6), -1, "reference");
 
     for (int v = 1; v < LIFE_VERSIONS; v++) {
         if (!lb_version_wanted(&program, &args, &gpu, v)) continue;
-        int packed = v == 3;   /* version 3 works on 32 cells per word, the others on bytes */
-        life_job job = {v, W, H, gens, 1, packed ? (void *)d_a32 : (void *)d_a8, packed ? (void *)d_b32 : (void *)d_b8,
-                        packed ? (const void *)d_start32 : (const void *)d_start8, packed ? word_board : byte_board};
-        lb_poison_device(job.d_a, job.board_bytes);   /* 0xFF cells: neither 0 nor 1, and fail */
+        int packed = v == 3; /* version 3 works on 32 cells per word, the others on bytes */
+        life_job job = {v,
+                        W,
+                        H,
+                        gens,
+                        1,
+                        packed ? (void *)d_a32 : (void *)d_a8,
+                        packed ? (void *)d_b32 : (void *)d_b8,
+                        packed ? (const void *)d_start32 : (const void *)d_start8,
+                        packed ? word_board : byte_board};
+        lb_poison_device(job.d_a, job.board_bytes); /* 0xFF cells: neither 0 nor 1, and fail */
         lb_poison_device(job.d_b, job.board_bytes);
         CUDA_CHECK(versions[v].run(&job));
         size_t stray = 0;
@@ -220,14 +239,15 @@ int main(int argc, char **argv)
             /* the unused bits of each row's last word must have stayed 0 */
             if (W % 32)
                 for (int y = 0; y < H; y++) stray += (words[(size_t)y * nw + nw - 1] >> (W % 32)) != 0;
-            if (stray && !args.quiet) fprintf(stderr, "  bitpacked: %zu rows have bits set past the board's width\n", stray);
+            if (stray && !args.quiet)
+                fprintf(stderr, "  bitpacked: %zu rows have bits set past the board's width\n", stray);
         } else {
             CUDA_CHECK(cudaMemcpy(got, result_of(&job), byte_board, cudaMemcpyDeviceToHost));
         }
         lb_check c = compare_boards(versions[v].name, got, ref, W, cells, args.quiet);
         c.n_bad += stray;
         double ms = 0.0;
-        job.from_start = 0;   /* time the generations alone, continuing from the current board */
+        job.from_start = 0; /* time the generations alone, continuing from the current board */
         if (!args.check_only) ms = lb_time_ms(versions[v].run, &job, 1, args.iters);
         char verdict[96];
         lb_report_row(&rep, v, NULL, ms / gens, ms > 0 ? updates / (ms * 1e6) : 0.0, c.n_bad == 0,
@@ -235,7 +255,8 @@ int main(int argc, char **argv)
     }
     if (!args.quiet && !args.check_only)
         printf("memory bound for versions 1-2: 2 bytes per cell per generation at %.0f GB/s (D2D memcpy, this run) "
-               "= %.1f G cells/s\n", 2 * bound_gcells, bound_gcells);
+               "= %.1f G cells/s\n",
+               2 * bound_gcells, bound_gcells);
 
     /* pictures: the final board, and with --frames every K-th generation (CPU, from the start) */
     if (!no_png) write_board_png(png_path, ref, W, H);
@@ -250,14 +271,24 @@ int main(int argc, char **argv)
             }
             if (g < gens) {
                 life_step_cpu(a, b, W, H);
-                uint8_t *t = a; a = b; b = t;
+                uint8_t *t = a;
+                a = b;
+                b = t;
             }
         }
         if (!args.quiet) printf("wrote life_frame_*.png every %d generations\n", frames);
     }
     if (!args.quiet && !no_png) printf("wrote %s\n", png_path);
-    CUDA_CHECK(cudaFree(d_start8)); CUDA_CHECK(cudaFree(d_a8)); CUDA_CHECK(cudaFree(d_b8));
-    CUDA_CHECK(cudaFree(d_start32)); CUDA_CHECK(cudaFree(d_a32)); CUDA_CHECK(cudaFree(d_b32));
-    free(start); free(ref); free(tmp); free(got); free(words);
+    CUDA_CHECK(cudaFree(d_start8));
+    CUDA_CHECK(cudaFree(d_a8));
+    CUDA_CHECK(cudaFree(d_b8));
+    CUDA_CHECK(cudaFree(d_start32));
+    CUDA_CHECK(cudaFree(d_a32));
+    CUDA_CHECK(cudaFree(d_b32));
+    free(start);
+    free(ref);
+    free(tmp);
+    free(got);
+    free(words);
     return lb_report_finish(&rep);
 }

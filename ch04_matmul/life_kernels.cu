@@ -32,8 +32,8 @@ __global__ void life_kernel1(const uint8_t *in, uint8_t *out, int W, int H)
     /* the torus: column -1 is column W-1, row H is row 0 */
     int xl = x == 0 ? W - 1 : x - 1, xr = x == W - 1 ? 0 : x + 1;
     size_t up = (size_t)(y == 0 ? H - 1 : y - 1) * W, mid = (size_t)y * W, down = (size_t)(y == H - 1 ? 0 : y + 1) * W;
-    int n = in[up + xl] + in[up + x] + in[up + xr] + in[mid + xl] + in[mid + xr] +
-            in[down + xl] + in[down + x] + in[down + xr];
+    int n = in[up + xl] + in[up + x] + in[up + xr] + in[mid + xl] + in[mid + xr] + in[down + xl] + in[down + x] +
+            in[down + xr];
     out[mid + x] = rule(n, in[mid + x]);
 }
 
@@ -51,9 +51,9 @@ __device__ __forceinline__ uint32_t rule4(uint32_t count, uint32_t alive)
     return born_or_stay & 0x01010101u;
 }
 
-#define LIFE2_W 32               /* tile width in words (128 cells) = blockDim.x = warp size */
-#define LIFE2_H 64               /* tile height in rows = blockDim.y * LIFE2_ROWS */
-#define LIFE2_ROWS 8             /* consecutive rows per thread */
+#define LIFE2_W 32   /* tile width in words (128 cells) = blockDim.x = warp size */
+#define LIFE2_H 64   /* tile height in rows = blockDim.y * LIFE2_ROWS */
+#define LIFE2_ROWS 8 /* consecutive rows per thread */
 /* The block (32 x 8 threads) owns 32 words x 64 rows. It copies them with a one-word halo on
  * every side into shared memory, (64+2) x (32+2) words: 1.09 global reads per word. Warp w
  * copies rows w, w+8, ...: each row's 32 inner words are one coalesced 128-byte load, and
@@ -68,11 +68,11 @@ __global__ void life_kernel2(const uint32_t *in, uint32_t *out, int NW, int H)
     /* wrap: the halo of the first tile is the board's last column/row; a tile sticking out
      * past the board's end wraps the same way and does not write those cells */
     int gx = x0 + lane < NW ? x0 + lane : (x0 + lane) % NW;
-    int hx = lane == 0 ? (x0 == 0 ? NW - 1 : x0 - 1) : (x0 + LIFE2_W) % NW;   /* halo column */
+    int hx = lane == 0 ? (x0 == 0 ? NW - 1 : x0 - 1) : (x0 + LIFE2_W) % NW; /* halo column */
     constexpr int STEP = LIFE2_H / LIFE2_ROWS, N_LOADS = (LIFE2_H + 2 + STEP - 1) / STEP;
     uint32_t inner[N_LOADS], halo[N_LOADS];
 #pragma unroll
-    for (int k = 0; k < N_LOADS; k++) {   /* first issue every load ... */
+    for (int k = 0; k < N_LOADS; k++) { /* first issue every load ... */
         int r = threadIdx.y + k * STEP, gy = y0 + r - 1;
         gy = gy < 0 ? gy + H : gy >= H ? gy % H : gy;
         const uint32_t *row = in + (size_t)gy * NW;
@@ -82,19 +82,19 @@ __global__ void life_kernel2(const uint32_t *in, uint32_t *out, int NW, int H)
         }
     }
 #pragma unroll
-    for (int k = 0; k < N_LOADS; k++) {   /* ... then store them: the latencies overlap */
+    for (int k = 0; k < N_LOADS; k++) { /* ... then store them: the latencies overlap */
         int r = threadIdx.y + k * STEP;
         if (r < LIFE2_H + 2) {
             tile[r][lane + 1] = inner[k];
             if (lane < 2) tile[r][lane == 0 ? 0 : LIFE2_W + 1] = halo[k];
         }
     }
-    __syncthreads();   /* the whole tile, halo included, must be in place before anyone reads it */
+    __syncthreads(); /* the whole tile, halo included, must be in place before anyone reads it */
 
     int lx = threadIdx.x + 1, x = x0 + threadIdx.x, ly0 = threadIdx.y * LIFE2_ROWS + 1;
     uint32_t three[LIFE2_ROWS + 2], sides[LIFE2_ROWS + 2], centre[LIFE2_ROWS + 2];
 #pragma unroll
-    for (int k = 0; k < LIFE2_ROWS + 2; k++) {   /* per row: left + right, and left + centre + right */
+    for (int k = 0; k < LIFE2_ROWS + 2; k++) { /* per row: left + right, and left + centre + right */
         uint32_t p = tile[ly0 - 1 + k][lx - 1], c = tile[ly0 - 1 + k][lx], n = tile[ly0 - 1 + k][lx + 1];
         sides[k] = __funnelshift_l(p, c, 8) + __funnelshift_r(c, n, 8);
         three[k] = sides[k] + c;
@@ -126,8 +126,8 @@ __global__ void life_kernel2_bytes(const uint8_t *in, uint8_t *out, int W, int H
 #pragma unroll
     for (int k = 0; k < LIFE2_ROWS; k++) {
         int ly = threadIdx.y + k * blockDim.y + 1, y = y0 + ly - 1;
-        int n = tile[ly - 1][lx - 1] + tile[ly - 1][lx] + tile[ly - 1][lx + 1] + tile[ly][lx - 1] +
-                tile[ly][lx + 1] + tile[ly + 1][lx - 1] + tile[ly + 1][lx] + tile[ly + 1][lx + 1];
+        int n = tile[ly - 1][lx - 1] + tile[ly - 1][lx] + tile[ly - 1][lx + 1] + tile[ly][lx - 1] + tile[ly][lx + 1] +
+                tile[ly + 1][lx - 1] + tile[ly + 1][lx] + tile[ly + 1][lx + 1];
         if (x < W && y < H) out[(size_t)y * W + x] = rule(n, tile[ly][lx]);
     }
 }
@@ -146,7 +146,9 @@ __device__ __forceinline__ void full_add(uint32_t a, uint32_t b, uint32_t c, uin
     carry = (a & b) | (t & c);
 }
 
-struct row_words { uint32_t left, centre, right; };
+struct row_words {
+    uint32_t left, centre, right;
+};
 
 /* 8 neighbour words and the centre -> the next state of 32 cells */
 __device__ __forceinline__ uint32_t rule32(const row_words &u, const row_words &m, const row_words &d)
@@ -155,16 +157,16 @@ __device__ __forceinline__ uint32_t rule32(const row_words &u, const row_words &
     uint32_t sa, ca, sb, cb, s0, cd, t1, t2;
     full_add(u.left, u.centre, u.right, sa, ca);
     full_add(m.left, m.right, d.left, sb, cb);
-    uint32_t sc = d.centre ^ d.right, cc = d.centre & d.right;   /* half adder */
-    full_add(sa, sb, sc, s0, cd);            /* weight 1 */
-    full_add(ca, cb, cc, t1, t2);            /* weight 2 ... */
+    uint32_t sc = d.centre ^ d.right, cc = d.centre & d.right; /* half adder */
+    full_add(sa, sb, sc, s0, cd);                              /* weight 1 */
+    full_add(ca, cb, cc, t1, t2);                              /* weight 2 ... */
     uint32_t s1 = t1 ^ cd, t3 = t1 & cd;
-    uint32_t s2 = t2 ^ t3;                   /* weight 4 (8 neighbours give 0: dead either way) */
+    uint32_t s2 = t2 ^ t3; /* weight 4 (8 neighbours give 0: dead either way) */
     /* alive next: count == 3 (s2=0, s1=1, s0=1), or count == 2 (s0=0) and alive now */
     return ~s2 & s1 & (s0 | m.centre);
 }
 
-#define LIFE3_ROWS 8   /* consecutive rows per thread: each row's words are loaded once, used 3 times */
+#define LIFE3_ROWS 8 /* consecutive rows per thread: each row's words are loaded once, used 3 times */
 /* The left and right neighbour words of lane l are lane l-1's and l+1's own words: a warp
  * shuffle passes them over, and only the lanes at the warp's edges (and at the row's wrap)
  * load a second word. Every lane takes part in the shuffles, so lanes past the row's end
@@ -190,14 +192,14 @@ __global__ void life_kernel3(const uint32_t *in, uint32_t *out, int W, int H)
     int nw = (W + 31) / 32, valid = W - 32 * (nw - 1);
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * LIFE3_ROWS;
-    if (y0 >= H) return;   /* the whole warp shares y0: it leaves together */
-    uint32_t mask = (j == nw - 1 && valid < 32) ? (1u << valid) - 1u : ~0u;   /* unused bits stay 0 */
+    if (y0 >= H) return; /* the whole warp shares y0: it leaves together */
+    uint32_t mask = (j == nw - 1 && valid < 32) ? (1u << valid) - 1u : ~0u; /* unused bits stay 0 */
     row_words u = row_neighbours(in + (size_t)(y0 == 0 ? H - 1 : y0 - 1) * nw, j, nw, valid);
     row_words m = row_neighbours(in + (size_t)y0 * nw, j, nw, valid);
 #pragma unroll
     for (int k = 0; k < LIFE3_ROWS; k++) {
         int y = y0 + k;
-        if (y >= H) break;   /* also the same for the whole warp */
+        if (y >= H) break; /* also the same for the whole warp */
         row_words d = row_neighbours(in + (size_t)(y == H - 1 ? 0 : y + 1) * nw, j, nw, valid);
         if (j < nw) out[(size_t)y * nw + j] = rule32(u, m, d) & mask;
         u = m;
@@ -215,11 +217,9 @@ extern "C" cudaError_t life_launch(int version, const void *d_in, void *d_out, i
     const uint8_t *in8 = static_cast<const uint8_t *>(d_in);
     uint8_t *out8 = static_cast<uint8_t *>(d_out);
     switch (version) {
-    case 1:
-        life_kernel1<<<dim3(cdiv(w, 32), cdiv(h, 8)), dim3(32, 8)>>>(in8, out8, w, h);
-        break;
+    case 1: life_kernel1<<<dim3(cdiv(w, 32), cdiv(h, 8)), dim3(32, 8)>>>(in8, out8, w, h); break;
     case 2:
-        if (w % 4 == 0)   /* whole words per row: 4 cells per thread-word */
+        if (w % 4 == 0) /* whole words per row: 4 cells per thread-word */
             life_kernel2<<<dim3(cdiv(w / 4, LIFE2_W), cdiv(h, LIFE2_H)), dim3(LIFE2_W, LIFE2_H / LIFE2_ROWS)>>>(
                 reinterpret_cast<const uint32_t *>(d_in), reinterpret_cast<uint32_t *>(d_out), w / 4, h);
         else
@@ -232,8 +232,7 @@ extern "C" cudaError_t life_launch(int version, const void *d_in, void *d_out, i
             static_cast<const uint32_t *>(d_in), static_cast<uint32_t *>(d_out), w, h);
         break;
     }
-    default:
-        return cudaErrorInvalidValue;
+    default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
 }

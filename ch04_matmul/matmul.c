@@ -39,8 +39,8 @@ static void matmul_cpu(const float *A, const float *B, float *C, int M, int N, i
 /* cuBLAS is column-major: it sees our row-major C (M,N) as C^T (N,M). Since
  * C^T = B^T A^T, asking cuBLAS for "B times A" with the dimensions swapped, on the same
  * pointers, leaves exactly our row-major C in memory. No transposes are copied. */
-static cublasStatus_t sgemm_row_major(cublasHandle_t h, const float *d_a, const float *d_b, float *d_c,
-                                      int M, int N, int K)
+static cublasStatus_t sgemm_row_major(cublasHandle_t h, const float *d_a, const float *d_b, float *d_c, int M, int N,
+                                      int K)
 {
     const float one = 1.0f, zero = 0.0f;
     return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, d_b, N, d_a, K, &zero, d_c, N);
@@ -54,8 +54,8 @@ typedef struct {
     const float *d_a, *d_b;
     float *d_c;
     int m, n, k;
-    int version, block;   /* block: version 1's block edge (--block) */
-    int tile;             /* for --sweep: version 2 with this tile instead of the built one */
+    int version, block; /* block: version 1's block edge (--block) */
+    int tile;           /* for --sweep: version 2 with this tile instead of the built one */
 } mm_job;
 
 static cudaError_t run_cublas(void *ctx)
@@ -107,8 +107,8 @@ static float *cpu_reference(const float *A, const float *B, int M, int N, int K)
 
 /* cuBLAS against the CPU: every element when the full reference exists, else 8 sampled
  * rows and 8 sampled columns computed here. */
-static lb_check check_cublas(const float *A, const float *B, const float *C, const float *ref, int M, int N,
-                             int K, lb_rng *rng, int quiet)
+static lb_check check_cublas(const float *A, const float *B, const float *C, const float *ref, int M, int N, int K,
+                             lb_rng *rng, int quiet)
 {
     lb_check total = {0, 0.0, 0.0};
     if (ref) return lb_check_f32("cublas vs CPU", C, ref, (size_t)M * N, abs_tol(K), 1e-5, quiet);
@@ -122,8 +122,8 @@ static lb_check check_cublas(const float *A, const float *B, const float *C, con
             got[i] = C[(size_t)r * N + c];
             want[i] = (float)dot_row_col(A, B, N, K, r, c);
         }
-        lb_check c = lb_check_f32(is_row ? "cublas row vs CPU" : "cublas column vs CPU", got, want,
-                                  (size_t)len, abs_tol(K), 1e-5, quiet);
+        lb_check c = lb_check_f32(is_row ? "cublas row vs CPU" : "cublas column vs CPU", got, want, (size_t)len,
+                                  abs_tol(K), 1e-5, quiet);
         total.n_bad += c.n_bad;
         if (c.max_abs_err > total.max_abs_err) total.max_abs_err = c.max_abs_err;
         if (c.max_rel_err > total.max_rel_err) total.max_rel_err = c.max_rel_err;
@@ -187,13 +187,16 @@ static const lb_program program = {
     .name = "matmul",
     .synopsis = "C = A @ B in fp32 (row-major): naive, tiled and register-blocked kernels vs cuBLAS",
     .details = "--block B sets version 1's block to B x B threads. --size is N (square) or M,N,K.\n",
-    .uses = LB_USE_ALL, .opts = options, .n_opts = 1,
-    .versions = versions, .n_versions = MATMUL_VERSIONS};
+    .uses = LB_USE_ALL,
+    .opts = options,
+    .n_opts = 1,
+    .versions = versions,
+    .n_versions = MATMUL_VERSIONS};
 
 /* Each version's C against cuBLAS's (both carry rounding error: twice the tolerance), and
  * against the CPU directly too when the full reference exists. */
-static lb_check check_version(const char *name, const float *got, const float *h_cublas, const float *h_cpu,
-                              size_t c_n, int K, int quiet)
+static lb_check check_version(const char *name, const float *got, const float *h_cublas, const float *h_cpu, size_t c_n,
+                              int K, int quiet)
 {
     lb_check c = lb_check_f32(name, got, h_cublas, c_n, 2 * abs_tol(K), 2e-5, quiet);
     if (h_cpu) c.n_bad += lb_check_f32("vs CPU", got, h_cpu, c_n, abs_tol(K), 1e-5, quiet).n_bad;
@@ -207,7 +210,8 @@ int main(int argc, char **argv)
     lb_parse_args(&program, &args, argc, argv);
     int M, N, K;
     lb_size_mnk(&program, &args, &M, &N, &K);
-    if (args.block > 32) lb_usage_error(&program, "--block %d: the naive kernel's block is B x B threads, B at most 32", args.block);
+    if (args.block > 32)
+        lb_usage_error(&program, "--block %d: the naive kernel's block is B x B threads, B at most 32", args.block);
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);
@@ -224,8 +228,8 @@ int main(int argc, char **argv)
     size_t a_n = (size_t)M * K, b_n = (size_t)K * N, c_n = (size_t)M * N;
     lb_require_device_memory(sizeof(float) * (a_n + b_n + c_n), "the matrices");
     if (!args.quiet)
-        printf("matmul: C = A @ B, fp32, M=%d N=%d K=%d, %s (%s), seed %llu\n", M, N, K, gpu.prop.name,
-               gpu.sm, args.seed);
+        printf("matmul: C = A @ B, fp32, M=%d N=%d K=%d, %s (%s), seed %llu\n", M, N, K, gpu.prop.name, gpu.sm,
+               args.seed);
 
     float *h_a = lb_host_alloc(sizeof(float) * a_n, "A"), *h_b = lb_host_alloc(sizeof(float) * b_n, "B");
     float *h_cublas = lb_host_alloc(sizeof(float) * c_n, "cuBLAS's C"), *h_c = lb_host_alloc(sizeof(float) * c_n, "C");
@@ -239,12 +243,16 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d_c, sizeof(float) * c_n));
     CUDA_CHECK(cudaMemcpy(d_a, h_a, sizeof(float) * a_n, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_b, h_b, sizeof(float) * b_n, cudaMemcpyHostToDevice));
-    float *h_cpu = cpu_reference(h_a, h_b, M, N, K);   /* NULL when too large */
+    float *h_cpu = cpu_reference(h_a, h_b, M, N, K); /* NULL when too large */
 
     char sz[64];
     snprintf(sz, sizeof sz, "%dx%dx%d", M, N, K);
-    lb_report rep = {.prog = &program, .args = &args, .unit = "tflops", .unit_head = "TFLOP/s",
-                     .base = "cublas", .base_head = "vs cuBLAS"};
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "tflops",
+                     .unit_head = "TFLOP/s",
+                     .base = "cublas",
+                     .base_head = "vs cuBLAS"};
     lb_report_table(&rep, sz, NULL);
 
     /* ---- check and time each version; cuBLAS (version 0) always, first: checked against
@@ -252,7 +260,7 @@ int main(int argc, char **argv)
     for (int v = 0; v < MATMUL_VERSIONS; v++) {
         if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
         mm_job job = {handle, d_a, d_b, d_c, M, N, K, v, args.block, 0};
-        lb_poison_device(d_c, sizeof(float) * c_n);   /* NaN: an element never written fails */
+        lb_poison_device(d_c, sizeof(float) * c_n); /* NaN: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_cublas : h_c, d_c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
         lb_check c = v == 0 ? check_cublas(h_a, h_b, h_cublas, h_cpu, M, N, K, &rng, args.quiet)
@@ -261,15 +269,22 @@ int main(int argc, char **argv)
 
         /* ---- report: version 2's name carries its build-time tile (tiled16, tiled32) */
         char name[32], verdict[96];
-        if (v == 2) snprintf(name, sizeof name, "tiled%d", matmul_tile());
-        else snprintf(name, sizeof name, "%s", versions[v].name);
-        lb_report_row(&rep, v, name, ms, tflops(M, N, K, ms), c.n_bad == 0, lb_check_summary(&c, verdict, sizeof verdict));
+        if (v == 2)
+            snprintf(name, sizeof name, "tiled%d", matmul_tile());
+        else
+            snprintf(name, sizeof name, "%s", versions[v].name);
+        lb_report_row(&rep, v, name, ms, tflops(M, N, K, ms), c.n_bad == 0,
+                      lb_check_summary(&c, verdict, sizeof verdict));
     }
 
     CUBLAS_CHECK(cublasDestroy(handle));
     CUDA_CHECK(cudaFree(d_a));
     CUDA_CHECK(cudaFree(d_b));
     CUDA_CHECK(cudaFree(d_c));
-    free(h_a); free(h_b); free(h_cublas); free(h_c); free(h_cpu);
+    free(h_a);
+    free(h_b);
+    free(h_cublas);
+    free(h_c);
+    free(h_cpu);
     return lb_report_finish(&rep);
 }

@@ -24,7 +24,7 @@
 #include "matmul_kernels.h"
 
 #ifndef TILE
-#define TILE 16   /* version 2's tile edge; make TILE=32 rebuilds with 32 */
+#define TILE 16 /* version 2's tile edge; make TILE=32 rebuilds with 32 */
 #endif
 static_assert(TILE == 8 || TILE == 16 || TILE == 32, "TILE must be 8, 16 or 32");
 
@@ -55,8 +55,7 @@ __global__ void matmul_kernel1(const float *A, const float *B, float *C, int M, 
  * element of each, then every thread reads a row of the A tile and a column of the B tile
  * from there: each global element is now loaded once per block instead of once per thread,
  * T times fewer global loads. blockDim must equal (T, T): the tile and the block are coupled. */
-template <int T>
-__global__ void matmul_kernel2(const float *A, const float *B, float *C, int M, int N, int K)
+template <int T> __global__ void matmul_kernel2(const float *A, const float *B, float *C, int M, int N, int K)
 {
     __shared__ float As[T][T];
     __shared__ float Bs[T][T];
@@ -67,10 +66,10 @@ __global__ void matmul_kernel2(const float *A, const float *B, float *C, int M, 
         /* out-of-range elements (M, N or K not a multiple of T) load as 0: they add nothing */
         As[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : 0.0f;
         Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * N + col] : 0.0f;
-        __syncthreads();   /* wait until the whole tile is loaded before anyone reads it */
+        __syncthreads(); /* wait until the whole tile is loaded before anyone reads it */
 #pragma unroll
         for (int kk = 0; kk < T; kk++) acc += As[ty][kk] * Bs[kk][tx];
-        __syncthreads();   /* wait until everyone has read the tile before the next loop overwrites it */
+        __syncthreads(); /* wait until everyone has read the tile before the next loop overwrites it */
     }
     if (row < M && col < N) C[(size_t)row * N + col] = acc;
 }
@@ -79,8 +78,7 @@ __global__ void matmul_kernel2(const float *A, const float *B, float *C, int M, 
 
 /* 4 consecutive floats p[r][c..c+3] of a rows x cols row-major matrix, 0 outside it.
  * VEC: cols % 4 == 0, so the 4 are 16-byte aligned and one float4 load fetches them. */
-template <bool VEC>
-__device__ __forceinline__ float4 load4(const float *p, int r, int c, int rows, int cols)
+template <bool VEC> __device__ __forceinline__ float4 load4(const float *p, int r, int c, int rows, int cols)
 {
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (r >= rows) return v;
@@ -93,12 +91,14 @@ __device__ __forceinline__ float4 load4(const float *p, int r, int c, int rows, 
     return v;
 }
 
-template <bool VEC>
-__device__ __forceinline__ void store4(float *p, int r, int c, int rows, int cols, float4 v)
+template <bool VEC> __device__ __forceinline__ void store4(float *p, int r, int c, int rows, int cols, float4 v)
 {
     if (r >= rows) return;
     float *q = p + (size_t)r * cols + c;
-    if (VEC && c + 3 < cols) { *reinterpret_cast<float4 *>(q) = v; return; }
+    if (VEC && c + 3 < cols) {
+        *reinterpret_cast<float4 *>(q) = v;
+        return;
+    }
     if (c + 0 < cols) q[0] = v.x;
     if (c + 1 < cols) q[1] = v.y;
     if (c + 2 < cols) q[2] = v.z;
@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(256) matmul_kernel3(const float *A, const floa
         __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < MATMUL3_BK; kk++) {
-            float a[4], b[4];   /* 8 shared-memory reads feed 16 FMAs */
+            float a[4], b[4]; /* 8 shared-memory reads feed 16 FMAs */
 #pragma unroll
             for (int i = 0; i < 4; i++) a[i] = As[ty * 4 + i][kk];
 #pragma unroll
@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(256) matmul_kernel3(const float *A, const floa
 template <bool VEC>
 __global__ void __launch_bounds__(256) matmul_kernel4(const float *A, const float *B, float *C, int M, int N, int K)
 {
-    __shared__ __align__(16) float As[MATMUL_BIG_BK][MATMUL_BIG_BM];   /* transposed: As[k][m] */
+    __shared__ __align__(16) float As[MATMUL_BIG_BK][MATMUL_BIG_BM]; /* transposed: As[k][m] */
     __shared__ __align__(16) float Bs[MATMUL_BIG_BK][MATMUL_BIG_BN];
     int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
     int row0 = blockIdx.y * MATMUL_BIG_BM, col0 = blockIdx.x * MATMUL_BIG_BN;
@@ -182,8 +182,10 @@ __global__ void __launch_bounds__(256) matmul_kernel4(const float *A, const floa
     float acc[8][8] = {};
     for (int k0 = 0; k0 < K; k0 += MATMUL_BIG_BK) {
         float4 av = load4<VEC>(A, row0 + a_r, k0 + a_c, M, K);
-        As[a_c + 0][a_r] = av.x; As[a_c + 1][a_r] = av.y;
-        As[a_c + 2][a_r] = av.z; As[a_c + 3][a_r] = av.w;
+        As[a_c + 0][a_r] = av.x;
+        As[a_c + 1][a_r] = av.y;
+        As[a_c + 2][a_r] = av.z;
+        As[a_c + 3][a_r] = av.w;
         *reinterpret_cast<float4 *>(&Bs[b_r][b_c]) = load4<VEC>(B, k0 + b_r, col0 + b_c, K, N);
         __syncthreads();
 #pragma unroll
@@ -225,15 +227,17 @@ __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const floa
 
     float4 av = load4<VEC>(A, row0 + a_r, a_c, M, K);
     float4 bv = load4<VEC>(B, b_r, col0 + b_c, K, N);
-    As[0][a_c + 0][a_r] = av.x; As[0][a_c + 1][a_r] = av.y;
-    As[0][a_c + 2][a_r] = av.z; As[0][a_c + 3][a_r] = av.w;
+    As[0][a_c + 0][a_r] = av.x;
+    As[0][a_c + 1][a_r] = av.y;
+    As[0][a_c + 2][a_r] = av.z;
+    As[0][a_c + 3][a_r] = av.w;
     *reinterpret_cast<float4 *>(&Bs[0][b_r][b_c]) = bv;
     __syncthreads();
 
     int buf = 0;
     for (int k0 = 0; k0 < K; k0 += MATMUL_BIG_BK) {
         bool more = k0 + MATMUL_BIG_BK < K;
-        if (more) {   /* issue the next step's loads now; they are used after the FMAs */
+        if (more) { /* issue the next step's loads now; they are used after the FMAs */
             av = load4<VEC>(A, row0 + a_r, k0 + MATMUL_BIG_BK + a_c, M, K);
             bv = load4<VEC>(B, k0 + MATMUL_BIG_BK + b_r, col0 + b_c, K, N);
         }
@@ -245,12 +249,14 @@ __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const floa
             float4 b1 = *reinterpret_cast<const float4 *>(&Bs[buf][kk][64 + tx * 4]);
             outer_8x8(acc, a0, a1, b0, b1);
         }
-        if (more) {   /* the other buffer was last read before the previous barrier: free */
-            As[buf ^ 1][a_c + 0][a_r] = av.x; As[buf ^ 1][a_c + 1][a_r] = av.y;
-            As[buf ^ 1][a_c + 2][a_r] = av.z; As[buf ^ 1][a_c + 3][a_r] = av.w;
+        if (more) { /* the other buffer was last read before the previous barrier: free */
+            As[buf ^ 1][a_c + 0][a_r] = av.x;
+            As[buf ^ 1][a_c + 1][a_r] = av.y;
+            As[buf ^ 1][a_c + 2][a_r] = av.z;
+            As[buf ^ 1][a_c + 3][a_r] = av.w;
             *reinterpret_cast<float4 *>(&Bs[buf ^ 1][b_r][b_c]) = bv;
         }
-        __syncthreads();   /* the next tiles are in place, and nobody reads this buffer any more */
+        __syncthreads(); /* the next tiles are in place, and nobody reads this buffer any more */
         buf ^= 1;
     }
 #pragma unroll
@@ -264,18 +270,18 @@ __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const floa
 /* ---------------------------------------------------------------- 6: cp.async pipeline */
 
 #ifndef K6_BK
-#define K6_BK 16     /* tunable: K step per stage (make K6_BK=8 or 32) */
+#define K6_BK 16 /* tunable: K step per stage (make K6_BK=8 or 32) */
 #endif
 #ifndef K6_STAGES
-#define K6_STAGES 3  /* tunable: tiles in flight (2 = double buffering) */
+#define K6_STAGES 3 /* tunable: tiles in flight (2 = double buffering) */
 #endif
 #ifndef K6_GROUP
-#define K6_GROUP 8   /* tunable: rows of blocks per group in the launch order, 0 = plain order */
+#define K6_GROUP 8 /* tunable: rows of blocks per group in the launch order, 0 = plain order */
 #endif
 #ifndef K6_MINB
-#define K6_MINB 2    /* tunable: blocks per SM the register budget must allow */
+#define K6_MINB 2 /* tunable: blocks per SM the register budget must allow */
 #endif
-#define MATMUL6_A_STRIDE (K6_BK + 4)   /* padding: rows 4 apart land in different banks */
+#define MATMUL6_A_STRIDE (K6_BK + 4) /* padding: rows 4 apart land in different banks */
 #define MATMUL6_STAGE_FLOATS (MATMUL_BIG_BM * MATMUL6_A_STRIDE + K6_BK * MATMUL_BIG_BN)
 
 /* Block (pid_m, pid_n) of C for launch-order number pid. The plain order walks a whole row
@@ -284,7 +290,11 @@ __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const floa
  * find them in the 60 MB L2 more often. */
 __device__ __forceinline__ void block_coords(int &pid_m, int &pid_n)
 {
-    if (K6_GROUP <= 0) { pid_m = blockIdx.y; pid_n = blockIdx.x; return; }
+    if (K6_GROUP <= 0) {
+        pid_m = blockIdx.y;
+        pid_n = blockIdx.x;
+        return;
+    }
     int pid = blockIdx.y * gridDim.x + blockIdx.x;
     int per_group = K6_GROUP * gridDim.x;
     int first_m = (pid / per_group) * K6_GROUP;
@@ -307,16 +317,14 @@ __device__ __forceinline__ void cp_async4(float *smem, const float *gmem, int sr
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 /* Copy 4 floats p[r][c..c+3] of a rows x cols matrix to dst, zeros outside. */
-template <bool VEC>
-__device__ __forceinline__ void copy4(float *dst, const float *p, int r, int c, int rows, int cols)
+template <bool VEC> __device__ __forceinline__ void copy4(float *dst, const float *p, int r, int c, int rows, int cols)
 {
     bool row_ok = r < rows;
     const float *src = p + (row_ok ? (size_t)r * cols + c : 0);
-    if (VEC) {   /* cols % 4 == 0: the 4 are all inside or all outside */
+    if (VEC) { /* cols % 4 == 0: the 4 are all inside or all outside */
         cp_async16(dst, src, row_ok && c < cols ? 16 : 0);
     } else {
 #pragma unroll
@@ -330,8 +338,8 @@ __device__ __forceinline__ void copy4(float *dst, const float *p, int r, int c, 
 /* Start copying the K step at k0: the A tile (128 x BK) into As[m][k] (not transposed:
  * cp.async moves contiguous bytes) and the B tile (BK x 128) into Bs[k][n]. */
 template <bool VEC>
-__device__ __forceinline__ void load_stage(float *stage, const float *A, const float *B, int row0, int col0,
-                                           int k0, int M, int N, int K)
+__device__ __forceinline__ void load_stage(float *stage, const float *A, const float *B, int row0, int col0, int k0,
+                                           int M, int N, int K)
 {
     float *As = stage, *Bs = stage + MATMUL_BIG_BM * MATMUL6_A_STRIDE;
     int tid = threadIdx.x;
@@ -352,7 +360,8 @@ __device__ __forceinline__ void load_stage(float *stage, const float *A, const f
  * BK = 16, a thread reads its 8 rows of A as float4 along k (4 steps at once) and 2 float4
  * of B per k. __launch_bounds__(256, 2): at most 128 registers, two blocks per SM. */
 template <bool VEC>
-__global__ void __launch_bounds__(256, K6_MINB) matmul_kernel6(const float *A, const float *B, float *C, int M, int N, int K)
+__global__ void __launch_bounds__(256, K6_MINB)
+    matmul_kernel6(const float *A, const float *B, float *C, int M, int N, int K)
 {
     extern __shared__ __align__(16) float smem[];
     int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -370,8 +379,8 @@ __global__ void __launch_bounds__(256, K6_MINB) matmul_kernel6(const float *A, c
         cp_async_commit();
     }
     for (int t = 0; t < steps; t++) {
-        cp_async_wait<K6_STAGES - 2>();   /* my copies for step t are done ... */
-        __syncthreads();                  /* ... and everyone's; and step t-1's stage is free */
+        cp_async_wait<K6_STAGES - 2>(); /* my copies for step t are done ... */
+        __syncthreads();                /* ... and everyone's; and step t-1's stage is free */
         int next = t + K6_STAGES - 1;
         if (next < steps)
             load_stage<VEC>(smem + (next % K6_STAGES) * MATMUL6_STAGE_FLOATS, A, B, row0, col0, next * K6_BK, M, N, K);
@@ -380,7 +389,7 @@ __global__ void __launch_bounds__(256, K6_MINB) matmul_kernel6(const float *A, c
         const float *As = smem + (t % K6_STAGES) * MATMUL6_STAGE_FLOATS, *Bs = As + MATMUL_BIG_BM * MATMUL6_A_STRIDE;
 #pragma unroll
         for (int kk = 0; kk < K6_BK; kk += 4) {
-            float4 a4[8];   /* a4[i] = A[row i][kk..kk+3] */
+            float4 a4[8]; /* a4[i] = A[row i][kk..kk+3] */
 #pragma unroll
             for (int i = 0; i < 8; i++) {
                 int r = i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4;
@@ -416,7 +425,8 @@ static cudaError_t matmul_launch6(dim3 grid, const float *d_a, const float *d_b,
     static int configured = 0;
     size_t bytes = sizeof(float) * K6_STAGES * MATMUL6_STAGE_FLOATS;
     if (!configured) {
-        cudaError_t e = cudaFuncSetAttribute(matmul_kernel6<VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+        cudaError_t e =
+            cudaFuncSetAttribute(matmul_kernel6<VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
         if (e != cudaSuccess) return e;
         configured = 1;
     }
@@ -438,7 +448,7 @@ static cudaError_t matmul_launch6(dim3 grid, const float *d_a, const float *d_b,
 template <bool VEC>
 __global__ void __launch_bounds__(128) matmul_kernel7(const float *A, const float *B, float *C, int M, int N, int K)
 {
-    __shared__ __align__(16) float As[2][MATMUL_BIG_BK][MATMUL_BIG_BM];   /* transposed: As[k][m] */
+    __shared__ __align__(16) float As[2][MATMUL_BIG_BK][MATMUL_BIG_BM]; /* transposed: As[k][m] */
     __shared__ __align__(16) float Bs[2][MATMUL_BIG_BK][MATMUL_BIG_BN];
     int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     int wr = warp / 2, wc = warp % 2, lr = lane / 4, lc = lane % 4;
@@ -446,18 +456,22 @@ __global__ void __launch_bounds__(128) matmul_kernel7(const float *A, const floa
     float acc[8][16] = {};
     float4 av[2], bv[2];
 
-#define MATMUL7_LOAD(k0)                                                                   \
-    _Pragma("unroll") for (int i = 0; i < 2; i++) {                                   \
-        int idx = tid + i * 128;                                                      \
-        av[i] = load4<VEC>(A, row0 + idx / 2, (k0) + (idx % 2) * 4, M, K);            \
-        bv[i] = load4<VEC>(B, (k0) + idx / 32, col0 + (idx % 32) * 4, K, N);          \
+#define MATMUL7_LOAD(k0)                                                     \
+    _Pragma("unroll") for (int i = 0; i < 2; i++)                            \
+    {                                                                        \
+        int idx = tid + i * 128;                                             \
+        av[i] = load4<VEC>(A, row0 + idx / 2, (k0) + (idx % 2) * 4, M, K);   \
+        bv[i] = load4<VEC>(B, (k0) + idx / 32, col0 + (idx % 32) * 4, K, N); \
     }
-#define MATMUL7_STORE(b)                                                                   \
-    _Pragma("unroll") for (int i = 0; i < 2; i++) {                                   \
-        int idx = tid + i * 128, r = idx / 2, c = (idx % 2) * 4;                      \
-        As[b][c + 0][r] = av[i].x; As[b][c + 1][r] = av[i].y;                         \
-        As[b][c + 2][r] = av[i].z; As[b][c + 3][r] = av[i].w;                         \
-        *reinterpret_cast<float4 *>(&Bs[b][idx / 32][(idx % 32) * 4]) = bv[i];        \
+#define MATMUL7_STORE(b)                                                       \
+    _Pragma("unroll") for (int i = 0; i < 2; i++)                              \
+    {                                                                          \
+        int idx = tid + i * 128, r = idx / 2, c = (idx % 2) * 4;               \
+        As[b][c + 0][r] = av[i].x;                                             \
+        As[b][c + 1][r] = av[i].y;                                             \
+        As[b][c + 2][r] = av[i].z;                                             \
+        As[b][c + 3][r] = av[i].w;                                             \
+        *reinterpret_cast<float4 *>(&Bs[b][idx / 32][(idx % 32) * 4]) = bv[i]; \
     }
 
     MATMUL7_LOAD(0)
@@ -466,25 +480,38 @@ __global__ void __launch_bounds__(128) matmul_kernel7(const float *A, const floa
     int buf = 0;
     for (int k0 = 0; k0 < K; k0 += MATMUL_BIG_BK) {
         bool more = k0 + MATMUL_BIG_BK < K;
-        if (more) { MATMUL7_LOAD(k0 + MATMUL_BIG_BK) }
+        if (more) {
+            MATMUL7_LOAD(k0 + MATMUL_BIG_BK)
+        }
 #pragma unroll
         for (int kk = 0; kk < MATMUL_BIG_BK; kk++) {
             float a[8], b[16];
             float4 t0 = *reinterpret_cast<const float4 *>(&As[buf][kk][wr * 64 + lr * 4]);
             float4 t1 = *reinterpret_cast<const float4 *>(&As[buf][kk][wr * 64 + 32 + lr * 4]);
-            a[0] = t0.x; a[1] = t0.y; a[2] = t0.z; a[3] = t0.w;
-            a[4] = t1.x; a[5] = t1.y; a[6] = t1.z; a[7] = t1.w;
+            a[0] = t0.x;
+            a[1] = t0.y;
+            a[2] = t0.z;
+            a[3] = t0.w;
+            a[4] = t1.x;
+            a[5] = t1.y;
+            a[6] = t1.z;
+            a[7] = t1.w;
 #pragma unroll
             for (int q = 0; q < 4; q++) {
                 float4 u = *reinterpret_cast<const float4 *>(&Bs[buf][kk][wc * 64 + lc * 4 + 16 * q]);
-                b[4 * q + 0] = u.x; b[4 * q + 1] = u.y; b[4 * q + 2] = u.z; b[4 * q + 3] = u.w;
+                b[4 * q + 0] = u.x;
+                b[4 * q + 1] = u.y;
+                b[4 * q + 2] = u.z;
+                b[4 * q + 3] = u.w;
             }
 #pragma unroll
             for (int i = 0; i < 8; i++)
 #pragma unroll
                 for (int j = 0; j < 16; j++) acc[i][j] += a[i] * b[j];
         }
-        if (more) { MATMUL7_STORE(buf ^ 1) }
+        if (more) {
+            MATMUL7_STORE(buf ^ 1)
+        }
         __syncthreads();
         buf ^= 1;
     }
@@ -506,8 +533,8 @@ static unsigned int cdiv(int a, int b) { return (unsigned int)((a + b - 1) / b);
 
 extern "C" int matmul_tile(void) { return TILE; }
 
-extern "C" cudaError_t matmul_tiled_launch(int tile, const float *d_a, const float *d_b, float *d_c,
-                                           int m, int n, int k)
+extern "C" cudaError_t matmul_tiled_launch(int tile, const float *d_a, const float *d_b, float *d_c, int m, int n,
+                                           int k)
 {
     switch (tile) {
     case 8: matmul_kernel2<8><<<dim3(cdiv(n, 8), cdiv(m, 8)), dim3(8, 8)>>>(d_a, d_b, d_c, m, n, k); break;
@@ -518,38 +545,38 @@ extern "C" cudaError_t matmul_tiled_launch(int tile, const float *d_a, const flo
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float *d_c,
-                                     int m, int n, int k, int block)
+extern "C" cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float *d_c, int m, int n, int k,
+                                     int block)
 {
     /* 16-byte loads need every row to start 16-byte aligned: K and N multiples of 4 */
     bool vec = (k % 4 == 0) && (n % 4 == 0);
     dim3 big(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM));
     switch (version) {
-    case 1:
-        matmul_kernel1<<<dim3(cdiv(n, block), cdiv(m, block)), dim3(block, block)>>>(d_a, d_b, d_c, m, n, k);
-        break;
-    case 2:
-        return matmul_tiled_launch(TILE, d_a, d_b, d_c, m, n, k);
-    case 3:
-        matmul_kernel3<<<dim3(cdiv(n, MATMUL3_BN), cdiv(m, MATMUL3_BM)), 256>>>(d_a, d_b, d_c, m, n, k);
-        break;
+    case 1: matmul_kernel1<<<dim3(cdiv(n, block), cdiv(m, block)), dim3(block, block)>>>(d_a, d_b, d_c, m, n, k); break;
+    case 2: return matmul_tiled_launch(TILE, d_a, d_b, d_c, m, n, k);
+    case 3: matmul_kernel3<<<dim3(cdiv(n, MATMUL3_BN), cdiv(m, MATMUL3_BM)), 256>>>(d_a, d_b, d_c, m, n, k); break;
     case 4:
-        if (vec) matmul_kernel4<true><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
-        else matmul_kernel4<false><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
+        if (vec)
+            matmul_kernel4<true><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
+        else
+            matmul_kernel4<false><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
         break;
     case 5:
-        if (vec) matmul_kernel5<true><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
-        else matmul_kernel5<false><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
+        if (vec)
+            matmul_kernel5<true><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
+        else
+            matmul_kernel5<false><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
         break;
     case 6:
         return vec ? matmul_launch6<true>(big, d_a, d_b, d_c, m, n, k)
                    : matmul_launch6<false>(big, d_a, d_b, d_c, m, n, k);
     case 7:
-        if (vec) matmul_kernel7<true><<<big, 128>>>(d_a, d_b, d_c, m, n, k);
-        else matmul_kernel7<false><<<big, 128>>>(d_a, d_b, d_c, m, n, k);
+        if (vec)
+            matmul_kernel7<true><<<big, 128>>>(d_a, d_b, d_c, m, n, k);
+        else
+            matmul_kernel7<false><<<big, 128>>>(d_a, d_b, d_c, m, n, k);
         break;
-    default:
-        return cudaErrorInvalidValue;
+    default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
 }

@@ -12,12 +12,10 @@ extern "C" {
 
 /* Launch kernel `version` (1..MATMUL_VERSIONS-1); block is the naive kernel's block edge (threads per
  * side, 16 -> 16x16); the others have fixed shapes. Returns the launch error. */
-cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float *d_c,
-                          int m, int n, int k, int block);
+cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float *d_c, int m, int n, int k, int block);
 
 /* The tiled kernel (version 2) with a given tile edge (8, 16 or 32), for --sweep. */
-cudaError_t matmul_tiled_launch(int tile, const float *d_a, const float *d_b, float *d_c,
-                                int m, int n, int k);
+cudaError_t matmul_tiled_launch(int tile, const float *d_a, const float *d_b, float *d_c, int m, int n, int k);
 
 /* The compile-time TILE of version 2 (make TILE=32). */
 int matmul_tile(void);

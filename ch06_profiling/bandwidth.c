@@ -50,27 +50,36 @@ static int verify(copy_job *j, unsigned char *want, size_t bytes, lb_rng *rng)
     lb_poison_device(c.d_b, bytes);
     memset(c.pinned, 0, bytes);
     int bad = 0;
-    c.path = H2D_PAGEABLE; CUDA_CHECK(run_copy(&c));    /* pageable -> d_a */
-    c.path = D2D; CUDA_CHECK(run_copy(&c));             /* d_a -> d_b */
+    c.path = H2D_PAGEABLE;
+    CUDA_CHECK(run_copy(&c)); /* pageable -> d_a */
+    c.path = D2D;
+    CUDA_CHECK(run_copy(&c)); /* d_a -> d_b */
     CUDA_CHECK(cudaMemcpy(c.pinned, c.d_b, bytes, cudaMemcpyDeviceToHost));
     bad |= memcmp(c.pinned, want, bytes) != 0;
     lb_poison_device(c.d_a, bytes);
     memset(c.pageable, 0, bytes);
-    c.path = H2D_PINNED; CUDA_CHECK(run_copy(&c));      /* pinned -> d_a */
-    c.path = D2H_PAGEABLE; CUDA_CHECK(run_copy(&c));    /* d_a -> pageable */
+    c.path = H2D_PINNED;
+    CUDA_CHECK(run_copy(&c)); /* pinned -> d_a */
+    c.path = D2H_PAGEABLE;
+    CUDA_CHECK(run_copy(&c)); /* d_a -> pageable */
     bad |= memcmp(c.pageable, want, bytes) != 0;
     memset(c.pinned, 0, bytes);
-    c.path = D2H_PINNED; CUDA_CHECK(run_copy(&c));      /* d_a -> pinned */
+    c.path = D2H_PINNED;
+    CUDA_CHECK(run_copy(&c)); /* d_a -> pinned */
     bad |= memcmp(c.pinned, want, bytes) != 0;
     return bad;
 }
 
 static void size_text(size_t b, char *buf, size_t len)
 {
-    if (b >= (1u << 30) && b % (1u << 30) == 0) snprintf(buf, len, "%zu GB", b >> 30);
-    else if (b >= (1u << 20) && b % (1u << 20) == 0) snprintf(buf, len, "%zu MB", b >> 20);
-    else if (b >= 1024 && b % 1024 == 0) snprintf(buf, len, "%zu KB", b >> 10);
-    else snprintf(buf, len, "%zu B", b);
+    if (b >= (1u << 30) && b % (1u << 30) == 0)
+        snprintf(buf, len, "%zu GB", b >> 30);
+    else if (b >= (1u << 20) && b % (1u << 20) == 0)
+        snprintf(buf, len, "%zu MB", b >> 20);
+    else if (b >= 1024 && b % 1024 == 0)
+        snprintf(buf, len, "%zu KB", b >> 10);
+    else
+        snprintf(buf, len, "%zu B", b);
 }
 
 static const lb_program program = {
@@ -94,7 +103,8 @@ int main(int argc, char **argv)
     unsigned char *want = lb_host_alloc(max, "the check buffer");
     cudaError_t e = cudaMallocHost((void **)&job.pinned, max);
     if (e == cudaErrorMemoryAllocation)
-        lb_die(LB_EXIT_USAGE, "size too large: %.2f GiB of pinned host memory could not be allocated", max / 1073741824.0);
+        lb_die(LB_EXIT_USAGE, "size too large: %.2f GiB of pinned host memory could not be allocated",
+               max / 1073741824.0);
     CUDA_CHECK(e);
     CUDA_CHECK(cudaMalloc((void **)&job.d_a, max));
     CUDA_CHECK(cudaMalloc((void **)&job.d_b, max));
@@ -120,7 +130,8 @@ int main(int argc, char **argv)
         char st[32];
         size_text(bytes, st, sizeof st);
         if (args.check_only) {
-            if (!args.quiet) printf(" %8s   %s\n", st, bad ? "FAIL (data changed in a round trip)" : "PASS (round trips exact)");
+            if (!args.quiet)
+                printf(" %8s   %s\n", st, bad ? "FAIL (data changed in a round trip)" : "PASS (round trips exact)");
             continue;
         }
         double gbps[N_PATHS];
@@ -141,9 +152,11 @@ int main(int argc, char **argv)
                    gbps[4], bad ? "FAIL" : "PASS");
     }
     if (args.quiet) {
-        if (args.check_only) printf("bandwidth: round trips up to %zu bytes %s\n", max, failures ? "FAIL" : "PASS");
-        else printf("bandwidth: up to %zu bytes, best H2D pinned %.1f GB/s, pageable %.1f GB/s, D2D %.0f GB/s, %s\n", max,
-                    best[H2D_PINNED], best[H2D_PAGEABLE], best[D2D], failures ? "FAIL" : "PASS");
+        if (args.check_only)
+            printf("bandwidth: round trips up to %zu bytes %s\n", max, failures ? "FAIL" : "PASS");
+        else
+            printf("bandwidth: up to %zu bytes, best H2D pinned %.1f GB/s, pageable %.1f GB/s, D2D %.0f GB/s, %s\n",
+                   max, best[H2D_PINNED], best[H2D_PAGEABLE], best[D2D], failures ? "FAIL" : "PASS");
     }
 
     CUDA_CHECK(cudaFreeHost(job.pinned));

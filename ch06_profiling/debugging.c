@@ -38,7 +38,8 @@ static void print_cpu_probe(const float *A, const float *B, int N, int K, int r,
     double sum = 0.0;
     for (int t = 0; t < K; t += DEBUG_TILE) {
         double part = 0.0;
-        for (int k = t; k < K && k < t + DEBUG_TILE; k++) part += (double)A[(size_t)r * K + k] * (double)B[(size_t)k * N + c];
+        for (int k = t; k < K && k < t + DEBUG_TILE; k++)
+            part += (double)A[(size_t)r * K + k] * (double)B[(size_t)k * N + c];
         sum += part;
         printf("cpu   C[%d][%d] tile %2d (k %d..%d): adds %12.6f, sum %12.6f\n", r, c, t / DEBUG_TILE, t,
                t + DEBUG_TILE - 1, part, sum);
@@ -51,12 +52,16 @@ static double abs_tol(int K) { return K * 2.384185791015625e-07; }
 
 /* ---------------------------------------------------------------- main */
 
-static const char *const bug_names[DEBUG_BUGS + 1] = {
-    "correct", "out-of-bounds write", "missing __syncthreads (race)", "uninitialized shared memory",
-    "wrong index mapping"};
+static const char *const bug_names[DEBUG_BUGS + 1] = {"correct", "out-of-bounds write", "missing __syncthreads (race)",
+                                                      "uninitialized shared memory", "wrong index mapping"};
 static const char *const bug_tools[DEBUG_BUGS + 1] = {"", "memcheck", "racecheck", "racecheck", "memcheck"};
 
-typedef struct { int bug; const float *d_a, *d_b; float *d_c; int m, n, k; } mm_job;
+typedef struct {
+    int bug;
+    const float *d_a, *d_b;
+    float *d_c;
+    int m, n, k;
+} mm_job;
 
 static cudaError_t run_kernel(void *ctx)
 {
@@ -67,14 +72,16 @@ static cudaError_t run_kernel(void *ctx)
 static int bug = 0;
 static lb_dims probe = {{-1, -1}, 0};
 static const lb_opt options[] = {
-    {"--bug", LB_OPT_INT, &bug, "the planted bug: 0 none, 1 out-of-bounds write, 2 race, 3 uninitialized shared, 4 index"},
+    {"--bug", LB_OPT_INT, &bug,
+     "the planted bug: 0 none, 1 out-of-bounds write, 2 race, 3 uninitialized shared, 4 index"},
     {"--probe", LB_OPT_DIMS, &probe, "ROW,COL: the thread computing C[ROW][COL] prints what it does"},
 };
 static const lb_program program = {
     .name = "debugging",
     .synopsis = "a tiled matmul with a bug planted on request, to find with printf, compute-sanitizer and cuda-gdb",
-    .details = "--size is N (square) or M,N,K (at most 2^32 multiply-adds: the CPU checks every element).\n"
-    "Find each bug with: compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck ./debugging --bug N\n",
+    .details =
+        "--size is N (square) or M,N,K (at most 2^32 multiply-adds: the CPU checks every element).\n"
+        "Find each bug with: compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck ./debugging --bug N\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
     .n_opts = 2};
@@ -91,7 +98,8 @@ int main(int argc, char **argv)
         lb_usage_error(&program, "--size %dx%dx%d: at most 2^32 multiply-adds (the CPU checks every element)", M, N, K);
     int pr = probe.n ? (int)probe.v[0] : -1, pc = probe.n ? (int)probe.v[1] : -1;
     /* a probe may name a thread just outside C (bug 1's writers), but not past the grid */
-    if (probe.n && (pr >= (M + DEBUG_TILE - 1) / DEBUG_TILE * DEBUG_TILE || pc >= (N + DEBUG_TILE - 1) / DEBUG_TILE * DEBUG_TILE))
+    if (probe.n &&
+        (pr >= (M + DEBUG_TILE - 1) / DEBUG_TILE * DEBUG_TILE || pc >= (N + DEBUG_TILE - 1) / DEBUG_TILE * DEBUG_TILE))
         lb_usage_error(&program, "--probe %d,%d: no such thread (the grid covers %d rows and %d columns)", pr, pc,
                        (M + DEBUG_TILE - 1) / DEBUG_TILE * DEBUG_TILE, (N + DEBUG_TILE - 1) / DEBUG_TILE * DEBUG_TILE);
 
@@ -104,7 +112,8 @@ int main(int argc, char **argv)
                DEBUG_TILE, DEBUG_TILE, bug, bug_names[bug], gpu.prop.name, gpu.sm, args.seed);
 
     float *h_a = lb_host_alloc(sizeof(float) * a_n, "A"), *h_b = lb_host_alloc(sizeof(float) * b_n, "B");
-    float *h_c = lb_host_alloc(sizeof(float) * c_n, "C"), *h_ref = lb_host_alloc(sizeof(float) * c_n, "the CPU reference");
+    float *h_c = lb_host_alloc(sizeof(float) * c_n, "C"),
+          *h_ref = lb_host_alloc(sizeof(float) * c_n, "the CPU reference");
     lb_rng rng;
     lb_rng_seed(&rng, args.seed);
     lb_fill_uniform(h_a, a_n, -1.0f, 1.0f, &rng);
@@ -117,14 +126,14 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d_c, sizeof(float) * c_n));
     CUDA_CHECK(cudaMemcpy(d_a, h_a, sizeof(float) * a_n, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_b, h_b, sizeof(float) * b_n, cudaMemcpyHostToDevice));
-    lb_poison_device(d_c, sizeof(float) * c_n);   /* NaN: an element never written fails */
+    lb_poison_device(d_c, sizeof(float) * c_n); /* NaN: an element never written fails */
     nvtxRangePop();
 
     /* One run, checked. A bad access may stop the kernel: CUDA_CHECK then names the error
      * (illegal address) and exits 3; the sanitizer says where. */
     nvtxRangePushA(bug ? "kernel with a bug" : "kernel");
     CUDA_CHECK(debug_matmul_launch(bug, d_a, d_b, d_c, M, N, K, pr, pc));
-    CUDA_CHECK(cudaDeviceSynchronize());   /* also flushes the probe's printf output */
+    CUDA_CHECK(cudaDeviceSynchronize()); /* also flushes the probe's printf output */
     nvtxRangePop();
 
     nvtxRangePushA("check");
@@ -140,21 +149,27 @@ int main(int argc, char **argv)
         printf("check: every element against the CPU: %s\n", summary);
         if (bug)
             printf("bug %d is planted: whatever the check says, `compute-sanitizer --tool %s ./debugging --bug %d` "
-                   "finds it (README: Debugging)\n", bug, bug_tools[bug], bug);
+                   "finds it (README: Debugging)\n",
+                   bug, bug_tools[bug], bug);
     }
 
     float ms = 0.0f;
-    if (!args.check_only && !probe.n) {   /* (timing a probe would print its lines iters times) */
+    if (!args.check_only && !probe.n) { /* (timing a probe would print its lines iters times) */
         mm_job job = {bug, d_a, d_b, d_c, M, N, K};
         ms = lb_time_ms(run_kernel, &job, 1, args.iters);
-        if (!args.quiet) printf("kernel: %.4f ms, %.1f GFLOP/s (a teaching kernel: see ch04 for fast ones)\n", ms,
-                                2.0 * M * N * (double)K / (ms * 1e6));
+        if (!args.quiet)
+            printf("kernel: %.4f ms, %.1f GFLOP/s (a teaching kernel: see ch04 for fast ones)\n", ms,
+                   2.0 * M * N * (double)K / (ms * 1e6));
     }
-    if (args.quiet) printf("debugging: bug %d (%s), %dx%dx%d, %s\n", bug, bug_names[bug], M, N, K, pass ? "PASS" : "FAIL");
+    if (args.quiet)
+        printf("debugging: bug %d (%s), %dx%dx%d, %s\n", bug, bug_names[bug], M, N, K, pass ? "PASS" : "FAIL");
 
     CUDA_CHECK(cudaFree(d_a));
     CUDA_CHECK(cudaFree(d_b));
     CUDA_CHECK(cudaFree(d_c));
-    free(h_a); free(h_b); free(h_c); free(h_ref);
+    free(h_a);
+    free(h_b);
+    free(h_c);
+    free(h_ref);
     return pass ? LB_EXIT_PASS : LB_EXIT_FAIL;
 }

@@ -23,8 +23,8 @@
 #define T DEBUG_TILE
 
 template <int BUG>
-__global__ void matmul_kernel(const float *A, const float *B, float *C, int M, int N, int K,
-                              int probe_row, int probe_col)
+__global__ void matmul_kernel(const float *A, const float *B, float *C, int M, int N, int K, int probe_row,
+                              int probe_col)
 {
     __shared__ float As[T][T], Bs[T][T];
     int tx = threadIdx.x, ty = threadIdx.y;
@@ -40,13 +40,14 @@ __global__ void matmul_kernel(const float *A, const float *B, float *C, int M, i
         Bs[ty][tx] = (t + ty < K && col < N) ? B[(size_t)(t + ty) * N + col] : 0.0f;
         /* BUG 3: without this barrier a thread may read a slot of As or Bs before the thread
          * that owns it has written it */
-        if (BUG != 3) __syncthreads();   /* the whole tile is loaded before anyone reads it */
+        if (BUG != 3) __syncthreads(); /* the whole tile is loaded before anyone reads it */
 
         float part = 0.0f;
         for (int k = 0; k < T; k++) part += As[ty][k] * Bs[k][tx];
         sum += part;
-        if (probe) printf("probe C[%d][%d] tile %2d (k %d..%d): adds %12.6f, sum %12.6f\n", row, col, t / T, t,
-                          t + T - 1, part, sum);
+        if (probe)
+            printf("probe C[%d][%d] tile %2d (k %d..%d): adds %12.6f, sum %12.6f\n", row, col, t / T, t, t + T - 1,
+                   part, sum);
 
         /* BUG 2: without this barrier the next iteration's loads overwrite As and Bs while
          * slower threads of the block are still reading them */
@@ -57,14 +58,14 @@ __global__ void matmul_kernel(const float *A, const float *B, float *C, int M, i
     size_t index = BUG == 4 ? (size_t)row * M + col : (size_t)row * N + col;
     if (probe)
         printf("probe C[%d][%d]: thread (%d,%d) of block (%d,%d), %s C, stores %.6f at index %llu "
-               "(row * N + col = %llu, C has %llu elements)\n", row, col, tx, ty, blockIdx.x, blockIdx.y,
-               inside ? "inside" : "outside", sum, (unsigned long long)index,
+               "(row * N + col = %llu, C has %llu elements)\n",
+               row, col, tx, ty, blockIdx.x, blockIdx.y, inside ? "inside" : "outside", sum, (unsigned long long)index,
                (unsigned long long)((size_t)row * N + col), (unsigned long long)((size_t)M * N));
     if (BUG == 1 || inside) C[index] = sum;
 }
 
-extern "C" cudaError_t debug_matmul_launch(int bug, const float *d_a, const float *d_b, float *d_c,
-                                           int M, int N, int K, int probe_row, int probe_col)
+extern "C" cudaError_t debug_matmul_launch(int bug, const float *d_a, const float *d_b, float *d_c, int M, int N, int K,
+                                           int probe_row, int probe_col)
 {
     dim3 block(T, T), grid((N + T - 1) / T, (M + T - 1) / T);
     switch (bug) {

@@ -14,7 +14,6 @@
 
 #include <math.h>
 
-
 /* ---------------------------------------------------------------- CPU reference */
 
 static float path_cpu(float v, int which, int work)
@@ -33,7 +32,12 @@ static int path_of(size_t i, int block, int version)
 
 /* ---------------------------------------------------------------- the versions */
 
-typedef struct { int version; float *d_x; size_t n; int work, block; } div_job;
+typedef struct {
+    int version;
+    float *d_x;
+    size_t n;
+    int work, block;
+} div_job;
 
 static cudaError_t run_kernel(void *ctx)
 {
@@ -107,9 +111,10 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMemcpy(h_got, d_x, bytes, cudaMemcpyDeviceToHost));
         for (size_t i = 0; i < n; i = lb_sample_next(i, n, step)) {
             float want = path_cpu(h_x[i], path_of(i, args.block, v), work);
-            if (!(h_got[i] == want)) {   /* the same FMAs: equal; NaN fails */
+            if (!(h_got[i] == want)) { /* the same FMAs: equal; NaN fails */
                 if (!args.quiet && bad[v] < 5)
-                    fprintf(stderr, "  %s mismatch at [%zu]: got %.9g, want %.9g\n", versions[v - 1].name, i, h_got[i], want);
+                    fprintf(stderr, "  %s mismatch at [%zu]: got %.9g, want %.9g\n", versions[v - 1].name, i, h_got[i],
+                            want);
                 bad[v]++;
             }
         }
@@ -119,8 +124,12 @@ int main(int argc, char **argv)
     /* report: GFLOP/s (2 flops per multiply-add), against the uniform branch when it ran */
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", n);
-    lb_report rep = {.prog = &program, .args = &args, .unit = "gflops", .unit_head = "GFLOP/s",
-                     .base = ms[2] > 0 ? "by_warp" : NULL, .base_head = "vs uniform"};
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "gflops",
+                     .unit_head = "GFLOP/s",
+                     .base = ms[2] > 0 ? "by_warp" : NULL,
+                     .base_head = "vs uniform"};
     lb_report_table(&rep, sz, NULL);
     rep.base_value = ms[2] > 0 ? 2.0 * work * n / (ms[2] * 1e6) : -1.0;
     for (int v = 1; v <= DIVERGENCE_VERSIONS; v++) {
@@ -129,6 +138,7 @@ int main(int argc, char **argv)
                       bad[v] ? "FAIL" : "PASS (exact)");
     }
     CUDA_CHECK(cudaFree(d_x));
-    free(h_x); free(h_got);
+    free(h_x);
+    free(h_got);
     return lb_report_finish(&rep);
 }

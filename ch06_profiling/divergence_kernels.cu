@@ -21,14 +21,14 @@ __device__ __forceinline__ float path(float v, int which, int work)
 __global__ void divergence_kernel1(float *x, size_t n, int work)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = path(x[i], threadIdx.x % 2, work);            /* odd/even: divergent */
+    if (i < n) x[i] = path(x[i], threadIdx.x % 2, work); /* odd/even: divergent */
 }
 
 /* version 2: branch on the warp's parity */
 __global__ void divergence_kernel2(float *x, size_t n, int work)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = path(x[i], (threadIdx.x / 32) % 2, work);     /* whole warps: uniform */
+    if (i < n) x[i] = path(x[i], (threadIdx.x / 32) % 2, work); /* whole warps: uniform */
 }
 
 __global__ void divergence_print_kernel(void)
@@ -39,8 +39,10 @@ __global__ void divergence_print_kernel(void)
     __syncwarp();
     /* the lines above typically come out in two groups, every even lane then every odd one:
      * the warp ran one side of the branch, then the other */
-    if ((threadIdx.x / 32) % 2 == 0 && lane == 0) printf("by warp: warp %d, all 32 lanes take path 0\n", threadIdx.x / 32);
-    if ((threadIdx.x / 32) % 2 == 1 && lane == 0) printf("by warp: warp %d, all 32 lanes take path 1\n", threadIdx.x / 32);
+    if ((threadIdx.x / 32) % 2 == 0 && lane == 0)
+        printf("by warp: warp %d, all 32 lanes take path 0\n", threadIdx.x / 32);
+    if ((threadIdx.x / 32) % 2 == 1 && lane == 0)
+        printf("by warp: warp %d, all 32 lanes take path 1\n", threadIdx.x / 32);
 }
 
 extern "C" cudaError_t divergence_launch(int version, float *d_x, size_t n, int work, int block)

@@ -27,13 +27,15 @@
 
 static float busy_cpu(float v, int reps)
 {
-    for (int r = 0; r < reps; r++) v = fmaf(A_COEF, v, B_COEF);   /* fmaf: one rounding, as __fmaf_rn */
+    for (int r = 0; r < reps; r++) v = fmaf(A_COEF, v, B_COEF); /* fmaf: one rounding, as __fmaf_rn */
     return v;
 }
 
 /* ---------------------------------------------------------------- statistics */
 
-typedef struct { double median, mean, min, max; } stats;
+typedef struct {
+    double median, mean, min, max;
+} stats;
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -78,8 +80,8 @@ int main(int argc, char **argv)
     lb_check_block(&program, &gpu, args.block);
     lb_require_device_memory(bytes, "x");
     if (!args.quiet)
-        printf("events: x = a*x + b %d times on n=%zu floats, %s (%s), seed %llu\n", reps, n, gpu.prop.name,
-               gpu.sm, args.seed);
+        printf("events: x = a*x + b %d times on n=%zu floats, %s (%s), seed %llu\n", reps, n, gpu.prop.name, gpu.sm,
+               args.seed);
 
     float *h_x = lb_host_alloc(bytes, "x"), *h_got = lb_host_alloc(bytes, "the result");
     lb_rng rng;
@@ -102,8 +104,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i = lb_sample_next(i, n, step)) {
         float want = busy_cpu(h_x[i], reps);
         checked++;
-        if (!(h_got[i] == want)) {   /* the same FMAs in the same order: equal; NaN fails */
-            if (!args.quiet && bad < 5) fprintf(stderr, "  mismatch at [%zu]: got %.9g, want %.9g\n", i, h_got[i], want);
+        if (!(h_got[i] == want)) { /* the same FMAs in the same order: equal; NaN fails */
+            if (!args.quiet && bad < 5)
+                fprintf(stderr, "  mismatch at [%zu]: got %.9g, want %.9g\n", i, h_got[i], want);
             bad++;
         }
     }
@@ -111,12 +114,14 @@ int main(int argc, char **argv)
     if (args.check_only) {
         if (args.quiet) printf("events: n=%zu, %s\n", n, bad ? "FAIL" : "PASS");
         CUDA_CHECK(cudaFree(d_x));
-        free(h_x); free(h_got);
+        free(h_x);
+        free(h_got);
         return bad ? LB_EXIT_FAIL : LB_EXIT_PASS;
     }
 
     int iters = args.iters;
-    double *no_sync = lb_host_alloc(sizeof(double) * iters, "samples"), *with_sync = lb_host_alloc(sizeof(double) * iters, "samples");
+    double *no_sync = lb_host_alloc(sizeof(double) * iters, "samples"),
+           *with_sync = lb_host_alloc(sizeof(double) * iters, "samples");
     double *by_events = lb_host_alloc(sizeof(double) * iters, "samples");
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
@@ -126,7 +131,7 @@ int main(int argc, char **argv)
         t0 = lb_wall_ms();
         CUDA_CHECK(busy_launch(d_x, n, reps, A_COEF, B_COEF, args.block));
         no_sync[i] = lb_wall_ms() - t0;
-        CUDA_CHECK(cudaDeviceSynchronize());   /* (not timed: so that runs do not overlap) */
+        CUDA_CHECK(cudaDeviceSynchronize()); /* (not timed: so that runs do not overlap) */
         /* 2: the host clock around launch + synchronize */
         t0 = lb_wall_ms();
         CUDA_CHECK(busy_launch(d_x, n, reps, A_COEF, B_COEF, args.block));
@@ -153,19 +158,25 @@ int main(int argc, char **argv)
         printf(" first launch in the process       %10.4f          -          -          -\n", first_ms);
         printf("what each measures:\n");
         printf("  no synchronize: only the launch call returning (%.1f%% of the kernel's event time): the kernel\n"
-               "    was still running when the clock stopped\n", 100.0 * s1.median / s3.median);
-        printf("  + synchronize: the kernel as the CPU waits for it, plus launch and wake-up (%.4f ms more than events)\n",
-               s2.median - s3.median);
+               "    was still running when the clock stopped\n",
+               100.0 * s1.median / s3.median);
+        printf(
+            "  + synchronize: the kernel as the CPU waits for it, plus launch and wake-up (%.4f ms more than events)\n",
+            s2.median - s3.median);
         printf("  events: the kernel between two points on the GPU's own timeline: the number to report\n");
         printf("  first launch: %.1fx a later one: module loading and warm-up; always time after a warm-up run\n",
                first_ms / s2.median);
-        printf("  mean vs median over %d repeats: %.4f vs %.4f ms (events); the mean follows outliers, the median not\n",
-               iters, s3.mean, s3.median);
+        printf(
+            "  mean vs median over %d repeats: %.4f vs %.4f ms (events); the mean follows outliers, the median not\n",
+            iters, s3.mean, s3.median);
     }
-    lb_result r1 = {"events", -1, "host_no_sync", sz, s1.median, "mean_ms", s1.mean, "events", s1.median / s3.median, !bad};
-    lb_result r2 = {"events", -1, "host_sync", sz, s2.median, "mean_ms", s2.mean, "events", s2.median / s3.median, !bad};
+    lb_result r1 = {"events", -1,       "host_no_sync",        sz,  s1.median, "mean_ms",
+                    s1.mean,  "events", s1.median / s3.median, !bad};
+    lb_result r2 = {"events", -1,       "host_sync",           sz,  s2.median, "mean_ms",
+                    s2.mean,  "events", s2.median / s3.median, !bad};
     lb_result r3 = {"events", -1, "events", sz, s3.median, "mean_ms", s3.mean, "events", 1.0, !bad};
-    lb_result r4 = {"events", -1, "first_launch", sz, first_ms, "mean_ms", first_ms, "events", first_ms / s3.median, !bad};
+    lb_result r4 = {"events", -1,       "first_launch",       sz,  first_ms, "mean_ms",
+                    first_ms, "events", first_ms / s3.median, !bad};
     lb_print_result(&r1, args.quiet);
     lb_print_result(&r2, args.quiet);
     lb_print_result(&r3, args.quiet);
@@ -177,6 +188,10 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
     CUDA_CHECK(cudaFree(d_x));
-    free(h_x); free(h_got); free(no_sync); free(with_sync); free(by_events);
+    free(h_x);
+    free(h_got);
+    free(no_sync);
+    free(with_sync);
+    free(by_events);
     return bad ? LB_EXIT_FAIL : LB_EXIT_PASS;
 }

@@ -7,7 +7,7 @@ __global__ void busy_kernel(float *x, size_t n, int reps, float a, float b)
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float v = x[i];
-    for (int r = 0; r < reps; r++) v = __fmaf_rn(a, v, b);   /* explicit FMA: the CPU does the same */
+    for (int r = 0; r < reps; r++) v = __fmaf_rn(a, v, b); /* explicit FMA: the CPU does the same */
     x[i] = v;
 }
 

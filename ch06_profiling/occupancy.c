@@ -16,7 +16,6 @@
 
 #include <math.h>
 
-
 /* ---------------------------------------------------------------- CPU reference */
 
 static float occupancy_cpu(int version, float v, int work)
@@ -32,7 +31,9 @@ static float occupancy_cpu(int version, float v, int work)
 
 /* ---------------------------------------------------------------- the limits, by resource */
 
-typedef struct { int by_threads, by_blocks, by_regs, by_smem; } limits;
+typedef struct {
+    int by_threads, by_blocks, by_regs, by_smem;
+} limits;
 
 static limits resource_limits(const struct cudaDeviceProp *p, int block, int regs, size_t smem_per_block, int reserved)
 {
@@ -43,7 +44,7 @@ static limits resource_limits(const struct cudaDeviceProp *p, int block, int reg
     /* registers are handed out per warp in units of 256 */
     int regs_per_warp = ((regs * 32 + 255) / 256) * 256;
     l.by_regs = regs * block > p->regsPerBlock ? 0 : p->regsPerMultiprocessor / (regs_per_warp * warps);
-    size_t smem = smem_per_block + (size_t)reserved;   /* the system reserves a little per block */
+    size_t smem = smem_per_block + (size_t)reserved; /* the system reserves a little per block */
     l.by_smem = (int)(p->sharedMemPerMultiprocessor / smem);
     return l;
 }
@@ -52,9 +53,17 @@ static const char *limiter(const limits *l)
 {
     int m = l->by_threads;
     const char *name = "threads";
-    if (l->by_blocks < m) { m = l->by_blocks; name = "blocks per SM"; }
-    if (l->by_regs < m) { m = l->by_regs; name = "registers"; }
-    if (l->by_smem < m) { name = "shared memory"; }
+    if (l->by_blocks < m) {
+        m = l->by_blocks;
+        name = "blocks per SM";
+    }
+    if (l->by_regs < m) {
+        m = l->by_regs;
+        name = "registers";
+    }
+    if (l->by_smem < m) {
+        name = "shared memory";
+    }
     return name;
 }
 
@@ -69,7 +78,14 @@ static int min_limit(const limits *l)
 
 /* ---------------------------------------------------------------- the versions */
 
-typedef struct { int version; const float *d_x; float *d_y; size_t n; int work, block; size_t smem; } occ_job;
+typedef struct {
+    int version;
+    const float *d_x;
+    float *d_y;
+    size_t n;
+    int work, block;
+    size_t smem;
+} occ_job;
 
 static cudaError_t run_kernel(void *ctx)
 {
@@ -115,15 +131,16 @@ int main(int argc, char **argv)
     lb_gpu_init(&gpu);
     const struct cudaDeviceProp *p = &gpu.prop;
     if ((size_t)smem_bytes > p->sharedMemPerBlockOptin)
-        lb_usage_error(&program, "--smem %lld: at most %zu bytes per block on %s", smem_bytes, p->sharedMemPerBlockOptin, p->name);
+        lb_usage_error(&program, "--smem %lld: at most %zu bytes per block on %s", smem_bytes,
+                       p->sharedMemPerBlockOptin, p->name);
     int reserved = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, gpu.device));
     lb_require_device_memory(2 * bytes, "x and y");
     if (!args.quiet)
         printf("occupancy: n=%zu, %zu bytes of dynamic shared memory per block, %s (%s): %d threads, %d blocks, "
-               "%d registers, %zu KB shared memory per SM\n", n, (size_t)smem_bytes, p->name, gpu.sm,
-               p->maxThreadsPerMultiProcessor, p->maxBlocksPerMultiProcessor, p->regsPerMultiprocessor,
-               p->sharedMemPerMultiprocessor / 1024);
+               "%d registers, %zu KB shared memory per SM\n",
+               n, (size_t)smem_bytes, p->name, gpu.sm, p->maxThreadsPerMultiProcessor, p->maxBlocksPerMultiProcessor,
+               p->regsPerMultiprocessor, p->sharedMemPerMultiprocessor / 1024);
 
     float *h_x = lb_host_alloc(bytes, "x"), *h_y = lb_host_alloc(bytes, "y");
     lb_rng rng;
@@ -156,7 +173,9 @@ int main(int argc, char **argv)
             int warps = blocks * ((block + 31) / 32);
             double occ = 100.0 * warps / (p->maxThreadsPerMultiProcessor / 32);
             if (blocks == 0) {
-                if (!args.quiet) printf("  %5d  %9d  %8d  %8.1f%%  %-14s  cannot run: not one block fits\n", block, 0, 0, 0.0, limiter(&l));
+                if (!args.quiet)
+                    printf("  %5d  %9d  %8d  %8.1f%%  %-14s  cannot run: not one block fits\n", block, 0, 0, 0.0,
+                           limiter(&l));
                 continue;
             }
             occ_job job = {v, d_x, d_y, n, work, block, (size_t)smem_bytes};
@@ -165,7 +184,7 @@ int main(int argc, char **argv)
             CUDA_CHECK(cudaMemcpy(h_y, d_y, bytes, cudaMemcpyDeviceToHost));
             size_t bad = 0, step = lb_sample_step(n, v == 1 ? 1 : OCCUPANCY_CHAINS * work, 67108864.0);
             for (size_t i = 0; i < n; i = lb_sample_next(i, n, step))
-                if (!(h_y[i] == occupancy_cpu(v, h_x[i], work))) {   /* same operations: equal; NaN fails */
+                if (!(h_y[i] == occupancy_cpu(v, h_x[i], work))) { /* same operations: equal; NaN fails */
                     if (!args.quiet && bad < 3) fprintf(stderr, "  mismatch at [%zu]: got %.9g\n", i, h_y[i]);
                     bad++;
                 }
@@ -173,23 +192,29 @@ int main(int argc, char **argv)
             double ms = args.check_only ? 0.0 : lb_time_ms(ver->run, &job, 2, args.iters);
             if (!args.quiet) {
                 printf("  %5d  %9d  %8d  %8.1f%%  %-14s", block, blocks, warps, occ, limiter(&l));
-                if (args.check_only) printf("         -         -   %s\n", bad ? "FAIL" : "PASS");
-                else printf(" %9.4f %9.1f   %s\n", ms, 2.0 * bytes / (ms * 1e6), bad ? "FAIL" : "PASS");
+                if (args.check_only)
+                    printf("         -         -   %s\n", bad ? "FAIL" : "PASS");
+                else
+                    printf(" %9.4f %9.1f   %s\n", ms, 2.0 * bytes / (ms * 1e6), bad ? "FAIL" : "PASS");
                 if (min_limit(&l) != blocks)
                     printf("         (the per-resource estimate says %d blocks; the API's %d is the one to trust)\n",
                            min_limit(&l), blocks);
             }
             if (!args.check_only) {
                 char name[64];
-                if (smem_bytes) snprintf(name, sizeof name, "%s_block%d_smem%lld", ver->name, block, smem_bytes);
-                else snprintf(name, sizeof name, "%s_block%d", ver->name, block);
+                if (smem_bytes)
+                    snprintf(name, sizeof name, "%s_block%d_smem%lld", ver->name, block, smem_bytes);
+                else
+                    snprintf(name, sizeof name, "%s_block%d", ver->name, block);
                 lb_result r = {"occupancy", v, name, sz, ms, "occupancy_pct", occ, NULL, 0.0, !bad};
                 lb_print_result(&r, args.quiet);
-                if (best_block == 0 || ms < best_ms) { best_ms = ms; best_block = block; }
+                if (best_block == 0 || ms < best_ms) {
+                    best_ms = ms;
+                    best_block = block;
+                }
             }
         }
-        if (!args.quiet && !args.check_only)
-            printf("  fastest block size for kernel %d: %d threads\n", v, best_block);
+        if (!args.quiet && !args.check_only) printf("  fastest block size for kernel %d: %d threads\n", v, best_block);
         if (args.quiet && !args.check_only)
             printf("occupancy: kernel %d (%s) fastest with %d threads per block, %s\n", v, ver->name, best_block,
                    failures ? "FAIL" : "PASS");
@@ -198,6 +223,7 @@ int main(int argc, char **argv)
 
     CUDA_CHECK(cudaFree(d_x));
     CUDA_CHECK(cudaFree(d_y));
-    free(h_x); free(h_y);
+    free(h_x);
+    free(h_y);
     return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
 }

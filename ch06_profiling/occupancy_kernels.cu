@@ -30,15 +30,18 @@ __global__ void occupancy_kernel2(const float *x, float *y, size_t n, int work)
         for (int c = 0; c < OCCUPANCY_CHAINS; c++) acc[c] = __fmaf_rn(acc[c], 0.999f, 0.001f * (float)(c + 1));
     float s = 0.0f;
 #pragma unroll
-    for (int c = 0; c < OCCUPANCY_CHAINS; c++) s += acc[c];   /* in order: the CPU adds the same way */
+    for (int c = 0; c < OCCUPANCY_CHAINS; c++) s += acc[c]; /* in order: the CPU adds the same way */
     y[i] = s;
 }
 
-extern "C" cudaError_t occupancy_launch(int version, const float *d_x, float *d_y, size_t n, int work, int block, size_t smem)
+extern "C" cudaError_t occupancy_launch(int version, const float *d_x, float *d_y, size_t n, int work, int block,
+                                        size_t smem)
 {
     unsigned int grid = (unsigned int)((n + block - 1) / block);
-    if (version == 1) occupancy_kernel1<<<grid, block, smem>>>(d_x, d_y, n);
-    else occupancy_kernel2<<<grid, block, smem>>>(d_x, d_y, n, work);
+    if (version == 1)
+        occupancy_kernel1<<<grid, block, smem>>>(d_x, d_y, n);
+    else
+        occupancy_kernel2<<<grid, block, smem>>>(d_x, d_y, n, work);
     return cudaGetLastError();
 }
 
@@ -51,7 +54,7 @@ extern "C" cudaError_t occupancy_query(int version, int block, size_t smem, int 
     if (e != cudaSuccess) return e;
     *regs_per_thread = attr.numRegs;
     *static_smem = attr.sharedSizeBytes;
-    if (smem > 48 * 1024) {   /* beyond 48 KB a kernel must opt in */
+    if (smem > 48 * 1024) { /* beyond 48 KB a kernel must opt in */
         e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
     }

@@ -10,7 +10,7 @@ extern "C" {
 /* Versions 1 and 2; occupancy.c's version table has one row for each. */
 #define OCCUPANCY_VERSIONS 2
 
-#define OCCUPANCY_CHAINS 16   /* independent multiply-add chains per element in kernel 2 */
+#define OCCUPANCY_CHAINS 16 /* independent multiply-add chains per element in kernel 2 */
 
 /* kernel 1 (light): y[i] = 2*x[i] + 1
  * kernel 2 (register-heavy): y[i] = sum of OCCUPANCY_CHAINS chains of `work` FMAs started from x[i]

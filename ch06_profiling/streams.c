@@ -26,17 +26,17 @@
 
 static float work_cpu(float v, int reps)
 {
-    for (int r = 0; r < reps; r++) v = fmaf(WORK_A, v, WORK_B);   /* as __fmaf_rn on the GPU */
+    for (int r = 0; r < reps; r++) v = fmaf(WORK_A, v, WORK_B); /* as __fmaf_rn on the GPU */
     return v;
 }
 
 /* ---------------------------------------------------------------- schedules */
 
 typedef struct {
-    const float *h_in;   /* pinned */
-    float *h_out;        /* pinned */
-    float *d;            /* device */
-    size_t total;        /* floats */
+    const float *h_in; /* pinned */
+    float *h_out;      /* pinned */
+    float *d;          /* device */
+    size_t total;      /* floats */
     int reps;
     cudaStream_t *streams;
 } buffers;
@@ -60,7 +60,12 @@ static cudaError_t run_chunked(const buffers *b, size_t chunks, int n_streams)
     return cudaSuccess;
 }
 
-typedef struct { const buffers *b; int part; size_t chunks; int n_streams; } sched_job;
+typedef struct {
+    const buffers *b;
+    int part;
+    size_t chunks;
+    int n_streams;
+} sched_job;
 
 enum { PART_H2D, PART_KERNEL, PART_D2H, SCHEDULE };
 
@@ -93,7 +98,7 @@ static size_t check_output(const buffers *b, int quiet)
     size_t bad = 0, step = lb_sample_step(b->total, b->reps, 33554432.0);
     for (size_t i = 0; i < b->total; i = lb_sample_next(i, b->total, step)) {
         float want = work_cpu(b->h_in[i], b->reps);
-        if (!(b->h_out[i] == want)) {   /* the same FMAs: equal; NaN (poison) fails */
+        if (!(b->h_out[i] == want)) { /* the same FMAs: equal; NaN (poison) fails */
             if (!quiet && bad < 3) fprintf(stderr, "  mismatch at [%zu]: got %.9g, want %.9g\n", i, b->h_out[i], want);
             bad++;
         }
@@ -112,7 +117,8 @@ static const lb_opt options[] = {
 };
 static const lb_program program = {
     .name = "streams",
-    .synopsis = "copies and kernels overlapped with streams: serial vs streams vs a chunked pipeline, against the bound",
+    .synopsis =
+        "copies and kernels overlapped with streams: serial vs streams vs a chunked pipeline, against the bound",
     .details = "--size is M, the floats per array; the data is arrays x M floats in pinned memory.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
@@ -135,7 +141,8 @@ int main(int argc, char **argv)
     cudaError_t e = cudaMallocHost((void **)&h_in, bytes);
     if (e == cudaSuccess) e = cudaMallocHost((void **)&b.h_out, bytes);
     if (e == cudaErrorMemoryAllocation)
-        lb_die(LB_EXIT_USAGE, "size too large: 2 x %.2f GiB of pinned host memory could not be allocated", bytes / 1073741824.0);
+        lb_die(LB_EXIT_USAGE, "size too large: 2 x %.2f GiB of pinned host memory could not be allocated",
+               bytes / 1073741824.0);
     CUDA_CHECK(e);
     CUDA_CHECK(cudaMalloc((void **)&b.d, bytes));
     b.streams = lb_host_alloc(sizeof(cudaStream_t) * (size_t)n_streams, "the streams");
@@ -149,7 +156,12 @@ int main(int argc, char **argv)
                args.size.v[0], bytes / 1e6, reps, n_streams, gpu.prop.name, gpu.sm);
 
     /* every schedule: poison the output, run it once, check it, then time it */
-    struct { const char *label, *name; int part; size_t chunks; int n_streams; } sched[] = {
+    struct {
+        const char *label, *name;
+        int part;
+        size_t chunks;
+        int n_streams;
+    } sched[] = {
         {"copy in alone", "h2d", PART_H2D, 0, 0},
         {"kernel alone", "kernel", PART_KERNEL, 0, 0},
         {"copy out alone", "d2h", PART_D2H, 0, 0},
@@ -175,7 +187,8 @@ int main(int argc, char **argv)
         if (!args.check_only) ms[k] = time_schedule(&j, args.iters, sched[k].label);
     }
     if (args.check_only) {
-        printf("%s%s\n", args.quiet ? "streams: " : "", bad ? "FAIL" : "every schedule's output matches the CPU (sampled): PASS");
+        printf("%s%s\n", args.quiet ? "streams: " : "",
+               bad ? "FAIL" : "every schedule's output matches the CPU (sampled): PASS");
     } else {
         double bound = fmax(ms[PART_H2D], fmax(ms[PART_KERNEL], ms[PART_D2H]));
         double sum = ms[PART_H2D] + ms[PART_KERNEL] + ms[PART_D2H];
@@ -191,13 +204,17 @@ int main(int argc, char **argv)
                 else
                     printf(" %-32s %9.3f         -         -\n", sched[k].label, ms[k]);
             }
-            lb_result r = {"streams", -1, sched[k].name, sz, ms[k], "x_bound", ms[k] / bound, NULL, 0.0,
-                           sched[k].part == SCHEDULE ? !bad : -1};
+            lb_result r = {"streams",     -1,
+                           sched[k].name, sz,
+                           ms[k],         "x_bound",
+                           ms[k] / bound, NULL,
+                           0.0,           sched[k].part == SCHEDULE ? !bad : -1};
             lb_print_result(&r, args.quiet);
         }
         if (!args.quiet)
             printf("bound = max(copy in, kernel, copy out) = %.3f ms; no overlap = their sum = %.3f ms; "
-                   "pipeline: %.2fx the bound (goal <= 1.2)\n", bound, sum, ms[N_SCHED - 1] / bound);
+                   "pipeline: %.2fx the bound (goal <= 1.2)\n",
+                   bound, sum, ms[N_SCHED - 1] / bound);
         else
             printf("streams: pipeline %.3f ms = %.2fx the bound, serial %.3f ms, %s\n", ms[N_SCHED - 1],
                    ms[N_SCHED - 1] / bound, ms[3], bad ? "FAIL" : "PASS");

@@ -59,14 +59,14 @@ static long double gemm_elem_d(const double *A, const double *B, int N, int K, i
 /* cuBLAS reads a matrix as column-major: our row-major C (M,N) is, to it, C^T (N,M). Since
  * C^T = B^T A^T, asking cuBLAS for "B times A" with M and N swapped, on the same pointers
  * and with our row lengths as its leading dimensions, leaves exactly our row-major C. */
-static cublasStatus_t sgemm_row_major(cublasHandle_t h, const float *d_a, const float *d_b, float *d_c,
-                                      int M, int N, int K)
+static cublasStatus_t sgemm_row_major(cublasHandle_t h, const float *d_a, const float *d_b, float *d_c, int M, int N,
+                                      int K)
 {
     const float one = 1.0f, zero = 0.0f;
     return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, d_b, N, d_a, K, &zero, d_c, N);
 }
-static cublasStatus_t dgemm_row_major(cublasHandle_t h, const double *d_a, const double *d_b, double *d_c,
-                                      int M, int N, int K)
+static cublasStatus_t dgemm_row_major(cublasHandle_t h, const double *d_a, const double *d_b, double *d_c, int M, int N,
+                                      int K)
 {
     const double one = 1.0, zero = 0.0;
     return cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, d_b, N, d_a, K, &zero, d_c, N);
@@ -82,7 +82,7 @@ static cublasStatus_t sgemv_row_major(cublasHandle_t h, const float *d_a, const 
 
 typedef struct {
     cublasHandle_t h;
-    int precision;   /* 32 or 64 */
+    int precision; /* 32 or 64 */
     const void *a, *b;
     void *c;
     int m, n, k;
@@ -91,8 +91,10 @@ typedef struct {
 static cudaError_t run_gemm(void *ctx)
 {
     gemm_job *j = (gemm_job *)ctx;
-    if (j->precision == 64) CUBLAS_CHECK(dgemm_row_major(j->h, j->a, j->b, j->c, j->m, j->n, j->k));
-    else CUBLAS_CHECK(sgemm_row_major(j->h, j->a, j->b, j->c, j->m, j->n, j->k));
+    if (j->precision == 64)
+        CUBLAS_CHECK(dgemm_row_major(j->h, j->a, j->b, j->c, j->m, j->n, j->k));
+    else
+        CUBLAS_CHECK(sgemm_row_major(j->h, j->a, j->b, j->c, j->m, j->n, j->k));
     return cudaGetLastError();
 }
 
@@ -113,7 +115,10 @@ static int report(const char *what, int ok, int quiet, const char *fmt_detail, d
 /* Compare sampled rows and columns of a GEMM result (4 + 4, with the first row and the last
  * column) with the CPU; A, B, C are float, or double when `dbl`. atol is the absolute
  * tolerance; also returns the largest error and the largest |C| sampled (for a relative error). */
-typedef struct { int ok; double max_err, max_ref; } gemm_check;
+typedef struct {
+    int ok;
+    double max_err, max_ref;
+} gemm_check;
 
 static gemm_check check_gemm(int dbl, const void *A, const void *B, const void *C, int M, int N, int K, double atol,
                              lb_rng *rng, int quiet)
@@ -123,7 +128,7 @@ static gemm_check check_gemm(int dbl, const void *A, const void *B, const void *
     for (int s = 0; s < 8; s++) {
         int is_row = s < 4, idx = (int)(lb_rng_next(rng) % (uint64_t)(is_row ? M : N));
         if (s == 0) idx = 0;
-        if (s == 4) idx = N - 1;   /* the first row and the last column, always */
+        if (s == 4) idx = N - 1; /* the first row and the last column, always */
         int len = is_row ? N : M;
         for (int i = 0; i < len; i++) {
             int r = is_row ? idx : i, c = is_row ? i : idx;
@@ -131,7 +136,7 @@ static gemm_check check_gemm(int dbl, const void *A, const void *B, const void *
             long double want = dbl ? gemm_elem_d(A, B, N, K, r, c) : gemm_elem_f(A, B, N, K, r, c);
             long double got = dbl ? ((const double *)C)[at] : ((const float *)C)[at];
             double err = (double)fabsl(got - want);
-            if (!(err <= atol)) {   /* NaN fails */
+            if (!(err <= atol)) { /* NaN fails */
                 if (!quiet && shown++ < 3) fprintf(stderr, "    C[%d][%d]: got %.15Lg, want %.15Lg\n", r, c, got, want);
                 g.ok = 0;
             }
@@ -164,7 +169,8 @@ int main(int argc, char **argv)
     lb_parse_args(&program, &args, argc, argv);
     int M, N, K;
     lb_size_mnk(&program, &args, &M, &N, &K);
-    if (vec_n < 1 || vec_n > (1LL << 31) - 1) lb_usage_error(&program, "--vec must be 1..2^31-1 (cuBLAS counts in int)");
+    if (vec_n < 1 || vec_n > (1LL << 31) - 1)
+        lb_usage_error(&program, "--vec must be 1..2^31-1 (cuBLAS counts in int)");
     size_t n = (size_t)vec_n, a_n = (size_t)M * K, b_n = (size_t)K * N, c_n = (size_t)M * N;
 
     lb_gpu gpu;
@@ -201,7 +207,7 @@ int main(int argc, char **argv)
     CUBLAS_CHECK(sgemm_row_major(h, d_a, d_b, d_c, M, N, K));
     CUDA_CHECK(cudaDeviceSynchronize());
     double first_ms = lb_wall_ms() - t0;
-    CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));   /* plain fp32: no TF32 unless asked */
+    CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH)); /* plain fp32: no TF32 unless asked */
 
     /* ---- level 3, single precision: check the first result, then time */
     if (!args.quiet) printf("level 3\n");
@@ -209,7 +215,8 @@ int main(int argc, char **argv)
     /* fp32 sums of K products of values in [-1, 1]: rounding grows about like sqrt(K); K * 2^-22
      * is a few times the worst seen and far below the O(1) error of any wrong element */
     gemm_check gs = check_gemm(0, h_a, h_b, h_c, M, N, K, K * 2.384185791015625e-07, &rng, args.quiet);
-    all_ok &= report("sgemm (8 rows/columns vs CPU)", gs.ok, args.quiet, " (max rel err %.1e)", gs.max_err / gs.max_ref);
+    all_ok &=
+        report("sgemm (8 rows/columns vs CPU)", gs.ok, args.quiet, " (max rel err %.1e)", gs.max_err / gs.max_ref);
 
     gemm_job js = {h, 32, d_a, d_b, d_c, M, N, K};
     float s_ms = 0.0f, tf_ms = 0.0f;
@@ -225,7 +232,8 @@ int main(int argc, char **argv)
         CUDA_CHECK(run_gemm(&js));
         CUDA_CHECK(cudaMemcpy(h_c, d_c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
         gt = check_gemm(0, h_a, h_b, h_c, M, N, K, 6.0 * sqrt((double)K) * 4.8828125e-4, &rng, args.quiet);
-        all_ok &= report("sgemm TF32 (8 rows/columns vs CPU)", gt.ok, args.quiet, " (max rel err %.1e)", gt.max_err / gt.max_ref);
+        all_ok &= report("sgemm TF32 (8 rows/columns vs CPU)", gt.ok, args.quiet, " (max rel err %.1e)",
+                         gt.max_err / gt.max_ref);
         if (!args.check_only) tf_ms = lb_time_ms(run_gemm, &js, 1, args.iters);
         CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
     }
@@ -251,18 +259,22 @@ int main(int argc, char **argv)
     all_ok &= report("sgemv (every element vs CPU)", cv.n_bad == 0, args.quiet, " (max abs err %.1e)", cv.max_abs_err);
     CUDA_CHECK(cudaFree(d_x));
     CUDA_CHECK(cudaFree(d_y));
-    free(h_x); free(h_y); free(h_yref);
+    free(h_x);
+    free(h_y);
+    free(h_yref);
     CUDA_CHECK(cudaFree(d_a));
     CUDA_CHECK(cudaFree(d_b));
     CUDA_CHECK(cudaFree(d_c));
     free(h_c);
 
     /* ---- level 3, double precision, from the same values */
-    double *hd_a = lb_host_alloc(sizeof(double) * a_n, "A (double)"), *hd_b = lb_host_alloc(sizeof(double) * b_n, "B (double)");
+    double *hd_a = lb_host_alloc(sizeof(double) * a_n, "A (double)"),
+           *hd_b = lb_host_alloc(sizeof(double) * b_n, "B (double)");
     double *hd_c = lb_host_alloc(sizeof(double) * c_n, "C (double)");
     for (size_t i = 0; i < a_n; i++) hd_a[i] = h_a[i];
     for (size_t i = 0; i < b_n; i++) hd_b[i] = h_b[i];
-    free(h_a); free(h_b);
+    free(h_a);
+    free(h_b);
     double *dd_a, *dd_b, *dd_c;
     CUDA_CHECK(cudaMalloc((void **)&dd_a, sizeof(double) * a_n));
     CUDA_CHECK(cudaMalloc((void **)&dd_b, sizeof(double) * b_n));
@@ -275,13 +287,16 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMemcpy(hd_c, dd_c, sizeof(double) * c_n, cudaMemcpyDeviceToHost));
     /* products of fp32 values are exact in double; K * 2^-50 bounds the sum's rounding */
     gemm_check gd = check_gemm(1, hd_a, hd_b, hd_c, M, N, K, K * 8.881784197001252e-16, &rng, args.quiet);
-    all_ok &= report("dgemm (8 rows/columns vs CPU)", gd.ok, args.quiet, " (max rel err %.1e)", gd.max_err / gd.max_ref);
+    all_ok &=
+        report("dgemm (8 rows/columns vs CPU)", gd.ok, args.quiet, " (max rel err %.1e)", gd.max_err / gd.max_ref);
     float d_ms = 0.0f;
     if (!args.check_only) d_ms = lb_time_ms(run_gemm, &jd, 1, args.iters);
     CUDA_CHECK(cudaFree(dd_a));
     CUDA_CHECK(cudaFree(dd_b));
     CUDA_CHECK(cudaFree(dd_c));
-    free(hd_a); free(hd_b); free(hd_c);
+    free(hd_a);
+    free(hd_b);
+    free(hd_c);
 
     /* ---- level 1 on vectors of n */
     float *hx = lb_host_alloc(sizeof(float) * n, "x"), *hy = lb_host_alloc(sizeof(float) * n, "y");
@@ -307,8 +322,10 @@ int main(int argc, char **argv)
     double abs_sum, want_dot = dot_cpu(hx, hy, n, &abs_sum), sq;
     double want_nrm = sqrt(dot_cpu(hx, hx, n, &sq));
     /* an fp32 sum of n terms, added in a tree, is off by about log2(n) * 2^-24 * sum|terms| */
-    all_ok &= report("sdot", fabs(dot - want_dot) <= 1e-5 * abs_sum, args.quiet, " (abs err %.1e)", fabs(dot - want_dot));
-    all_ok &= report("snrm2", fabs(nrm - want_nrm) <= 1e-5 * want_nrm, args.quiet, " (rel err %.1e)", fabs(nrm - want_nrm) / want_nrm);
+    all_ok &=
+        report("sdot", fabs(dot - want_dot) <= 1e-5 * abs_sum, args.quiet, " (abs err %.1e)", fabs(dot - want_dot));
+    all_ok &= report("snrm2", fabs(nrm - want_nrm) <= 1e-5 * want_nrm, args.quiet, " (rel err %.1e)",
+                     fabs(nrm - want_nrm) / want_nrm);
     int want_amax = amax_cpu(hx, n);
     all_ok &= report("isamax (1-based)", amax == want_amax, args.quiet, " (index %.0f)", (double)amax);
     for (size_t i = 0; i < n; i++) hy[i] = fmaf(alpha, hx[i], hy[i]);
@@ -316,7 +333,9 @@ int main(int argc, char **argv)
     all_ok &= report("saxpy (every element)", ca.n_bad == 0, args.quiet, NULL, 0.0);
     CUDA_CHECK(cudaFree(dx));
     CUDA_CHECK(cudaFree(dy));
-    free(hx); free(hy); free(hy_out);
+    free(hx);
+    free(hy);
+    free(hy_out);
     CUBLAS_CHECK(cublasDestroy(h));
 
     char sz[48];
@@ -324,22 +343,30 @@ int main(int argc, char **argv)
     if (!args.check_only) {
         if (!args.quiet) {
             printf("GEMM, M=%d N=%d K=%d (%.2f TFLOP each)\n", M, N, K, 2.0 * M * N * (double)K / 1e12);
-            printf("  create handle + first SGEMM (the book's way)   %9.3f ms  %8.2f TFLOP/s\n", first_ms, tflops(M, N, K, first_ms));
-            printf("  SGEMM alone (events, median of %d)             %9.3f ms  %8.2f TFLOP/s\n", args.iters, s_ms, tflops(M, N, K, s_ms));
+            printf("  create handle + first SGEMM (the book's way)   %9.3f ms  %8.2f TFLOP/s\n", first_ms,
+                   tflops(M, N, K, first_ms));
+            printf("  SGEMM alone (events, median of %d)             %9.3f ms  %8.2f TFLOP/s\n", args.iters, s_ms,
+                   tflops(M, N, K, s_ms));
             if (use_tf32)
-                printf("  SGEMM TF32 tensor cores                        %9.3f ms  %8.2f TFLOP/s  (%.1fx, max rel err %.1e vs %.1e)\n",
+                printf("  SGEMM TF32 tensor cores                        %9.3f ms  %8.2f TFLOP/s  (%.1fx, max rel err "
+                       "%.1e vs %.1e)\n",
                        tf_ms, tflops(M, N, K, tf_ms), s_ms / tf_ms, gt.max_err / gt.max_ref, gs.max_err / gs.max_ref);
-            printf("  DGEMM alone                                    %9.3f ms  %8.2f TFLOP/s\n", d_ms, tflops(M, N, K, d_ms));
+            printf("  DGEMM alone                                    %9.3f ms  %8.2f TFLOP/s\n", d_ms,
+                   tflops(M, N, K, d_ms));
             printf("the first number adds cublasCreate (library and kernel loading, workspace) and a first launch,\n"
-                   "paid once per program: %.1f ms of it is not GEMM. Time the operation you repeat.\n", first_ms - s_ms);
+                   "paid once per program: %.1f ms of it is not GEMM. Time the operation you repeat.\n",
+                   first_ms - s_ms);
         }
-        lb_result r1 = {"cublas_basics", -1, "sgemm_with_create", sz, first_ms, "tflops", tflops(M, N, K, first_ms), "sgemm", s_ms / first_ms, gs.ok};
+        lb_result r1 = {"cublas_basics",           -1,      "sgemm_with_create", sz,   first_ms, "tflops",
+                        tflops(M, N, K, first_ms), "sgemm", s_ms / first_ms,     gs.ok};
         lb_result r2 = {"cublas_basics", -1, "sgemm", sz, s_ms, "tflops", tflops(M, N, K, s_ms), "sgemm", 1.0, gs.ok};
-        lb_result r3 = {"cublas_basics", -1, "dgemm", sz, d_ms, "tflops", tflops(M, N, K, d_ms), "sgemm", s_ms / d_ms, gd.ok};
+        lb_result r3 = {"cublas_basics",       -1,      "dgemm",     sz,   d_ms, "tflops",
+                        tflops(M, N, K, d_ms), "sgemm", s_ms / d_ms, gd.ok};
         lb_print_result(&r1, args.quiet);
         lb_print_result(&r2, args.quiet);
         if (use_tf32) {
-            lb_result r4 = {"cublas_basics", -1, "sgemm_tf32", sz, tf_ms, "tflops", tflops(M, N, K, tf_ms), "sgemm", s_ms / tf_ms, gt.ok};
+            lb_result r4 = {"cublas_basics",        -1,      "sgemm_tf32", sz,   tf_ms, "tflops",
+                            tflops(M, N, K, tf_ms), "sgemm", s_ms / tf_ms, gt.ok};
             lb_print_result(&r4, args.quiet);
         }
         lb_print_result(&r3, args.quiet);

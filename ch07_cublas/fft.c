@@ -51,9 +51,10 @@ static int check_vs_dft(const char *what, const cufftComplex *got, const double 
     int bad = 0;
     for (int k = 0; k < n; k++) {
         double e = fmax(fabs(got[k].x - w_re[k]), fabs(got[k].y - w_im[k]));
-        if (!(e <= tol)) {   /* NaN fails */
+        if (!(e <= tol)) { /* NaN fails */
             if (!quiet && bad < 3)
-                fprintf(stderr, "  %s: X[%d] = (%.6g, %.6g), want (%.6g, %.6g)\n", what, k, got[k].x, got[k].y, w_re[k], w_im[k]);
+                fprintf(stderr, "  %s: X[%d] = (%.6g, %.6g), want (%.6g, %.6g)\n", what, k, got[k].x, got[k].y, w_re[k],
+                        w_im[k]);
             bad++;
         }
         if (e > max_err || e != e) max_err = e;
@@ -107,7 +108,11 @@ static int check_small(int n, lb_rng *rng, int quiet)
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_out));
     CUDA_CHECK(cudaFree(d_real));
-    free(re); free(im); free(W_re); free(W_im); free(h);
+    free(re);
+    free(im);
+    free(W_re);
+    free(W_im);
+    free(h);
     return ok;
 }
 
@@ -116,17 +121,18 @@ static int check_round_trip(int n, lb_rng *rng, int quiet)
 {
     size_t bytes = sizeof(cufftComplex) * (size_t)n;
     cufftComplex *h = lb_host_alloc(bytes, "x"), *back = lb_host_alloc(bytes, "x back");
-    float *hr = lb_host_alloc(sizeof(float) * (size_t)n, "real x"), *hr_back = lb_host_alloc(sizeof(float) * (size_t)n, "real x back");
+    float *hr = lb_host_alloc(sizeof(float) * (size_t)n, "real x"),
+          *hr_back = lb_host_alloc(sizeof(float) * (size_t)n, "real x back");
     lb_fill_uniform((float *)h, 2 * (size_t)n, -1.0f, 1.0f, rng);
     lb_fill_uniform(hr, (size_t)n, -1.0f, 1.0f, rng);
     cufftComplex *d;
     float *d_real;
-    CUDA_CHECK(cudaMalloc((void **)&d, bytes + sizeof(cufftComplex)));   /* R2C needs n/2+1 */
+    CUDA_CHECK(cudaMalloc((void **)&d, bytes + sizeof(cufftComplex))); /* R2C needs n/2+1 */
     CUDA_CHECK(cudaMalloc((void **)&d_real, sizeof(float) * (size_t)n));
     cufftHandle plan;
     CUDA_CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
     CUFFT_CHECK(cufftPlan1d(&plan, n, CUFFT_C2C, 1));
-    CUFFT_CHECK(cufftExecC2C(plan, d, d, CUFFT_FORWARD));   /* in place */
+    CUFFT_CHECK(cufftExecC2C(plan, d, d, CUFFT_FORWARD)); /* in place */
     CUFFT_CHECK(cufftExecC2C(plan, d, d, CUFFT_INVERSE));
     CUFFT_CHECK(cufftDestroy(plan));
     CUDA_CHECK(cudaMemcpy(back, d, bytes, cudaMemcpyDeviceToHost));
@@ -157,11 +163,14 @@ static int check_round_trip(int n, lb_rng *rng, int quiet)
         if (er > max_r || er != er) max_r = er;
     }
     if (!quiet)
-        printf("  round trip n=%-14d %s (C2C max err %.1e, R2C+C2R %.1e, of values up to %d)\n", n, bad ? "FAIL" : "PASS",
-               max_c, max_r, n);
+        printf("  round trip n=%-14d %s (C2C max err %.1e, R2C+C2R %.1e, of values up to %d)\n", n,
+               bad ? "FAIL" : "PASS", max_c, max_r, n);
     CUDA_CHECK(cudaFree(d));
     CUDA_CHECK(cudaFree(d_real));
-    free(h); free(back); free(hr); free(hr_back);
+    free(h);
+    free(back);
+    free(hr);
+    free(hr_back);
     return bad == 0;
 }
 
@@ -195,19 +204,30 @@ static int check_batched(int n, int batch, lb_rng *rng, int quiet)
     }
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_out));
-    free(h); free(re); free(im); free(W_re); free(W_im); free(got);
+    free(h);
+    free(re);
+    free(im);
+    free(W_re);
+    free(W_im);
+    free(got);
     return ok;
 }
 
 /* ---------------------------------------------------------------- throughput */
 
-typedef struct { cufftHandle plan; int real; void *in, *out; } fft_job;
+typedef struct {
+    cufftHandle plan;
+    int real;
+    void *in, *out;
+} fft_job;
 
 static cudaError_t run_fft(void *ctx)
 {
     fft_job *j = (fft_job *)ctx;
-    if (j->real) CUFFT_CHECK(cufftExecR2C(j->plan, (cufftReal *)j->in, (cufftComplex *)j->out));
-    else CUFFT_CHECK(cufftExecC2C(j->plan, (cufftComplex *)j->in, (cufftComplex *)j->out, CUFFT_FORWARD));
+    if (j->real)
+        CUFFT_CHECK(cufftExecR2C(j->plan, (cufftReal *)j->in, (cufftComplex *)j->out));
+    else
+        CUFFT_CHECK(cufftExecC2C(j->plan, (cufftComplex *)j->in, (cufftComplex *)j->out, CUFFT_FORWARD));
     return cudaGetLastError();
 }
 
@@ -217,7 +237,7 @@ static void throughput(int n_max, int iters, int quiet)
     void *d_in, *d_out;
     CUDA_CHECK(cudaMalloc(&d_in, sizeof(cufftComplex) * points));
     CUDA_CHECK(cudaMalloc(&d_out, sizeof(cufftComplex) * (points + points / 1024 + 1)));
-    CUDA_CHECK(cudaMemset(d_in, 0, sizeof(cufftComplex) * points));   /* the values do not change the time */
+    CUDA_CHECK(cudaMemset(d_in, 0, sizeof(cufftComplex) * points)); /* the values do not change the time */
     if (!quiet) {
         printf("throughput: forward transforms, batched to %zu points a call (out of place)\n", points);
         printf("        n    batch   C2C ms   C2C GFLOP/s   C2C GB/s    R2C ms   R2C GFLOP/s   R2C GB/s\n");
@@ -228,7 +248,8 @@ static void throughput(int n_max, int iters, int quiet)
         for (int real = 0; real <= 1; real++) {
             fft_job j = {0, real, d_in, d_out};
             int dist_out = real ? n / 2 + 1 : n;
-            CUFFT_CHECK(cufftPlanMany(&j.plan, 1, &n, NULL, 1, n, NULL, 1, dist_out, real ? CUFFT_R2C : CUFFT_C2C, batch));
+            CUFFT_CHECK(
+                cufftPlanMany(&j.plan, 1, &n, NULL, 1, n, NULL, 1, dist_out, real ? CUFFT_R2C : CUFFT_C2C, batch));
             float ms = lb_time_ms(run_fft, &j, 2, iters);
             CUFFT_CHECK(cufftDestroy(j.plan));
             /* 5 n log2 n flops per complex transform; a real one is counted as half of that */
@@ -248,7 +269,10 @@ static void throughput(int n_max, int iters, int quiet)
     }
     float mc_ms;
     double mc = lb_memcpy_ceiling_gbps(2 * sizeof(cufftComplex) * points, iters, &mc_ms);
-    if (!quiet) printf("GB/s counts the input read and the output written once; a D2D cudaMemcpy of the same bytes: %.0f GB/s\n", mc);
+    if (!quiet)
+        printf(
+            "GB/s counts the input read and the output written once; a D2D cudaMemcpy of the same bytes: %.0f GB/s\n",
+            mc);
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_out));
 }
@@ -258,7 +282,8 @@ static void throughput(int n_max, int iters, int quiet)
 static const lb_program program = {
     .name = "fft",
     .synopsis = "1D FFTs with cuFFT: C2C, R2C, batched; checked against a CPU DFT and by the round trip; throughput",
-    .details = "--size is NMAX, the largest transform for the round trip and the throughput table (a power of two, 1024..2^27).\n",
+    .details = "--size is NMAX, the largest transform for the round trip and the throughput table (a power of two, "
+               "1024..2^27).\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = NULL,
     .n_opts = 0};
@@ -275,7 +300,8 @@ int main(int argc, char **argv)
     lb_gpu_init(&gpu);
     size_t points = n_max > THROUGHPUT_POINTS ? (size_t)n_max : THROUGHPUT_POINTS;
     lb_require_device_memory(2 * sizeof(cufftComplex) * points + 64 * 1024 * 1024, "the signals and cuFFT's work area");
-    if (!args.quiet) printf("fft: cuFFT %d, %s (%s), seed %llu\nchecks\n", CUFFT_VERSION, gpu.prop.name, gpu.sm, args.seed);
+    if (!args.quiet)
+        printf("fft: cuFFT %d, %s (%s), seed %llu\nchecks\n", CUFFT_VERSION, gpu.prop.name, gpu.sm, args.seed);
     lb_rng rng;
     lb_rng_seed(&rng, args.seed);
     int ok = 1;
@@ -285,7 +311,9 @@ int main(int argc, char **argv)
     ok &= check_round_trip(12345, &rng, args.quiet);
     ok &= check_round_trip((int)n_max, &rng, args.quiet);
     if (!args.check_only) throughput((int)n_max, args.iters, args.quiet);
-    if (args.quiet) printf("fft: checks up to n=%lld, %s\n", n_max, ok ? "PASS" : "FAIL");
-    else printf("%s\n", ok ? "all checks PASS" : "some checks FAILED");
+    if (args.quiet)
+        printf("fft: checks up to n=%lld, %s\n", n_max, ok ? "PASS" : "FAIL");
+    else
+        printf("%s\n", ok ? "all checks PASS" : "some checks FAILED");
     return ok ? LB_EXIT_PASS : LB_EXIT_FAIL;
 }

@@ -79,11 +79,11 @@ static int fft_size(int n)
 typedef struct {
     int W, H, PH, PW, r;
     cufftHandle r2c, c2r;
-    float *d_pad;            /* PH x PW real: the padded image in, the blurred image out */
-    cufftComplex *d_spec;    /* PH x (PW/2 + 1): the image's spectrum */
-    cufftComplex *d_filter;  /* the same for the filter, made once per sigma */
-    float *d_pad_image;      /* the padded input, kept to restore d_pad before each run */
-    int part;                /* what run_fft_path does: see enum */
+    float *d_pad;           /* PH x PW real: the padded image in, the blurred image out */
+    cufftComplex *d_spec;   /* PH x (PW/2 + 1): the image's spectrum */
+    cufftComplex *d_filter; /* the same for the filter, made once per sigma */
+    float *d_pad_image;     /* the padded input, kept to restore d_pad before each run */
+    int part;               /* what run_fft_path does: see enum */
     cudaGraphExec_t graph;
 } fft_conv;
 
@@ -100,7 +100,7 @@ static void make_filter_spectrum(fft_conv *c, const double *g)
     for (int dy = -c->r; dy <= c->r; dy++)
         for (int dx = -c->r; dx <= c->r; dx++) {
             int y = ((dy % c->PH) + c->PH) % c->PH, x = ((dx % c->PW) + c->PW) % c->PW;
-            h[(size_t)y * c->PW + x] += (float)(g[dy + c->r] * g[dx + c->r]);   /* += : r may exceed the plane */
+            h[(size_t)y * c->PW + x] += (float)(g[dy + c->r] * g[dx + c->r]); /* += : r may exceed the plane */
         }
     CUDA_CHECK(cudaMemcpy(c->d_pad, h, sizeof(float) * n, cudaMemcpyHostToDevice));
     CUFFT_CHECK(cufftExecR2C(c->r2c, c->d_pad, c->d_filter));
@@ -194,7 +194,13 @@ static void fft_conv_result(fft_conv *c, int use_graph, float *h_out)
 
 /* ---------------------------------------------------------------- the direct path */
 
-typedef struct { const float *d_img; float *d_out; int W, H; const float *d_w; int r; } direct_job;
+typedef struct {
+    const float *d_img;
+    float *d_out;
+    int W, H;
+    const float *d_w;
+    int r;
+} direct_job;
 
 static cudaError_t run_direct(void *ctx)
 {
@@ -220,7 +226,10 @@ static float *upload_weights(const double *g, int r)
  * each run alone would mostly time that. So each timed sample runs REPS images back to back,
  * and the time per image is the sample divided by REPS. */
 #define REPS 20
-typedef struct { lb_work_fn fn; void *ctx; } repeated;
+typedef struct {
+    lb_work_fn fn;
+    void *ctx;
+} repeated;
 
 static cudaError_t run_repeated(void *ctx)
 {
@@ -280,7 +289,8 @@ static const lb_opt options[] = {
 };
 static const lb_program program = {
     .name = "fft_conv",
-    .synopsis = "Gaussian blur by FFT convolution (cuFFT R2C, multiply, C2R) vs a direct shared-memory kernel and the CPU",
+    .synopsis =
+        "Gaussian blur by FFT convolution (cuFFT R2C, multiply, C2R) vs a direct shared-memory kernel and the CPU",
     .details = "The direct kernel handles sigma up to 32 (radius 96).\n",
     .uses = LB_USE_ITERS | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
@@ -303,8 +313,9 @@ int main(int argc, char **argv)
         img[(size_t)(H / 2) * W + W / 2] = 255.0f;
     } else {
         unsigned char *px = lb_read_pgm(input, &W, &H, err, sizeof err);
-        if (!px) lb_die(LB_EXIT_USAGE, "fft_conv: %s%s", err,
-                        strstr(err, "cannot open") ? " (run from ch07_cublas, or pass --input FILE.pgm)" : "");
+        if (!px)
+            lb_die(LB_EXIT_USAGE, "fft_conv: %s%s", err,
+                   strstr(err, "cannot open") ? " (run from ch07_cublas, or pass --input FILE.pgm)" : "");
         img = lb_host_alloc(sizeof(float) * (size_t)W * H, "the image");
         for (size_t i = 0; i < (size_t)W * H; i++) img[i] = px[i];
         free(px);
@@ -346,7 +357,8 @@ int main(int argc, char **argv)
         }
         lb_check k = lb_check_f32(what, got, ref, (size_t)W * H, 0.02, 0.0, args.quiet);
         if (delta) {
-            lb_check kd = check_delta(m == 2 ? "direct vs the filter" : "FFT path vs the filter", got, W, g, r, args.quiet);
+            lb_check kd =
+                check_delta(m == 2 ? "direct vs the filter" : "FFT path vs the filter", got, W, g, r, args.quiet);
             k.n_bad += kd.n_bad;
         }
         char sum[160];
@@ -380,20 +392,26 @@ int main(int argc, char **argv)
             printf("times per image (ms; median of %d samples of %d images back to back):\n", args.iters, REPS);
             printf("  R2C alone %.4f + C2R alone %.4f = cuFFT alone %.4f\n", r2c_ms, c2r_ms, sum_ms);
             printf("  FFT path, 3 launches       %.4f  = %.2fx cuFFT alone\n", path_ms, path_ms / sum_ms);
-            printf("  FFT path, CUDA graph       %.4f  = %.2fx cuFFT alone (goal <= 1.10)\n", graph_ms, graph_ms / sum_ms);
-            printf("  direct, %dx%d taps       %.4f  = %.1fx the FFT path\n", 2 * r + 1, 2 * r + 1, direct_ms, direct_ms / graph_ms);
+            printf("  FFT path, CUDA graph       %.4f  = %.2fx cuFFT alone (goal <= 1.10)\n", graph_ms,
+                   graph_ms / sum_ms);
+            printf("  direct, %dx%d taps       %.4f  = %.1fx the FFT path\n", 2 * r + 1, 2 * r + 1, direct_ms,
+                   direct_ms / graph_ms);
         }
         lb_result rs[] = {
             {"fft_conv", -1, "cufft_alone", sz, sum_ms, "mpix_s", mpix / (sum_ms * 1e-3), "cufft_alone", 1.0, ok},
-            {"fft_conv", -1, "fft_path", sz, path_ms, "mpix_s", mpix / (path_ms * 1e-3), "cufft_alone", path_ms / sum_ms, ok},
-            {"fft_conv", -1, "fft_path_graph", sz, graph_ms, "mpix_s", mpix / (graph_ms * 1e-3), "cufft_alone", graph_ms / sum_ms, ok},
-            {"fft_conv", -1, "direct", sz, direct_ms, "mpix_s", mpix / (direct_ms * 1e-3), "cufft_alone", direct_ms / sum_ms, ok},
+            {"fft_conv", -1, "fft_path", sz, path_ms, "mpix_s", mpix / (path_ms * 1e-3), "cufft_alone",
+             path_ms / sum_ms, ok},
+            {"fft_conv", -1, "fft_path_graph", sz, graph_ms, "mpix_s", mpix / (graph_ms * 1e-3), "cufft_alone",
+             graph_ms / sum_ms, ok},
+            {"fft_conv", -1, "direct", sz, direct_ms, "mpix_s", mpix / (direct_ms * 1e-3), "cufft_alone",
+             direct_ms / sum_ms, ok},
         };
         for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) lb_print_result(&rs[i], args.quiet);
 
         /* ---- crossover: both methods as the filter grows (the FFT path's cost barely moves) */
         if (!args.quiet) {
-            printf("crossover (same image): ms per image\n   sigma  radius   taps    FFT path (graph)    direct   faster\n");
+            printf("crossover (same image): ms per image\n   sigma  radius   taps    FFT path (graph)    direct   "
+                   "faster\n");
             static const double sigmas[] = {0.5, 1, 2, 4, 8, 15, 32};
             for (size_t i = 0; i < sizeof sigmas / sizeof sigmas[0]; i++) {
                 int rr = radius_of(sigmas[i]);
@@ -408,8 +426,8 @@ int main(int argc, char **argv)
                 float *dw = upload_weights(gg, rr);
                 direct_job dd = {d_img, d_out, W, H, dw, rr};
                 float d_ms = ms_per_image(run_direct, &dd, args.iters);
-                printf("  %6.1f  %6d  %5d  %18.4f  %8.4f   %s\n", sigmas[i], rr, (2 * rr + 1) * (2 * rr + 1), f_ms, d_ms,
-                       f_ms < d_ms ? "FFT" : "direct");
+                printf("  %6.1f  %6d  %5d  %18.4f  %8.4f   %s\n", sigmas[i], rr, (2 * rr + 1) * (2 * rr + 1), f_ms,
+                       d_ms, f_ms < d_ms ? "FFT" : "direct");
                 fft_conv_free(&cc);
                 CUDA_CHECK(cudaFree(dw));
                 free(gg);
@@ -421,6 +439,9 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaFree(d_img));
     CUDA_CHECK(cudaFree(d_out));
     CUDA_CHECK(cudaFree(d_w));
-    free(img); free(g); free(ref); free(got);
+    free(img);
+    free(g);
+    free(ref);
+    free(got);
     return ok ? LB_EXIT_PASS : LB_EXIT_FAIL;
 }

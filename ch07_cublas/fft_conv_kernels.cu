@@ -26,15 +26,15 @@ extern "C" cudaError_t pointwise_mul_launch(cufftComplex *d_spec, const cufftCom
 
 __global__ void direct_conv_kernel(const float *img, float *out, int W, int H, const float *w, int r)
 {
-    extern __shared__ float tile[];   /* (T + 2r) x (T + 2r): the output tile and its halo */
+    extern __shared__ float tile[]; /* (T + 2r) x (T + 2r): the output tile and its halo */
     int span = T + 2 * r;
-    int x0 = blockIdx.x * T - r, y0 = blockIdx.y * T - r;   /* the tile's top-left, in the image */
+    int x0 = blockIdx.x * T - r, y0 = blockIdx.y * T - r; /* the tile's top-left, in the image */
     /* the whole block loads the span x span pixels, zero outside the image */
     for (int i = threadIdx.y * T + threadIdx.x; i < span * span; i += T * T) {
         int ty = i / span, tx = i % span, y = y0 + ty, x = x0 + tx;
         tile[i] = (x >= 0 && x < W && y >= 0 && y < H) ? img[(size_t)y * W + x] : 0.0f;
     }
-    __syncthreads();   /* every pixel of the halo is in place before anyone sums */
+    __syncthreads(); /* every pixel of the halo is in place before anyone sums */
 
     int x = blockIdx.x * T + threadIdx.x, y = blockIdx.y * T + threadIdx.y;
     if (x >= W || y >= H) return;

@@ -15,12 +15,12 @@
 
 #include <math.h>
 
-#define FUSED_THREADS (1ull << 19)   /* n is spread over this many threads, whatever the GPU */
+#define FUSED_THREADS (1ull << 19) /* n is spread over this many threads, whatever the GPU */
 
 typedef struct {
     const char *formula;
     double a, b;
-    double book;   /* the value the book prints for it */
+    double book; /* the value the book prints for it */
 } integral;
 
 static const integral integrals[MC_INTEGRANDS] = {
@@ -95,8 +95,10 @@ int main(int argc, char **argv)
     lb_gpu gpu;
     lb_gpu_init(&gpu);
     if (!args.quiet) {
-        printf("monte_carlo_integral: %llu points per integral, %s (%s), seed %llu\n", n, gpu.prop.name, gpu.sm, args.seed);
-        printf(" integral                                   on            prec   estimate       reference (quadrature)   error/se       ms  G samples/s  check\n");
+        printf("monte_carlo_integral: %llu points per integral, %s (%s), seed %llu\n", n, gpu.prop.name, gpu.sm,
+               args.seed);
+        printf(" integral                                   on            prec   estimate       reference (quadrature) "
+               "  error/se       ms  G samples/s  check\n");
     }
     double *d_sums;
     CUDA_CHECK(cudaMalloc((void **)&d_sums, 2 * sizeof(double)));
@@ -129,8 +131,10 @@ int main(int argc, char **argv)
             if (!args.quiet) {
                 printf(" %-40s [%6.3f, %6.3f]  %-6s %13.8f  %13.8f            %+7.2f", in->formula, in->a, in->b,
                        prec == 32 ? "float" : "double", est, ref, z);
-                if (!args.check_only) printf("  %8.3f  %10.1f", ms, rate);
-                else printf("  %8s  %10s", "-", "-");
+                if (!args.check_only)
+                    printf("  %8.3f  %10.1f", ms, rate);
+                else
+                    printf("  %8s  %10s", "-", "-");
                 printf("  %s\n", ok ? "PASS" : "FAIL");
             }
             if (!args.check_only) {
@@ -143,8 +147,10 @@ int main(int argc, char **argv)
             all_ok &= ok;
         }
     }
-    if (!args.quiet) printf("error/se: the estimate's distance from the reference in standard errors (|.| <= 5 passes)\n");
-    else printf("monte_carlo_integral: n=%llu, 3 integrals x 2 precisions, %s\n", n, all_ok ? "PASS" : "FAIL");
+    if (!args.quiet)
+        printf("error/se: the estimate's distance from the reference in standard errors (|.| <= 5 passes)\n");
+    else
+        printf("monte_carlo_integral: n=%llu, 3 integrals x 2 precisions, %s\n", n, all_ok ? "PASS" : "FAIL");
     CUDA_CHECK(cudaFree(d_sums));
     return all_ok ? LB_EXIT_PASS : LB_EXIT_FAIL;
 }

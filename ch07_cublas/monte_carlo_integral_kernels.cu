@@ -11,11 +11,16 @@
 
 #define MC_INTEGRAL_BLOCK 256
 
-template <typename T, int WHICH>
-__device__ __forceinline__ T integrand(T x)
+template <typename T, int WHICH> __device__ __forceinline__ T integrand(T x)
 {
-    if (WHICH == 0) { T s = sin(x); return log(x) * s * s; }
-    if (WHICH == 1) { T l = log(x); return T(1) / (T(1) + sinh(T(2) * x) * l * l); }
+    if (WHICH == 0) {
+        T s = sin(x);
+        return log(x) * s * s;
+    }
+    if (WHICH == 1) {
+        T l = log(x);
+        return T(1) / (T(1) + sinh(T(2) * x) * l * l);
+    }
     T s = sin(x);
     return cosh(x) * s / sqrt(pow(x, T(3)) + s * s);
 }
@@ -30,13 +35,13 @@ __global__ void mc_kernel(T a, T width, unsigned long long seed, unsigned long l
 {
     unsigned int tid = blockIdx.x * blockDim.x + threadIdx.x;
     unsigned long long first = (unsigned long long)tid * per_thread;
-    T s = 0, s2 = 0;   /* a thread's few thousand terms, summed in the working precision */
+    T s = 0, s2 = 0; /* a thread's few thousand terms, summed in the working precision */
     if (first < n) {
         unsigned int mine = n - first < per_thread ? (unsigned int)(n - first) : per_thread;
         curandStatePhilox4_32_10_t state;
-        curand_init(seed, tid, 0, &state);   /* subsequence tid: reproducible, never overlapping */
+        curand_init(seed, tid, 0, &state); /* subsequence tid: reproducible, never overlapping */
         for (unsigned int i = 0; i < mine; i++) {
-            T x = a + width * (T(1) - uniform(&state, T(0)));   /* (0,1] -> [a, b) */
+            T x = a + width * (T(1) - uniform(&state, T(0))); /* (0,1] -> [a, b) */
             T y = integrand<T, WHICH>(x);
             s += y;
             s2 += y * y;

@@ -20,8 +20,8 @@
 
 #include <math.h>
 
-#define CHUNK_POINTS (1ull << 27)   /* version 1's buffer: 2^27 points = 1 GB of floats */
-#define FUSED_THREADS (1ull << 19)  /* version 2 spreads n over this many threads, whatever the GPU */
+#define CHUNK_POINTS (1ull << 27)  /* version 1's buffer: 2^27 points = 1 GB of floats */
+#define FUSED_THREADS (1ull << 19) /* version 2 spreads n over this many threads, whatever the GPU */
 #define PI 3.14159265358979323846
 
 /* ---------------------------------------------------------------- CPU reference */
@@ -38,15 +38,15 @@ static unsigned long long count_inside_cpu(const float *xy, size_t n_points)
 typedef struct {
     int version;
     unsigned long long n, seed;
-    curandGenerator_t gen;   /* version 1 */
-    float *d_xy;             /* version 1's chunk buffer */
+    curandGenerator_t gen; /* version 1 */
+    float *d_xy;           /* version 1's chunk buffer */
     unsigned long long *d_count;
 } pi_job;
 
 static unsigned int fused_per_thread(unsigned long long n)
 {
     unsigned long long p = (n + FUSED_THREADS - 1) / FUSED_THREADS;
-    return (unsigned int)(p + (p & 1));   /* even: whole pairs of points per Philox call */
+    return (unsigned int)(p + (p & 1)); /* even: whole pairs of points per Philox call */
 }
 
 /* Version 1: cuRAND's host API fills a buffer, a kernel counts, chunk after chunk. */
@@ -80,7 +80,7 @@ static const lb_version versions[] = {
     {1, "host_api", "host API, then count", LB_OLDEST_SM, run_host_api},
     {2, "fused_philox", "fused device API", LB_OLDEST_SM, run_fused},
 };
-#define MC_PI_VERSIONS 2   /* no kernels header count: the versions are host code */
+#define MC_PI_VERSIONS 2 /* no kernels header count: the versions are host code */
 _Static_assert(sizeof versions / sizeof versions[0] == MC_PI_VERSIONS, "one row in versions[] per version");
 
 static unsigned long long run_and_count(pi_job *j)
@@ -114,8 +114,7 @@ int main(int argc, char **argv)
     lb_gpu_init(&gpu);
     size_t chunk = n < CHUNK_POINTS ? (size_t)n : (size_t)CHUNK_POINTS;
     lb_require_device_memory(2 * chunk * sizeof(float), "version 1's buffer of random numbers");
-    if (!args.quiet)
-        printf("monte_carlo_pi: %llu points, %s (%s), seed %llu\n", n, gpu.prop.name, gpu.sm, args.seed);
+    if (!args.quiet) printf("monte_carlo_pi: %llu points, %s (%s), seed %llu\n", n, gpu.prop.name, gpu.sm, args.seed);
 
     pi_job job = {0, n, args.seed, NULL, NULL, NULL};
     CURAND_CHECK(curandCreateGenerator(&job.gen, CURAND_RNG_PSEUDO_PHILOX4_32_10));
@@ -126,27 +125,35 @@ int main(int argc, char **argv)
     double sd = 4.0 * sqrt(PI / 4 * (1 - PI / 4) / (double)n);
     char sz[32];
     snprintf(sz, sizeof sz, "%llu", n);
-    lb_report rep = {.prog = &program, .args = &args, .unit = "gsamples_s", .unit_head = "Gsamples/s",
-                     .base = "host_api", .base_head = "vs host API"};
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "gsamples_s",
+                     .unit_head = "Gsamples/s",
+                     .base = "host_api",
+                     .base_head = "vs host API"};
     lb_report_table(&rep, sz, NULL);
-    if (args.version == 2) rep.base = NULL, rep.base_value = -1.0;   /* no baseline in this run */
+    if (args.version == 2) rep.base = NULL, rep.base_value = -1.0; /* no baseline in this run */
     for (int v = 1; v <= MC_PI_VERSIONS; v++) {
         if (!lb_version_wanted(&program, &args, &gpu, v)) continue;
         job.version = v;
         unsigned long long c = run_and_count(&job);
         double est = 4.0 * (double)c / (double)n, z = (est - PI) / sd;
-        int ok = fabs(z) <= 5.0;   /* a correct program fails this once in 1.7 million seeds */
+        int ok = fabs(z) <= 5.0; /* a correct program fails this once in 1.7 million seeds */
         const char *extra = "";
         if (v == 1 && n <= (1u << 24)) {
             /* the same numbers, counted on the CPU: must agree exactly */
             float *h_xy = lb_host_alloc(2 * (size_t)n * sizeof(float), "the points");
             CUDA_CHECK(cudaMemcpy(h_xy, job.d_xy, 2 * (size_t)n * sizeof(float), cudaMemcpyDeviceToHost));
-            if (count_inside_cpu(h_xy, (size_t)n) != c) ok = 0, extra = ", CPU count differs";
-            else extra = ", = CPU count";
+            if (count_inside_cpu(h_xy, (size_t)n) != c)
+                ok = 0, extra = ", CPU count differs";
+            else
+                extra = ", = CPU count";
             free(h_xy);
         }
-        if (v == 2 && run_and_count(&job) != c) ok = 0, extra = ", not reproducible";
-        else if (v == 2) extra = ", reproducible";
+        if (v == 2 && run_and_count(&job) != c)
+            ok = 0, extra = ", not reproducible";
+        else if (v == 2)
+            extra = ", reproducible";
         float ms = args.check_only ? 0.0f : lb_time_ms(versions[v - 1].run, &job, 1, args.iters);
         char verdict[128];
         snprintf(verdict, sizeof verdict, "%s (pi ~ %.9f, error %+.2f sd%s)", ok ? "PASS" : "FAIL", est, z, extra);

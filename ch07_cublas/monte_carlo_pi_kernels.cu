@@ -23,11 +23,11 @@ __device__ __forceinline__ void add_warp_count(unsigned int c, unsigned long lon
 }
 
 __global__ void monte_carlo_pi_kernel1(const float4 *xy2, size_t n_pairs, const float *tail, int has_tail,
-                                    unsigned long long *d_count)
+                                       unsigned long long *d_count)
 {
     unsigned int c = 0;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_pairs; i += (size_t)gridDim.x * blockDim.x) {
-        float4 v = xy2[i];   /* two points */
+        float4 v = xy2[i]; /* two points */
         c += inside(v.x, v.y) + inside(v.z, v.w);
     }
     if (has_tail && blockIdx.x == 0 && threadIdx.x == 0) c += inside(tail[0], tail[1]);
@@ -36,17 +36,17 @@ __global__ void monte_carlo_pi_kernel1(const float4 *xy2, size_t n_pairs, const 
 
 extern "C" cudaError_t count_inside_launch(const float *d_xy, size_t n_points, unsigned long long *d_count)
 {
-    size_t pairs = n_points / 2;   /* cudaMalloc'd buffers are 256-byte aligned: float4 is safe */
+    size_t pairs = n_points / 2; /* cudaMalloc'd buffers are 256-byte aligned: float4 is safe */
     size_t blocks = (pairs + MC_PI_BLOCK - 1) / MC_PI_BLOCK;
-    if (blocks > 132 * 16) blocks = 132 * 16;   /* grid-stride: a few waves on the largest GPU */
+    if (blocks > 132 * 16) blocks = 132 * 16; /* grid-stride: a few waves on the largest GPU */
     if (blocks == 0) blocks = 1;
     monte_carlo_pi_kernel1<<<(unsigned int)blocks, MC_PI_BLOCK>>>((const float4 *)d_xy, pairs, d_xy + 4 * pairs,
-                                                          (int)(n_points & 1), d_count);
+                                                                  (int)(n_points & 1), d_count);
     return cudaGetLastError();
 }
 
 __global__ void monte_carlo_pi_kernel2(unsigned long long seed, unsigned long long n, unsigned int per_thread,
-                                unsigned long long *d_count)
+                                       unsigned long long *d_count)
 {
     unsigned int tid = blockIdx.x * blockDim.x + threadIdx.x;
     unsigned long long first = (unsigned long long)tid * per_thread;
@@ -60,7 +60,7 @@ __global__ void monte_carlo_pi_kernel2(unsigned long long seed, unsigned long lo
         curand_init(seed, tid, 0, &state);
         unsigned int pairs = mine / 2;
         for (unsigned int i = 0; i < pairs; i++) {
-            float4 u = curand_uniform4(&state);   /* 4 uniforms in (0, 1]: two points */
+            float4 u = curand_uniform4(&state); /* 4 uniforms in (0, 1]: two points */
             c += inside(u.x, u.y) + inside(u.z, u.w);
         }
         if (mine & 1) {
@@ -76,6 +76,7 @@ extern "C" cudaError_t pi_fused_launch(unsigned long long seed, unsigned long lo
 {
     unsigned long long threads = (n + per_thread - 1) / per_thread;
     if (threads > (1ull << 31)) return cudaErrorInvalidValue;
-    monte_carlo_pi_kernel2<<<(unsigned int)((threads + MC_PI_BLOCK - 1) / MC_PI_BLOCK), MC_PI_BLOCK>>>(seed, n, per_thread, d_count);
+    monte_carlo_pi_kernel2<<<(unsigned int)((threads + MC_PI_BLOCK - 1) / MC_PI_BLOCK), MC_PI_BLOCK>>>(
+        seed, n, per_thread, d_count);
     return cudaGetLastError();
 }

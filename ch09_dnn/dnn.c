@@ -42,8 +42,14 @@ typedef struct {
 
 static dnn_options default_options(void)
 {
-    dnn_options o = {.data_path = "../datasets/iris.csv", .act = "relu", .epochs = -1, .batch = -1, .lr = -1.0,
-                     .momentum = 0.9, .test_frac = 1.0 / 3.0, .min_accuracy = -1.0};
+    dnn_options o = {.data_path = "../datasets/iris.csv",
+                     .act = "relu",
+                     .epochs = -1,
+                     .batch = -1,
+                     .lr = -1.0,
+                     .momentum = 0.9,
+                     .test_frac = 1.0 / 3.0,
+                     .min_accuracy = -1.0};
     return o;
 }
 
@@ -57,7 +63,8 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
         {"--data", LB_OPT_STRING, &o->data_path, "the data set (CSV, datasets/ layout)"},
         {"--layers", LB_OPT_STRING, &o->layers, "sizes F,H1,...,C (default: F,16,16,C for few features, else F,2F,C)"},
         {"--act", LB_OPT_STRING, &o->act, "hidden activation: relu or sigmoid"},
-        {"--epochs", LB_OPT_INT, &o->epochs, "passes over the training set (default 200 for small sets, 30 else; 0 with --load)"},
+        {"--epochs", LB_OPT_INT, &o->epochs,
+         "passes over the training set (default 200 for small sets, 30 else; 0 with --load)"},
         {"--batch", LB_OPT_INT, &o->batch, "samples per step (default 16 for small sets, 32 else)"},
         {"--lr", LB_OPT_DOUBLE, &o->lr, "learning rate (default 0.05 SGD, 0.001 Adam)"},
         {"--momentum", LB_OPT_DOUBLE, &o->momentum, "SGD momentum"},
@@ -68,8 +75,10 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
         {"--predict", LB_OPT_STRING, &o->predict_path, "classify the rows of this CSV (labels optional)"},
         {"--gradcheck", LB_OPT_FLAG, &o->gradcheck, "compare analytic gradients with finite differences, then stop"},
         {"--synthetic", LB_OPT_STRING, &o->synthetic, "F,H,...,C: random data of that shape; time a training step"},
-        {"--no-graph", LB_OPT_FLAG, &o->no_graph, "launch each step's kernels one by one instead of replaying a CUDA graph"},
-        {"--min-accuracy", LB_OPT_DOUBLE, &o->min_accuracy, "P: fail (exit 1) if the test accuracy ends below P percent"},
+        {"--no-graph", LB_OPT_FLAG, &o->no_graph,
+         "launch each step's kernels one by one instead of replaying a CUDA graph"},
+        {"--min-accuracy", LB_OPT_DOUBLE, &o->min_accuracy,
+         "P: fail (exit 1) if the test accuracy ends below P percent"},
     };
     memcpy(opts, table, sizeof table);
     const lb_program p = {
@@ -94,12 +103,16 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
 static void shape_text(const network *net, char *buf, size_t len)
 {
     buf[0] = '\0';
-    for (int l = 0; l <= net->n_layers; l++) snprintf(buf + strlen(buf), len - strlen(buf), l ? "-%d" : "%d", net->size[l]);
+    for (int l = 0; l <= net->n_layers; l++)
+        snprintf(buf + strlen(buf), len - strlen(buf), l ? "-%d" : "%d", net->size[l]);
 }
 
 /* ================================================================ benchmark mode */
 
-typedef struct { network *net; int which, rows, reps; } gemm_job;
+typedef struct {
+    network *net;
+    int which, rows, reps;
+} gemm_job;
 
 /* GEMM number `which` of a training step (forward 0..L-1, then dW L-1..0, then dX L-1..1), reps times */
 static cudaError_t run_one_gemm(void *ctx)
@@ -109,19 +122,27 @@ static cudaError_t run_one_gemm(void *ctx)
     int L = net->n_layers, w = j->which;
     for (int r = 0; r < j->reps; r++) {
         if (w < L)
-            CUBLAS_CHECK(gemm_rm(net->h, 0, 0, j->rows, net->size[w + 1], net->size[w], net->d_a[w], net_w(net, net->d_params, w), net->d_a[w + 1]));
+            CUBLAS_CHECK(gemm_rm(net->h, 0, 0, j->rows, net->size[w + 1], net->size[w], net->d_a[w],
+                                 net_w(net, net->d_params, w), net->d_a[w + 1]));
         else if (w < 2 * L) {
             int l = 2 * L - 1 - w;
-            CUBLAS_CHECK(gemm_rm(net->h, 1, 0, net->size[l], net->size[l + 1], j->rows, net->d_a[l], net->d_d[l + 1], net_w(net, net->d_grads, l)));
+            CUBLAS_CHECK(gemm_rm(net->h, 1, 0, net->size[l], net->size[l + 1], j->rows, net->d_a[l], net->d_d[l + 1],
+                                 net_w(net, net->d_grads, l)));
         } else {
             int l = 3 * L - 1 - w;
-            CUBLAS_CHECK(gemm_rm(net->h, 0, 1, j->rows, net->size[l], net->size[l + 1], net->d_d[l + 1], net_w(net, net->d_params, l), net->d_d[l]));
+            CUBLAS_CHECK(gemm_rm(net->h, 0, 1, j->rows, net->size[l], net->size[l + 1], net->d_d[l + 1],
+                                 net_w(net, net->d_params, l), net->d_d[l]));
         }
     }
     return cudaGetLastError();
 }
 
-typedef struct { trainer *t; cudaGraphExec_t graph; int steps; cudaStream_t s; } epoch_job;
+typedef struct {
+    trainer *t;
+    cudaGraphExec_t graph;
+    int steps;
+    cudaStream_t s;
+} epoch_job;
 
 /* `steps` training steps from the start of the permutation (graph or launches), on stream 0's
  * timeline: the events of lb_time_ms are on the legacy default stream, which waits for s */
@@ -130,8 +151,10 @@ static cudaError_t run_epoch(void *ctx)
     epoch_job *e = (epoch_job *)ctx;
     cudaError_t err = cudaMemsetAsync(&e->t->d_state->cursor, 0, sizeof(int), e->s);
     for (int k = 0; k < e->steps && !err; k++) {
-        if (e->graph) err = cudaGraphLaunch(e->graph, e->s);
-        else train_step(e->t, e->s);
+        if (e->graph)
+            err = cudaGraphLaunch(e->graph, e->s);
+        else
+            train_step(e->t, e->s);
     }
     return err ? err : cudaGetLastError();
 }
@@ -143,8 +166,10 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
     network net = {0};
     net.act = strcmp(o->act, "sigmoid") == 0 ? ACT_SIGMOID : ACT_RELU;
     net.n_layers = parse_layers(o->synthetic, &net);
-    if (net.n_layers < 1) lb_usage_error(prog, "--synthetic takes sizes F,H,...,C (2 to %d numbers)", DNN_MAX_LAYERS + 1);
-    if (net.size[net.n_layers] > DNN_MAX_CLASSES) lb_usage_error(prog, "--synthetic: at most %d classes", DNN_MAX_CLASSES);
+    if (net.n_layers < 1)
+        lb_usage_error(prog, "--synthetic takes sizes F,H,...,C (2 to %d numbers)", DNN_MAX_LAYERS + 1);
+    if (net.size[net.n_layers] > DNN_MAX_CLASSES)
+        lb_usage_error(prog, "--synthetic: at most %d classes", DNN_MAX_CLASSES);
     int rows = o->batch > 0 ? o->batch : 128, steps = 64, n = rows * steps, F = net.size[0], C = net.size[net.n_layers];
     lb_gpu gpu;
     lb_gpu_init(&gpu);
@@ -156,7 +181,8 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
 
     lb_rng rng;
     lb_rng_seed(&rng, args->seed);
-    dataset data = {n, F, C, lb_host_alloc(sizeof(float) * (size_t)n * F, "data"), lb_host_alloc(sizeof(int) * n, "labels"), NULL};
+    dataset data = {
+        n, F, C, lb_host_alloc(sizeof(float) * (size_t)n * F, "data"), lb_host_alloc(sizeof(int) * n, "labels"), NULL};
     int *perm = lb_host_alloc(sizeof(int) * n, "permutation");
     lb_fill_uniform(data.x, (size_t)n * F, -1.0f, 1.0f, &rng);
     for (int i = 0; i < n; i++) data.y[i] = (int)(lb_rng_next(&rng) % (uint64_t)C), perm[i] = i;
@@ -166,10 +192,14 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
     init_params(&net, h_p, &rng);
     CUDA_CHECK(cudaMemcpy(net.d_params, h_p, sizeof(float) * net.n_params, cudaMemcpyHostToDevice));
     trainer t;
-    trainer_create(&t, &net, rows, &data, o->adam, (float)(o->lr > 0 ? o->lr : o->adam ? 1e-3 : 0.01), (float)o->momentum);
+    trainer_create(&t, &net, rows, &data, o->adam,
+                   (float)(o->lr > 0 ? o->lr
+                           : o->adam ? 1e-3
+                                     : 0.01),
+                   (float)o->momentum);
     CUDA_CHECK(cudaMemcpy(t.d_perm, perm, sizeof(int) * n, cudaMemcpyHostToDevice));
     cudaStream_t s;
-    CUDA_CHECK(cudaStreamCreate(&s));   /* blocking: the default stream's events order with it */
+    CUDA_CHECK(cudaStreamCreate(&s)); /* blocking: the default stream's events order with it */
     CUBLAS_CHECK(cublasSetStream(net.h, s));
 
     epoch_job plain = {&t, NULL, steps, s}, graphed = {&t, capture_step(&t, s), steps, s};
@@ -192,28 +222,42 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
     double sps = rows / (graph_ms * 1e-3);
     if (!args->quiet) {
         printf("\n step (%d GEMMs + %d small kernels)     us per step   samples/s     vs GEMM sum\n", n_gemms, L + 3);
-        printf(" kernels launched one by one          %9.1f   %11.3g   %8.2f\n", plain_ms * 1e3, rows / (plain_ms * 1e-3), plain_ms / gemm_sum);
-        printf(" replayed as one CUDA graph           %9.1f   %11.3g   %8.2f   (goal <= 1.25)\n", graph_ms * 1e3, sps, graph_ms / gemm_sum);
+        printf(" kernels launched one by one          %9.1f   %11.3g   %8.2f\n", plain_ms * 1e3,
+               rows / (plain_ms * 1e-3), plain_ms / gemm_sum);
+        printf(" replayed as one CUDA graph           %9.1f   %11.3g   %8.2f   (goal <= 1.25)\n", graph_ms * 1e3, sps,
+               graph_ms / gemm_sum);
         printf(" sum of the GEMMs alone               %9.1f\n", gemm_sum * 1e3);
         printf("loss after %d steps: %s\n", (args->iters + 1) * 2 * steps, finite ? "finite" : "NOT FINITE");
     }
     char sz[160];
     snprintf(sz, sizeof sz, "%s_b%d", shape, rows);
-    lb_result r1 = {"dnn", -1, "step_graph", sz, graph_ms, "msamples_s", sps / 1e6, "gemm_sum", graph_ms / gemm_sum, finite};
-    lb_result r2 = {"dnn", -1, "step_launches", sz, plain_ms, "msamples_s", rows / (plain_ms * 1e-3) / 1e6, "gemm_sum", plain_ms / gemm_sum, finite};
-    lb_result r3 = {"dnn", -1, "gemm_sum", sz, gemm_sum, "msamples_s", rows / (gemm_sum * 1e-3) / 1e6, "gemm_sum", 1.0, -1};
+    lb_result r1 = {"dnn",     -1,         "step_graph",        sz,    graph_ms, "msamples_s",
+                    sps / 1e6, "gemm_sum", graph_ms / gemm_sum, finite};
+    lb_result r2 = {"dnn",
+                    -1,
+                    "step_launches",
+                    sz,
+                    plain_ms,
+                    "msamples_s",
+                    rows / (plain_ms * 1e-3) / 1e6,
+                    "gemm_sum",
+                    plain_ms / gemm_sum,
+                    finite};
+    lb_result r3 = {"dnn",      -1,  "gemm_sum", sz, gemm_sum, "msamples_s", rows / (gemm_sum * 1e-3) / 1e6,
+                    "gemm_sum", 1.0, -1};
     lb_print_result(&r1, args->quiet);
     lb_print_result(&r2, args->quiet);
     lb_print_result(&r3, args->quiet);
     if (args->quiet)
-        printf("dnn: %s batch %d: %.1f us per step, %.3g samples/s, %.2fx the GEMMs alone, %s\n", shape, rows, graph_ms * 1e3,
-               sps, graph_ms / gemm_sum, finite ? "PASS" : "FAIL");
+        printf("dnn: %s batch %d: %.1f us per step, %.3g samples/s, %.2fx the GEMMs alone, %s\n", shape, rows,
+               graph_ms * 1e3, sps, graph_ms / gemm_sum, finite ? "PASS" : "FAIL");
     CUDA_CHECK(cudaGraphExecDestroy(graphed.graph));
     CUDA_CHECK(cudaStreamDestroy(s));
     trainer_free(&t);
     net_free(&net);
     free_dataset(&data);
-    free(perm); free(h_p);
+    free(perm);
+    free(h_p);
     return finite ? LB_EXIT_PASS : LB_EXIT_FAIL;
 }
 
@@ -236,7 +280,8 @@ static void load_data(const dnn_options *o, dataset *all, dataset *to_predict)
 {
     char err[512];
     if (load_csv(o->data_path, all, 0, err, sizeof err))
-        lb_die(LB_EXIT_USAGE, "dnn: %s%s", err, strstr(err, "cannot open") ? " (run from ch09_dnn, or pass --data FILE)" : "");
+        lb_die(LB_EXIT_USAGE, "dnn: %s%s", err,
+               strstr(err, "cannot open") ? " (run from ch09_dnn, or pass --data FILE)" : "");
     if (!o->predict_path) return;
     if (load_csv(o->predict_path, to_predict, 1, err, sizeof err)) lb_die(LB_EXIT_USAGE, "dnn: %s", err);
     if (to_predict->features != all->features || to_predict->classes != all->classes)
@@ -247,14 +292,15 @@ static void load_data(const dnn_options *o, dataset *all, dataset *to_predict)
 /* The network's shape: from --load (with its weights and z-score), --layers, or a default for
  * the data set; it must take the data's features to its classes. Returns the loaded
  * parameters (NULL: none). */
-static float *choose_shape(const dnn_options *o, const lb_program *prog, const dataset *all, network *net,
-                           float **mean, float **sd)
+static float *choose_shape(const dnn_options *o, const lb_program *prog, const dataset *all, network *net, float **mean,
+                           float **sd)
 {
     char err[512];
     float *loaded = NULL;
     net->act = strcmp(o->act, "sigmoid") == 0 ? ACT_SIGMOID : ACT_RELU;
     if (o->load_path) {
-        if (!(loaded = load_weights(o->load_path, net, mean, sd, err, sizeof err))) lb_die(LB_EXIT_USAGE, "dnn: %s", err);
+        if (!(loaded = load_weights(o->load_path, net, mean, sd, err, sizeof err)))
+            lb_die(LB_EXIT_USAGE, "dnn: %s", err);
         network want = {0};
         if (o->layers && (parse_layers(o->layers, &want) != net->n_layers ||
                           memcmp(want.size, net->size, sizeof(int) * (net->n_layers + 1))))
@@ -262,10 +308,12 @@ static float *choose_shape(const dnn_options *o, const lb_program *prog, const d
     } else if (o->layers) {
         net->n_layers = parse_layers(o->layers, net);
         if (net->n_layers < 1) lb_usage_error(prog, "--layers takes 2 to %d sizes, e.g. 4,16,16,3", DNN_MAX_LAYERS + 1);
-    } else {   /* a default for the data set */
+    } else { /* a default for the data set */
         net->size[0] = all->features;
-        if (all->features <= 16) net->n_layers = 3, net->size[1] = net->size[2] = 16;
-        else net->n_layers = 2, net->size[1] = 2 * all->features;
+        if (all->features <= 16)
+            net->n_layers = 3, net->size[1] = net->size[2] = 16;
+        else
+            net->n_layers = 2, net->size[1] = 2 * all->features;
         net->size[net->n_layers] = all->classes;
     }
     if (net->size[0] != all->features || net->size[net->n_layers] != all->classes)
@@ -284,7 +332,8 @@ static void split_and_normalize(dnn_options *o, const dataset *all, lb_rng *rng,
     for (int i = 0; i < all->n; i++) idx[i] = i;
     shuffle(idx, all->n, rng);
     int n_test = (int)lround(all->n * o->test_frac), n_train = all->n - n_test;
-    if (n_train < 1) lb_die(LB_EXIT_USAGE, "dnn: %s: no samples left for training with --test-frac %g", o->data_path, o->test_frac);
+    if (n_train < 1)
+        lb_die(LB_EXIT_USAGE, "dnn: %s: no samples left for training with --test-frac %g", o->data_path, o->test_frac);
     *train = subset(all, idx, n_train);
     *test = subset(all, idx + n_train, n_test);
     free(idx);
@@ -305,10 +354,10 @@ static void split_and_normalize(dnn_options *o, const dataset *all, lb_rng *rng,
 
 /* The epochs: a fresh shuffle each, the step replayed as a graph (or launched), the loss and
  * accuracies printed per epoch. Returns the exit status; *train_ms the GPU time of the steps. */
-static int train(const dnn_options *o, const lb_args *args, trainer *t, const dataset *train_set,
-                 const dataset *test, lb_rng *rng, cudaStream_t s, double *train_ms)
+static int train(const dnn_options *o, const lb_args *args, trainer *t, const dataset *train_set, const dataset *test,
+                 lb_rng *rng, cudaStream_t s, double *train_ms)
 {
-    int n_train = train_set->n, steps = n_train / o->batch;   /* the last partial batch of each epoch is left out */
+    int n_train = train_set->n, steps = n_train / o->batch; /* the last partial batch of each epoch is left out */
     cudaGraphExec_t graph = (o->epochs > 0 && !o->no_graph) ? capture_step(t, s) : NULL;
     int *perm = lb_host_alloc(sizeof(int) * n_train, "permutation");
     for (int i = 0; i < n_train; i++) perm[i] = i;
@@ -321,11 +370,13 @@ static int train(const dnn_options *o, const lb_args *args, trainer *t, const da
         shuffle(perm, n_train, rng);
         CUDA_CHECK(cudaMemcpyAsync(t->d_perm, perm, sizeof(int) * n_train, cudaMemcpyHostToDevice, s));
         CUDA_CHECK(cudaMemsetAsync(&t->d_state->cursor, 0, sizeof(int), s));
-        CUDA_CHECK(cudaMemsetAsync(&t->d_state->loss_sum, 0, sizeof(float) + sizeof(int), s));   /* loss_sum, correct */
+        CUDA_CHECK(cudaMemsetAsync(&t->d_state->loss_sum, 0, sizeof(float) + sizeof(int), s)); /* loss_sum, correct */
         CUDA_CHECK(cudaEventRecord(e0, s));
         for (int k = 0; k < steps; k++) {
-            if (graph) CUDA_CHECK(cudaGraphLaunch(graph, s));
-            else train_step(t, s);
+            if (graph)
+                CUDA_CHECK(cudaGraphLaunch(graph, s));
+            else
+                train_step(t, s);
         }
         CUDA_CHECK(cudaEventRecord(e1, s));
         step_state st;
@@ -342,7 +393,8 @@ static int train(const dnn_options *o, const lb_args *args, trainer *t, const da
         }
         if (!args->quiet)
             printf("epoch %4d/%d: loss %.4f, train acc %5.1f%% (during the epoch), test acc %5.1f%%, %.2f ms\n", e + 1,
-                   o->epochs, loss, 100.0 * st.correct / (steps * o->batch), 100.0 * accuracy(t->net, test, NULL, s), ms);
+                   o->epochs, loss, 100.0 * st.correct / (steps * o->batch), 100.0 * accuracy(t->net, test, NULL, s),
+                   ms);
     }
     if (graph) CUDA_CHECK(cudaGraphExecDestroy(graph));
     CUDA_CHECK(cudaEventDestroy(e0));
@@ -378,14 +430,17 @@ static int report(const dnn_options *o, const lb_args *args, network *net, const
     snprintf(name, sizeof name, "%.*s_seed%llu", (int)strcspn(base, "."), base, args->seed);
     snprintf(sz, sizeof sz, "%s_e%d", shape, o->epochs);
     int acc_ok = o->min_accuracy < 0 || 100 * test_acc >= o->min_accuracy;
-    if (!acc_ok) fprintf(stderr, "dnn: test accuracy %.2f%% is below --min-accuracy %g\n", 100 * test_acc, o->min_accuracy);
-    lb_result r = {"dnn", -1, name, sz, train_ms, "test_acc_pct", 100 * test_acc, NULL, 0.0, o->min_accuracy < 0 ? -1 : acc_ok};
+    if (!acc_ok)
+        fprintf(stderr, "dnn: test accuracy %.2f%% is below --min-accuracy %g\n", 100 * test_acc, o->min_accuracy);
+    lb_result r = {
+        "dnn", -1, name, sz, train_ms, "test_acc_pct", 100 * test_acc, NULL, 0.0, o->min_accuracy < 0 ? -1 : acc_ok};
     lb_print_result(&r, args->quiet);
     return acc_ok ? LB_EXIT_PASS : LB_EXIT_FAIL;
 }
 
 /* --predict: each row's class and probability, and how many labelled rows came out right. */
-static void predict_rows(const dnn_options *o, network *net, const dataset *all, const dataset *to_predict, cudaStream_t s)
+static void predict_rows(const dnn_options *o, network *net, const dataset *all, const dataset *to_predict,
+                         cudaStream_t s)
 {
     int *pred = lb_host_alloc(sizeof(int) * to_predict->n, "predictions");
     float *prob = lb_host_alloc(sizeof(float) * to_predict->n, "probabilities");
@@ -427,12 +482,14 @@ int main(int argc, char **argv)
     int max_rows = o.batch > DNN_EVAL_ROWS ? o.batch : DNN_EVAL_ROWS;
     size_t act_floats = 0;
     for (int l = 0; l <= net.n_layers; l++) act_floats += (size_t)2 * max_rows * net.size[l];
-    lb_require_device_memory(sizeof(float) * (4 * net.n_params + act_floats + (size_t)train_set.n * all.features) + (32u << 20),
+    lb_require_device_memory(sizeof(float) * (4 * net.n_params + act_floats + (size_t)train_set.n * all.features) +
+                                 (32u << 20),
                              "the network and the training set");
     char shape[128];
     shape_text(&net, shape, sizeof shape);
     if (!args.quiet)
-        printf("dnn: %s (%d samples: %d train, %d test), layers %s, %s, %s lr %g, batch %d, %d epochs, seed %llu, %s (%s)\n",
+        printf("dnn: %s (%d samples: %d train, %d test), layers %s, %s, %s lr %g, batch %d, %d epochs, seed %llu, %s "
+               "(%s)\n",
                o.data_path, all.n, train_set.n, test.n, shape, net.act == ACT_RELU ? "ReLU" : "sigmoid",
                o.adam ? "Adam" : "SGD momentum", o.lr, o.batch, o.epochs, args.seed, gpu.prop.name, gpu.sm);
     net_alloc(&net, max_rows);
@@ -454,8 +511,10 @@ int main(int argc, char **argv)
          * term gives order 1 */
         double worst = gradcheck(&t, &train_set, train_set.n < 8 ? train_set.n : 8, s, args.quiet);
         status = worst <= 1e-3 ? LB_EXIT_PASS : LB_EXIT_FAIL;
-        if (args.quiet) printf("dnn gradcheck: %s, max relative error %.2e, %s\n", shape, worst, status ? "FAIL" : "PASS");
-        else printf("%s\n", status ? "FAIL" : "PASS");
+        if (args.quiet)
+            printf("dnn gradcheck: %s, max relative error %.2e, %s\n", shape, worst, status ? "FAIL" : "PASS");
+        else
+            printf("%s\n", status ? "FAIL" : "PASS");
     } else {
         /* ---- train, then report; save and classify on request */
         double train_ms;
@@ -473,7 +532,9 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaStreamDestroy(s));
     trainer_free(&t);
     net_free(&net);
-    free(params); free(mean); free(sd);
+    free(params);
+    free(mean);
+    free(sd);
     free_dataset(&all);
     free_dataset(&train_set);
     free_dataset(&test);

@@ -7,8 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-
-
 void free_dataset(dataset *d)
 {
     if (d->class_names)
@@ -75,10 +73,13 @@ int load_csv(const char *path, dataset *d, int labels_optional, char *err, size_
         char *hdr[DNN_MAX_CLASSES + 2];
         int nh = split_fields(line, hdr, DNN_MAX_CLASSES + 2);
         float n_f, feat_f;
-        if (nh < 3 || nh > DNN_MAX_CLASSES + 2 || parse_float(trim(hdr[0]), &n_f) || parse_float(trim(hdr[1]), &feat_f) ||
-            n_f != floorf(n_f) || feat_f != floorf(feat_f) || n_f < 1 || feat_f < 1 || n_f > 1e8 || feat_f > 1e6) {
-            snprintf(err, err_len, "%s:1: bad header (expected n_samples,n_features,class names..., with at least 1 sample, "
-                     "1 feature and 1 class)", path);
+        if (nh < 3 || nh > DNN_MAX_CLASSES + 2 || parse_float(trim(hdr[0]), &n_f) ||
+            parse_float(trim(hdr[1]), &feat_f) || n_f != floorf(n_f) || feat_f != floorf(feat_f) || n_f < 1 ||
+            feat_f < 1 || n_f > 1e8 || feat_f > 1e6) {
+            snprintf(err, err_len,
+                     "%s:1: bad header (expected n_samples,n_features,class names..., with at least 1 sample, "
+                     "1 feature and 1 class)",
+                     path);
             goto done;
         }
         d->n = (int)n_f, d->features = (int)feat_f, d->classes = nh - 2;
@@ -102,7 +103,8 @@ int load_csv(const char *path, dataset *d, int labels_optional, char *err, size_
     for (int r = 0; r < d->n; r++) {
         lineno++;
         if (getline(&line, &cap, f) < 0) {
-            snprintf(err, err_len, "%s:%d: the header promises %d samples, the file ends after %d", path, lineno, d->n, r);
+            snprintf(err, err_len, "%s:%d: the header promises %d samples, the file ends after %d", path, lineno, d->n,
+                     r);
             goto done;
         }
         int nf = split_fields(line, fields, d->features + 2);
@@ -121,7 +123,8 @@ int load_csv(const char *path, dataset *d, int labels_optional, char *err, size_
             float lab;
             char *s = trim(fields[d->features]);
             if (parse_float(s, &lab) || lab != floorf(lab) || lab < 0 || lab >= d->classes) {
-                snprintf(err, err_len, "%s:%d: label '%s' is not a class number 0..%d", path, lineno, s, d->classes - 1);
+                snprintf(err, err_len, "%s:%d: label '%s' is not a class number 0..%d", path, lineno, s,
+                         d->classes - 1);
                 goto done;
             }
             d->y[r] = (int)lab;
@@ -158,8 +161,12 @@ void shuffle(int *idx, int n, lb_rng *rng)
 /* rows idx[0..n) of src into a new set */
 dataset subset(const dataset *src, const int *idx, int n)
 {
-    dataset d = {n, src->features, src->classes, malloc(sizeof(float) * (size_t)(n ? n : 1) * src->features),
-                 malloc(sizeof(int) * (size_t)(n ? n : 1)), NULL};
+    dataset d = {n,
+                 src->features,
+                 src->classes,
+                 malloc(sizeof(float) * (size_t)(n ? n : 1) * src->features),
+                 malloc(sizeof(int) * (size_t)(n ? n : 1)),
+                 NULL};
     if (!d.x || !d.y) lb_die(LB_EXIT_USAGE, "out of host memory");
     for (int i = 0; i < n; i++) {
         memcpy(d.x + (size_t)i * src->features, src->x + (size_t)idx[i] * src->features, sizeof(float) * src->features);

@@ -11,9 +11,9 @@
  * features and an integer label 0..classes-1. */
 typedef struct {
     int n, features, classes;
-    float *x;            /* n x features */
-    int *y;              /* n labels, -1 when the file has none (--predict) */
-    char **class_names;  /* classes names from the header */
+    float *x;           /* n x features */
+    int *y;             /* n labels, -1 when the file has none (--predict) */
+    char **class_names; /* classes names from the header */
 } dataset;
 
 /* Read a CSV into d; labels_optional lets rows without a label through (their y is -1, for

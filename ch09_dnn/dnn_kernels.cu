@@ -12,10 +12,10 @@
 #include "dnn_kernels.h"
 #include <math.h>
 
-__global__ void gather_batch_kernel(const float *x, const int *y, const int *perm, const step_state *state,
-                                    int rows, int features, float *xb, int *yb)
+__global__ void gather_batch_kernel(const float *x, const int *y, const int *perm, const step_state *state, int rows,
+                                    int features, float *xb, int *yb)
 {
-    int base = state->cursor;   /* read on the device: the same graph serves every step */
+    int base = state->cursor; /* read on the device: the same graph serves every step */
     size_t total = (size_t)rows * features;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
         int r = (int)(i / features), f = (int)(i % features);
@@ -25,8 +25,9 @@ __global__ void gather_batch_kernel(const float *x, const int *y, const int *per
     }
 }
 
-extern "C" cudaError_t gather_batch_launch(const float *d_x, const int *d_y, const int *d_perm, const step_state *d_state,
-                                           int rows, int features, float *d_xb, int *d_yb, cudaStream_t stream)
+extern "C" cudaError_t gather_batch_launch(const float *d_x, const int *d_y, const int *d_perm,
+                                           const step_state *d_state, int rows, int features, float *d_xb, int *d_yb,
+                                           cudaStream_t stream)
 {
     size_t total = (size_t)rows * features;
     unsigned int blocks = (unsigned int)((total + 255) / 256);
@@ -35,9 +36,15 @@ extern "C" cudaError_t gather_batch_launch(const float *d_x, const int *d_y, con
     return cudaGetLastError();
 }
 
-__device__ __forceinline__ float activate(float z, int act) { return act == ACT_RELU ? fmaxf(z, 0.0f) : 1.0f / (1.0f + __expf(-z)); }
+__device__ __forceinline__ float activate(float z, int act)
+{
+    return act == ACT_RELU ? fmaxf(z, 0.0f) : 1.0f / (1.0f + __expf(-z));
+}
 /* the derivative from the output a = act(z): relu' = (a > 0), sigmoid' = a (1 - a) */
-__device__ __forceinline__ float activate_grad(float a, int act) { return act == ACT_RELU ? (a > 0.0f ? 1.0f : 0.0f) : a * (1.0f - a); }
+__device__ __forceinline__ float activate_grad(float a, int act)
+{
+    return act == ACT_RELU ? (a > 0.0f ? 1.0f : 0.0f) : a * (1.0f - a);
+}
 
 __global__ void bias_act_kernel(float *z, const float *b, int rows, int cols, int act)
 {
@@ -83,12 +90,12 @@ __global__ void softmax_xent_kernel(const float *z, const float *b, const int *y
         ok += arg == label;
         for (int c = 0; c < classes; c++) {
             float p = __expf(zr[c] + b[c] - mx) / sum;
-            dr[c] = (p - (c == label ? 1.0f : 0.0f)) * inv_rows;   /* d(mean loss)/d logit */
+            dr[c] = (p - (c == label ? 1.0f : 0.0f)) * inv_rows; /* d(mean loss)/d logit */
         }
     }
     row_loss[threadIdx.x] = loss;
     row_ok[threadIdx.x] = ok;
-    __syncthreads();   /* every row's dZ is written before the column sums read them */
+    __syncthreads(); /* every row's dZ is written before the column sums read them */
     for (int c = threadIdx.x; c < classes; c += blockDim.x) {
         float s = 0.0f;
         for (int r = 0; r < rows; r++) s += dz[(size_t)r * classes + c];
@@ -105,7 +112,7 @@ __global__ void softmax_xent_kernel(const float *z, const float *b, const int *y
     if (threadIdx.x == 0) {
         state->loss_sum += row_loss[0] * inv_rows;
         state->correct += row_ok[0];
-        state->cursor += rows;   /* one block: no other thread reads these during this kernel */
+        state->cursor += rows; /* one block: no other thread reads these during this kernel */
         state->t += 1;
     }
 }
@@ -121,7 +128,7 @@ extern "C" cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, c
  * 8 partial sums of a column are then added in shared memory, in order. */
 __global__ void act_backward_kernel(float *da, const float *a, int rows, int cols, int act, float *db)
 {
-    __shared__ float part[8][33];   /* 33: no bank conflicts when a column's 8 values are read */
+    __shared__ float part[8][33]; /* 33: no bank conflicts when a column's 8 values are read */
     int c = blockIdx.x * 32 + threadIdx.x;
     float s = 0.0f;
     if (c < cols) {
@@ -169,7 +176,7 @@ extern "C" cudaError_t sgd_momentum_launch(float *d_w, const float *d_g, float *
 __global__ void adam_kernel(float *w, const float *g, float *m, float *v, size_t n, float lr, const step_state *state)
 {
     const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
-    float t = (float)state->t;   /* already counts this step: 1 on the first */
+    float t = (float)state->t; /* already counts this step: 1 on the first */
     float c1 = 1.0f / (1.0f - powf(b1, t)), c2 = 1.0f / (1.0f - powf(b2, t));
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float gi = g[i];
@@ -201,11 +208,11 @@ __global__ void predict_kernel(const float *z, const float *b, int rows, int cla
     float sum = 0.0f;
     for (int c = 0; c < classes; c++) sum += expf(zr[c] + b[c] - mx);
     pred[r] = arg;
-    prob[r] = 1.0f / sum;   /* exp(max - max) / sum */
+    prob[r] = 1.0f / sum; /* exp(max - max) / sum */
 }
 
-extern "C" cudaError_t predict_launch(const float *d_z, const float *d_b, int rows, int classes, int *d_pred, float *d_prob,
-                                      cudaStream_t stream)
+extern "C" cudaError_t predict_launch(const float *d_z, const float *d_b, int rows, int classes, int *d_pred,
+                                      float *d_prob, cudaStream_t stream)
 {
     predict_kernel<<<(rows + 255) / 256, 256, 0, stream>>>(d_z, d_b, rows, classes, d_pred, d_prob);
     return cudaGetLastError();

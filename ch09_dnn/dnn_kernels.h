@@ -12,10 +12,10 @@ enum { ACT_RELU = 0, ACT_SIGMOID = 1 };
 
 /* What the training step keeps on the device between kernels and steps (see dnn.c). */
 typedef struct {
-    int cursor;       /* next position in this epoch's permutation */
-    int t;            /* optimizer steps so far (Adam's bias correction) */
-    float loss_sum;   /* this epoch: sum of the batches' mean losses */
-    int correct;      /* this epoch: training samples classified right */
+    int cursor;     /* next position in this epoch's permutation */
+    int t;          /* optimizer steps so far (Adam's bias correction) */
+    float loss_sum; /* this epoch: sum of the batches' mean losses */
+    int correct;    /* this epoch: training samples classified right */
 } step_state;
 
 /* xb[i] = X[perm[cursor + i]], yb[i] = y[...] for i < rows (F features a row) */
@@ -29,8 +29,8 @@ cudaError_t bias_act_launch(float *d_z, const float *d_b, int rows, int cols, in
  * state->loss_sum += mean over rows of -log p[y]; state->correct += rows with argmax = y;
  * dZ = (p - onehot(y)) / rows; db = column sums of dZ. Then advances the step:
  * state->cursor += rows, state->t += 1. */
-cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, const int *d_y, int rows, int classes,
-                                float *d_dz, float *d_db, step_state *d_state, cudaStream_t stream);
+cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, const int *d_y, int rows, int classes, float *d_dz,
+                                float *d_db, step_state *d_state, cudaStream_t stream);
 
 /* Back through the activation, in place: dZ = dA * act'(A) (A is the layer's output), and
  * db = column sums of dZ (rows x cols) */

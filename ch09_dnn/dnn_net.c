@@ -8,8 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-
-
 void layout(network *net)
 {
     size_t off = 0;
@@ -21,7 +19,6 @@ void layout(network *net)
     }
     net->n_params = off;
 }
-
 
 void net_alloc(network *net, int max_rows)
 {
@@ -41,7 +38,7 @@ void net_alloc(network *net, int max_rows)
     /* a workspace of our own: cuBLAS then allocates nothing while a graph is captured */
     CUDA_CHECK(cudaMalloc(&net->d_workspace, 32u << 20));
     CUBLAS_CHECK(cublasSetWorkspace(net->h, net->d_workspace, 32u << 20));
-    CUBLAS_CHECK(cublasSetMathMode(net->h, CUBLAS_PEDANTIC_MATH));   /* plain fp32: gradcheck compares to 1e-3 */
+    CUBLAS_CHECK(cublasSetMathMode(net->h, CUBLAS_PEDANTIC_MATH)); /* plain fp32: gradcheck compares to 1e-3 */
 }
 
 void net_free(network *net)
@@ -67,7 +64,8 @@ void init_params(const network *net, float *h, lb_rng *rng)
         float *w = h + net->w_off[l];
         for (size_t i = 0; i < (size_t)net->size[l] * net->size[l + 1]; i++) {
             /* Box-Muller: two uniforms in (0, 1] to one normal */
-            double u1 = ((lb_rng_next(rng) >> 11) + 1.0) / 9007199254740992.0, u2 = (lb_rng_next(rng) >> 11) / 9007199254740992.0;
+            double u1 = ((lb_rng_next(rng) >> 11) + 1.0) / 9007199254740992.0,
+                   u2 = (lb_rng_next(rng) >> 11) / 9007199254740992.0;
             w[i] = (float)(sd * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
         }
     }
@@ -76,8 +74,8 @@ void init_params(const network *net, float *h, lb_rng *rng)
 /* Row-major C (M,N) = op(A) op(B), op(A) (M,K), op(B) (K,N). cuBLAS is column-major and sees
  * each row-major matrix as its transpose, so it computes C^T = op(B)^T op(A)^T: B first, M and N
  * swapped, the transpose flags unchanged, leading dimensions = the stored rows' lengths. */
-cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *A,
-                              const float *Bm, float *C)
+cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *A, const float *Bm,
+                       float *C)
 {
     const float one = 1.0f, zero = 0.0f;
     int lda = trans_a ? M : K, ldb = trans_b ? K : N;
@@ -90,10 +88,11 @@ cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N,
 void forward(network *net, int rows, cudaStream_t s)
 {
     for (int l = 0; l < net->n_layers; l++) {
-        CUBLAS_CHECK(gemm_rm(net->h, 0, 0, rows, net->size[l + 1], net->size[l], net->d_a[l], net_w(net, net->d_params, l),
-                             net->d_a[l + 1]));
+        CUBLAS_CHECK(gemm_rm(net->h, 0, 0, rows, net->size[l + 1], net->size[l], net->d_a[l],
+                             net_w(net, net->d_params, l), net->d_a[l + 1]));
         if (l < net->n_layers - 1)
-            CUDA_CHECK(bias_act_launch(net->d_a[l + 1], net_b(net, net->d_params, l), rows, net->size[l + 1], net->act, s));
+            CUDA_CHECK(
+                bias_act_launch(net->d_a[l + 1], net_b(net, net->d_params, l), rows, net->size[l + 1], net->act, s));
     }
 }
 
@@ -104,15 +103,14 @@ void backward(network *net, int rows, cudaStream_t s)
         /* dW = X^T dZ */
         CUBLAS_CHECK(gemm_rm(net->h, 1, 0, net->size[l], net->size[l + 1], rows, net->d_a[l], net->d_d[l + 1],
                              net_w(net, net->d_grads, l)));
-        if (l == 0) break;   /* no gradient for the input itself */
+        if (l == 0) break; /* no gradient for the input itself */
         /* dX = dZ W^T, then through the previous layer's activation (with its bias sums) */
-        CUBLAS_CHECK(gemm_rm(net->h, 0, 1, rows, net->size[l], net->size[l + 1], net->d_d[l + 1], net_w(net, net->d_params, l),
-                             net->d_d[l]));
-        CUDA_CHECK(act_backward_launch(net->d_d[l], net->d_a[l], rows, net->size[l], net->act, net_b(net, net->d_grads, l - 1), s));
+        CUBLAS_CHECK(gemm_rm(net->h, 0, 1, rows, net->size[l], net->size[l + 1], net->d_d[l + 1],
+                             net_w(net, net->d_params, l), net->d_d[l]));
+        CUDA_CHECK(act_backward_launch(net->d_d[l], net->d_a[l], rows, net->size[l], net->act,
+                                       net_b(net, net->d_grads, l - 1), s));
     }
 }
-
-
 
 void trainer_create(trainer *t, network *net, int rows, const dataset *train, int adam, float lr, float momentum)
 {
@@ -155,8 +153,11 @@ void train_step(trainer *t, cudaStream_t s)
 {
     network *net = t->net;
     loss_and_grads(t, t->rows, s);
-    if (t->adam) CUDA_CHECK(adam_launch(net->d_params, net->d_grads, net->d_opt1, net->d_opt2, net->n_params, t->lr, t->d_state, s));
-    else CUDA_CHECK(sgd_momentum_launch(net->d_params, net->d_grads, net->d_opt1, net->n_params, t->lr, t->momentum, s));
+    if (t->adam)
+        CUDA_CHECK(
+            adam_launch(net->d_params, net->d_grads, net->d_opt1, net->d_opt2, net->n_params, t->lr, t->d_state, s));
+    else
+        CUDA_CHECK(sgd_momentum_launch(net->d_params, net->d_grads, net->d_opt1, net->n_params, t->lr, t->momentum, s));
 }
 
 cudaGraphExec_t capture_step(trainer *t, cudaStream_t s)
@@ -186,7 +187,8 @@ void predict_set(network *net, const dataset *d, int *pred, float *prob, cudaStr
         CUDA_CHECK(cudaMemcpyAsync(net->d_a[0], d->x + (size_t)r0 * d->features, sizeof(float) * rows * d->features,
                                    cudaMemcpyHostToDevice, s));
         forward(net, rows, s);
-        CUDA_CHECK(predict_launch(net->d_a[L], net_b(net, net->d_params, L - 1), rows, net->size[L], d_pred, d_prob, s));
+        CUDA_CHECK(
+            predict_launch(net->d_a[L], net_b(net, net->d_params, L - 1), rows, net->size[L], d_pred, d_prob, s));
         CUDA_CHECK(cudaMemcpyAsync(pred + r0, d_pred, sizeof(int) * rows, cudaMemcpyDeviceToHost, s));
         CUDA_CHECK(cudaMemcpyAsync(prob + r0, d_prob, sizeof(float) * rows, cudaMemcpyDeviceToHost, s));
     }
@@ -230,7 +232,9 @@ double loss_cpu(const network *net, const float *params, const float *x, const i
                 for (int i = 0; i < in; i++) z += cur[i] * w[(size_t)i * out + o];
                 nxt[o] = l == L - 1 ? z : net->act == ACT_RELU ? (z > 0 ? z : 0) : 1.0 / (1.0 + exp(-z));
             }
-            double *t = cur; cur = nxt; nxt = t;
+            double *t = cur;
+            cur = nxt;
+            nxt = t;
         }
         double mx = cur[0], sum = 0.0;
         for (int c = 1; c < net->size[L]; c++) mx = cur[c] > mx ? cur[c] : mx;
@@ -251,7 +255,7 @@ double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int
     for (int i = 0; i < rows; i++) perm[i] = i;
     CUDA_CHECK(cudaMemcpy(t->d_perm, perm, sizeof(int) * rows, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemset(t->d_state, 0, sizeof(step_state)));
-    loss_and_grads(t, rows, s);   /* forward, loss and backward only: no update */
+    loss_and_grads(t, rows, s); /* forward, loss and backward only: no update */
     float *params = lb_host_alloc(sizeof(float) * net->n_params, "parameters");
     float *grads = lb_host_alloc(sizeof(float) * net->n_params, "gradients");
     CUDA_CHECK(cudaMemcpyAsync(params, net->d_params, sizeof(float) * net->n_params, cudaMemcpyDeviceToHost, s));
@@ -275,13 +279,16 @@ double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int
         double fd = (lp - lm) / (hp + hm), an = grads[i];
         /* relative error, with a floor: a gradient of 1e-9 against 3e-9 is agreement */
         double rel = fabs(an - fd) / fmax(fabs(an) + fabs(fd), 1e-4);
-        if (!(rel <= worst)) worst = rel;   /* NaN sticks */
-        if (!quiet && rel > 1e-3) fprintf(stderr, "  parameter %zu: analytic %.6g, finite difference %.6g\n", i, an, fd);
+        if (!(rel <= worst)) worst = rel; /* NaN sticks */
+        if (!quiet && rel > 1e-3)
+            fprintf(stderr, "  parameter %zu: analytic %.6g, finite difference %.6g\n", i, an, fd);
         checked++;
     }
     if (!quiet)
-        printf("gradcheck: %zu of %zu parameters on %d samples, max relative error %.2e (finite differences of the CPU's "
-               "double-precision loss, h = 1e-5)\n", checked, net->n_params, rows, worst);
+        printf(
+            "gradcheck: %zu of %zu parameters on %d samples, max relative error %.2e (finite differences of the CPU's "
+            "double-precision loss, h = 1e-5)\n",
+            checked, net->n_params, rows, worst);
     free(perm);
     free(params);
     free(grads);
@@ -332,8 +339,8 @@ float *load_weights(const char *path, network *net, float **mean, float **sd, ch
     *mean = *sd = NULL;
     if (fread(magic, 1, 8, f) != 8 || memcmp(magic, MAGIC, 8)) {
         snprintf(err, len, "%s: not a weights file of this program (bad magic number)", path);
-    } else if (fread(&n_sizes, 4, 1, f) != 1 || fread(&act, 4, 1, f) != 1 || n_sizes < 2 || n_sizes > DNN_MAX_LAYERS + 1 || act > 1 ||
-               fread(sizes, 4, n_sizes, f) != n_sizes) {
+    } else if (fread(&n_sizes, 4, 1, f) != 1 || fread(&act, 4, 1, f) != 1 || n_sizes < 2 ||
+               n_sizes > DNN_MAX_LAYERS + 1 || act > 1 || fread(sizes, 4, n_sizes, f) != n_sizes) {
         snprintf(err, len, "%s: bad header (layer count or activation out of range, or truncated)", path);
     } else {
         int bad = 0;
@@ -348,8 +355,9 @@ float *load_weights(const char *path, network *net, float **mean, float **sd, ch
             *mean = malloc(sizeof(float) * sizes[0]);
             *sd = malloc(sizeof(float) * sizes[0]);
             p = malloc(sizeof(float) * net->n_params);
-            if (!*mean || !*sd || !p || fread(*mean, 4, sizes[0], f) != sizes[0] || fread(*sd, 4, sizes[0], f) != sizes[0] ||
-                fread(p, 4, net->n_params, f) != net->n_params || fgetc(f) != EOF) {
+            if (!*mean || !*sd || !p || fread(*mean, 4, sizes[0], f) != sizes[0] ||
+                fread(*sd, 4, sizes[0], f) != sizes[0] || fread(p, 4, net->n_params, f) != net->n_params ||
+                fgetc(f) != EOF) {
                 snprintf(err, len, "%s: size does not match its header (truncated or trailing bytes)", path);
                 free(p);
                 p = NULL;
@@ -377,9 +385,12 @@ int parse_layers(const char *s, network *net)
         long v = strtol(p, &end, 10);
         if (end == p || v < 1 || v > 65536 || n > DNN_MAX_LAYERS) return -1;
         net->size[n++] = (int)v;
-        if (*end == ',') p = end + 1;
-        else if (*end == 0) p = end;
-        else return -1;
+        if (*end == ',')
+            p = end + 1;
+        else if (*end == 0)
+            p = end;
+        else
+            return -1;
     }
     return n >= 2 ? n - 1 : -1;
 }

@@ -15,16 +15,16 @@
 #include "dnn_data.h"
 #include "dnn_kernels.h"
 
-#define DNN_MAX_LAYERS 8            /* weight layers */
-#define DNN_EVAL_ROWS 4096          /* rows per forward pass when evaluating a whole set */
+#define DNN_MAX_LAYERS 8   /* weight layers */
+#define DNN_EVAL_ROWS 4096 /* rows per forward pass when evaluating a whole set */
 
 typedef struct {
-    int n_layers;               /* weight layers */
-    int size[DNN_MAX_LAYERS + 1];   /* size[0] features .. size[n_layers] classes */
+    int n_layers;                 /* weight layers */
+    int size[DNN_MAX_LAYERS + 1]; /* size[0] features .. size[n_layers] classes */
     int act;
-    size_t w_off[DNN_MAX_LAYERS], b_off[DNN_MAX_LAYERS], n_params;   /* offsets into one parameter buffer */
-    float *d_params, *d_grads, *d_opt1, *d_opt2;             /* parameters, gradients, optimizer state */
-    int max_rows;               /* rows the activation buffers hold */
+    size_t w_off[DNN_MAX_LAYERS], b_off[DNN_MAX_LAYERS], n_params; /* offsets into one parameter buffer */
+    float *d_params, *d_grads, *d_opt1, *d_opt2;                   /* parameters, gradients, optimizer state */
+    int max_rows;                                                  /* rows the activation buffers hold */
     float *d_a[DNN_MAX_LAYERS + 1]; /* d_a[0] the input batch, d_a[l] layer l's output (logits for the last) */
     float *d_d[DNN_MAX_LAYERS + 1]; /* d_d[l]: dLoss/d(layer l's output), then dZ in place */
     cublasHandle_t h;
@@ -33,11 +33,11 @@ typedef struct {
 
 typedef struct {
     network *net;
-    int rows;                    /* the batch */
-    float *d_x;                  /* the training set, on the device */
+    int rows;   /* the batch */
+    float *d_x; /* the training set, on the device */
     int *d_y;
-    int *d_perm;                 /* this epoch's order of the training rows */
-    int *d_yb;                   /* the batch's labels */
+    int *d_perm; /* this epoch's order of the training rows */
+    int *d_yb;   /* the batch's labels */
     step_state *d_state;
     int adam;
     float lr, momentum;
@@ -56,8 +56,8 @@ void net_free(network *net);
 /* Weights from N(0, 2/in) for ReLU (He) or N(0, 1/in) for sigmoid (Xavier), biases 0, into h. */
 void init_params(const network *net, float *h, lb_rng *rng);
 /* Row-major C (M,N) = op(A) op(B) on cuBLAS (trans_a, trans_b: 1 = transposed). */
-cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *A,
-                       const float *Bm, float *C);
+cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *A, const float *Bm,
+                       float *C);
 void forward(network *net, int rows, cudaStream_t s);
 void backward(network *net, int rows, cudaStream_t s);
 

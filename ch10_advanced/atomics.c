@@ -10,7 +10,12 @@
 #include <math.h>
 #include <string.h>
 
-typedef struct { int op; void *a, *b; unsigned int spread; size_t n; } atomic_job;
+typedef struct {
+    int op;
+    void *a, *b;
+    unsigned int spread;
+    size_t n;
+} atomic_job;
 
 static cudaError_t run_atomic(void *ctx)
 {
@@ -50,7 +55,7 @@ int main(int argc, char **argv)
     int want_max = INT_MIN;
     float want_fmax = -INFINITY;
     for (size_t i = 0; i < n; i++) {
-        h_i[i] = (int)(unsigned int)lb_rng_next(&rng);   /* any int, negative ones too */
+        h_i[i] = (int)(unsigned int)lb_rng_next(&rng); /* any int, negative ones too */
         h_f[i] = lb_rng_uniform(&rng, -1000.0f, 1000.0f);
         want_max = h_i[i] > want_max ? h_i[i] : want_max;
         want_fmax = h_f[i] > want_fmax ? h_f[i] : want_fmax;
@@ -111,8 +116,10 @@ int main(int argc, char **argv)
             ok = seen != NULL && last <= n;
             if (ok) seen[last] = 1;
             for (size_t i = 0; ok && i < n; i++) {
-                if (h_u[i] > n || seen[h_u[i]]) ok = 0;
-                else seen[h_u[i]] = 1;
+                if (h_u[i] > n || seen[h_u[i]])
+                    ok = 0;
+                else
+                    seen[h_u[i]] = 1;
             }
             free(seen);
         } else {
@@ -123,8 +130,10 @@ int main(int argc, char **argv)
         failures += !ok;
         float ms = args.check_only ? 0.0f : lb_time_ms(run_atomic, &j, 1, args.iters);
         double rate = args.check_only ? 0.0 : n / (ms * 1e6);
-        static const char *const what[] = {"", "atomicMax(&m, x[i])", "atomicExch(&slot, i + 1)", "float max by atomicCAS"};
-        static const char *const pass[] = {"", "PASS (the CPU's max)", "PASS (each number once)", "PASS (the CPU's max)"};
+        static const char *const what[] = {"", "atomicMax(&m, x[i])", "atomicExch(&slot, i + 1)",
+                                           "float max by atomicCAS"};
+        static const char *const pass[] = {"", "PASS (the CPU's max)", "PASS (each number once)",
+                                           "PASS (the CPU's max)"};
         if (!args.quiet) {
             printf(" %-31s %10d", what[op], 1);
             if (!args.check_only) printf("  %8.4f  %12.2f", ms, rate);
@@ -141,7 +150,9 @@ int main(int argc, char **argv)
                "parallel. The CAS max reads first and skips the atomic when the value is already as large.\n");
     else
         printf("atomics: n=%zu, %s\n", n, failures ? "FAIL" : "PASS");
-    free(h_i); free(h_f); free(h_u);
+    free(h_i);
+    free(h_f);
+    free(h_u);
     CUDA_CHECK(cudaFree(d_x));
     CUDA_CHECK(cudaFree(d_y));
     CUDA_CHECK(cudaFree(d_r));

@@ -67,9 +67,9 @@ __device__ float atomic_max_float(float *addr, float v)
     unsigned int *bits = (unsigned int *)addr, seen = *bits, assumed;
     do {
         assumed = seen;
-        if (__uint_as_float(assumed) >= v) break;   /* already as large: nothing to write */
+        if (__uint_as_float(assumed) >= v) break; /* already as large: nothing to write */
         seen = atomicCAS(bits, assumed, __float_as_uint(v));
-    } while (seen != assumed);   /* someone else wrote in between: try again with their value */
+    } while (seen != assumed); /* someone else wrote in between: try again with their value */
     return __uint_as_float(seen);
 }
 

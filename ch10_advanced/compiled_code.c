@@ -25,7 +25,7 @@
 
 #define X_MIN -2.0f
 #define Y_MIN -1.25f
-#define SPAN 2.5f   /* the width in the complex plane */
+#define SPAN 2.5f /* the width in the complex plane */
 
 /* ---------------------------------------------------------------- CPU reference */
 
@@ -81,8 +81,9 @@ static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
 static void require_file(const char *path, const char *what)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) lb_die(LB_EXIT_USAGE, "compiled_code: %s (%s): cannot open: %s; build it with `make` in ch10_advanced",
-                   path, what, strerror(errno));
+    if (!f)
+        lb_die(LB_EXIT_USAGE, "compiled_code: %s (%s): cannot open: %s; build it with `make` in ch10_advanced", path,
+               what, strerror(errno));
     fclose(f);
 }
 
@@ -99,7 +100,7 @@ static char *compile_to_ptx(const char *path, int quiet)
     nvrtcProgram prog;
     NVRTC_CHECK(nvrtcCreateProgram(&prog, src, path, 0, NULL, NULL));
     char arch[64];
-    snprintf(arch, sizeof arch, "--gpu-architecture=compute_%s", LB_ARCH_NAME + 3);   /* sm_90 -> compute_90 */
+    snprintf(arch, sizeof arch, "--gpu-architecture=compute_%s", LB_ARCH_NAME + 3); /* sm_90 -> compute_90 */
     const char *opts[] = {arch, "--std=c++17"};
     nvrtcResult r = nvrtcCompileProgram(prog, 2, opts);
     size_t log_len;
@@ -144,16 +145,15 @@ static void *driver_function(const char *name)
 }
 
 /* CU_CHECK, with the driver's own error name found the same way */
-#define DRV_CHECK(call)                                                                            \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        if (r_ != CUDA_SUCCESS) {                                                                  \
-            const char *name_ = "CUDA_ERROR";                                                      \
-            drv.get_error_name(r_, &name_);                                                        \
-            lb_die(r_ == CUDA_ERROR_FILE_NOT_FOUND || r_ == CUDA_ERROR_INVALID_IMAGE ? LB_EXIT_USAGE \
-                                                                                     : LB_EXIT_CUDA, \
-                   "%s:%d: %s failed: %s", __FILE__, __LINE__, #call, name_);                      \
-        }                                                                                          \
+#define DRV_CHECK(call)                                                                                              \
+    do {                                                                                                             \
+        CUresult r_ = (call);                                                                                        \
+        if (r_ != CUDA_SUCCESS) {                                                                                    \
+            const char *name_ = "CUDA_ERROR";                                                                        \
+            drv.get_error_name(r_, &name_);                                                                          \
+            lb_die(r_ == CUDA_ERROR_FILE_NOT_FOUND || r_ == CUDA_ERROR_INVALID_IMAGE ? LB_EXIT_USAGE : LB_EXIT_CUDA, \
+                   "%s:%d: %s failed: %s", __FILE__, __LINE__, #call, name_);                                        \
+        }                                                                                                            \
     } while (0)
 
 static void load_driver(void)
@@ -229,9 +229,11 @@ int main(int argc, char **argv)
         double t = lb_wall_ms();
         if (path == 1) {
             void *lib = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
-            if (!lib) lb_die(LB_EXIT_USAGE, "compiled_code: %s: %s; rebuild it with `make` in ch10_advanced", lib_path, dlerror());
+            if (!lib)
+                lb_die(LB_EXIT_USAGE, "compiled_code: %s: %s; rebuild it with `make` in ch10_advanced", lib_path,
+                       dlerror());
             int (*run)(int *, int, int, float, float, float, int, char *, int);
-            *(void **)&run = dlsym(lib, "mandel_run");   /* (the POSIX way to turn a void * into a function pointer) */
+            *(void **)&run = dlsym(lib, "mandel_run"); /* (the POSIX way to turn a void * into a function pointer) */
             if (!run) lb_die(LB_EXIT_USAGE, "compiled_code: %s has no mandel_run: %s", lib_path, dlerror());
             char err[256];
             if (run(got, width, height, X_MIN, Y_MIN, step, max_iter, err, (int)sizeof err))
@@ -245,8 +247,10 @@ int main(int argc, char **argv)
             CUDA_CHECK(cudaMalloc((void **)&d_iters, bytes));
             lb_poison_device(d_iters, bytes);
             CUmodule mod;
-            if (path == 2) DRV_CHECK(drv.module_load(&mod, module_path));
-            else DRV_CHECK(drv.module_load_data(&mod, ptx));
+            if (path == 2)
+                DRV_CHECK(drv.module_load(&mod, module_path));
+            else
+                DRV_CHECK(drv.module_load_data(&mod, ptx));
             launch_from_module(mod, d_iters, width, height, step, max_iter);
             CUDA_CHECK(cudaMemcpy(got, d_iters, bytes, cudaMemcpyDeviceToHost));
             CUDA_CHECK(cudaFree(d_iters));
@@ -270,6 +274,8 @@ int main(int argc, char **argv)
         free(px);
     }
     if (args.quiet) printf("compiled_code: %dx%d, 3 paths, %s\n", width, height, failures ? "FAIL" : "PASS");
-    free(ptx); free(want); free(got);
+    free(ptx);
+    free(want);
+    free(got);
     return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
 }

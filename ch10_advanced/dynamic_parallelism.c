@@ -28,7 +28,13 @@ static void fill_input(int *x, int n, int kind, lb_rng *rng)
 
 /* ---------------------------------------------------------------- main */
 
-typedef struct { int mariani; int *d; int w, h; float step; int max_iter, max_depth; } mandel_job;
+typedef struct {
+    int mariani;
+    int *d;
+    int w, h;
+    float step;
+    int max_iter, max_depth;
+} mandel_job;
 
 static cudaError_t run_mandel(void *ctx)
 {
@@ -77,17 +83,19 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d_count, sizeof count));
     CUDA_CHECK(cudaMemset(d_count, 0, sizeof count));
     CUDA_CHECK(hello_launch(depth, !args.quiet, d_count));
-    CUDA_CHECK(cudaDeviceSynchronize());   /* (also flushes the device printf buffer) */
+    CUDA_CHECK(cudaDeviceSynchronize()); /* (also flushes the device printf buffer) */
     CUDA_CHECK(cudaMemcpy(&count, d_count, sizeof count, cudaMemcpyDeviceToHost));
     int ok = count == (unsigned int)(HELLO_THREADS * depth);
     failures += !ok;
-    if (!args.quiet) printf("recursive hello: %u threads ran over %d levels (want %d): %s\n", count, depth,
-                            HELLO_THREADS * depth, ok ? "PASS" : "FAIL");
+    if (!args.quiet)
+        printf("recursive hello: %u threads ran over %d levels (want %d): %s\n", count, depth, HELLO_THREADS * depth,
+               ok ? "PASS" : "FAIL");
     CUDA_CHECK(cudaFree(d_count));
 
     /* ---- 2: quicksort */
     static const char *const kinds[4] = {"random", "sorted", "reversed", "all_equal"};
-    int *h_x = lb_host_alloc(sizeof(int) * (size_t)n, "the input"), *h_want = lb_host_alloc(sizeof(int) * (size_t)n, "qsort's");
+    int *h_x = lb_host_alloc(sizeof(int) * (size_t)n, "the input"),
+        *h_want = lb_host_alloc(sizeof(int) * (size_t)n, "qsort's");
     int *h_got = lb_host_alloc(sizeof(int) * (size_t)n, "the result"), *d_x, *d_err;
     CUDA_CHECK(cudaMalloc((void **)&d_x, sizeof(int) * (size_t)n));
     CUDA_CHECK(cudaMalloc((void **)&d_err, sizeof(int)));
@@ -109,7 +117,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaEventRecord(e0, 0));
         CUDA_CHECK(quicksort_launch(d_x, n, max_depth, d_err));
         CUDA_CHECK(cudaEventRecord(e1, 0));
-        CUDA_CHECK(cudaEventSynchronize(e1));   /* the top launch ends when all its children have */
+        CUDA_CHECK(cudaEventSynchronize(e1)); /* the top launch ends when all its children have */
         float ms;
         CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
         int launch_failed;
@@ -122,14 +130,17 @@ int main(int argc, char **argv)
                    c.n_bad ? "FAIL" : "PASS (= qsort)",
                    launch_failed ? " (some child launches failed: their parents heap-sorted instead)" : "");
         snprintf(sz, sizeof sz, "%d_%s", n, kinds[kind]);
-        lb_result r = {"dynamic_parallelism", -1, "quicksort", sz, ms, "mkeys_s", n / (ms * 1e3), NULL, 0.0, c.n_bad == 0};
+        lb_result r = {"dynamic_parallelism", -1,   "quicksort", sz,          ms, "mkeys_s",
+                       n / (ms * 1e3),        NULL, 0.0,         c.n_bad == 0};
         if (!args.check_only) lb_print_result(&r, args.quiet);
         CUDA_CHECK(cudaEventDestroy(e0));
         CUDA_CHECK(cudaEventDestroy(e1));
     }
     CUDA_CHECK(cudaFree(d_x));
     CUDA_CHECK(cudaFree(d_err));
-    free(h_x); free(h_want); free(h_got);
+    free(h_x);
+    free(h_want);
+    free(h_got);
 
     /* ---- 3: Mariani-Silver against the plain kernel */
     size_t img = sizeof(int) * (size_t)w * h;
@@ -151,8 +162,18 @@ int main(int argc, char **argv)
         plain_ms = lb_time_ms(run_mandel, &jp, 1, args.iters);
         ms_ms = lb_time_ms(run_mandel, &jm, 1, args.iters);
         snprintf(sz, sizeof sz, "%dx%d_%dit", w, h, max_iter);
-        lb_result r1 = {"dynamic_parallelism", -1, "mandel_plain", sz, plain_ms, "mpix_s", (double)w * h / (plain_ms * 1e3), "plain", 1.0, c.n_bad == 0};
-        lb_result r2 = {"dynamic_parallelism", -1, "mandel_mariani", sz, ms_ms, "mpix_s", (double)w * h / (ms_ms * 1e3), "plain", plain_ms / ms_ms, c.n_bad == 0};
+        lb_result r1 = {"dynamic_parallelism",
+                        -1,
+                        "mandel_plain",
+                        sz,
+                        plain_ms,
+                        "mpix_s",
+                        (double)w * h / (plain_ms * 1e3),
+                        "plain",
+                        1.0,
+                        c.n_bad == 0};
+        lb_result r2 = {"dynamic_parallelism",         -1,      "mandel_mariani", sz,          ms_ms, "mpix_s",
+                        (double)w * h / (ms_ms * 1e3), "plain", plain_ms / ms_ms, c.n_bad == 0};
         lb_print_result(&r1, args.quiet);
         lb_print_result(&r2, args.quiet);
     }
@@ -160,7 +181,8 @@ int main(int argc, char **argv)
         printf("Mandelbrot %dx%d, %d iterations: Mariani-Silver %s the plain kernel's image", w, h, max_iter,
                c.n_bad ? "DIFFERS from" : "equals");
         if (c.n_bad) printf(" in %zu pixels", c.n_bad);
-        if (!args.check_only) printf("; plain %.3f ms, Mariani-Silver %.3f ms (%.2fx)", plain_ms, ms_ms, plain_ms / ms_ms);
+        if (!args.check_only)
+            printf("; plain %.3f ms, Mariani-Silver %.3f ms (%.2fx)", plain_ms, ms_ms, plain_ms / ms_ms);
         printf("\n");
     } else {
         printf("dynamic_parallelism: hello depth %d, quicksort n=%d, Mandelbrot %dx%d, %s\n", depth, n, w, h,
@@ -168,6 +190,7 @@ int main(int argc, char **argv)
     }
     CUDA_CHECK(cudaFree(d_plain));
     CUDA_CHECK(cudaFree(d_ms));
-    free(h_plain); free(h_ms);
+    free(h_plain);
+    free(h_ms);
     return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
 }

@@ -49,7 +49,9 @@ __device__ void sift_down(int *a, int lo, int root, int end)
         if (child >= end) return;
         if (child + 1 < end && a[lo + child + 1] > a[lo + child]) child++;
         if (a[lo + root] >= a[lo + child]) return;
-        int t = a[lo + root]; a[lo + root] = a[lo + child]; a[lo + child] = t;
+        int t = a[lo + root];
+        a[lo + root] = a[lo + child];
+        a[lo + child] = t;
         root = child;
     }
 }
@@ -59,31 +61,49 @@ __device__ void heap_sort(int *a, int lo, int hi)
     int m = hi - lo;
     for (int r = m / 2 - 1; r >= 0; r--) sift_down(a, lo, r, m);
     for (int end = m - 1; end > 0; end--) {
-        int t = a[lo]; a[lo] = a[lo + end]; a[lo + end] = t;
+        int t = a[lo];
+        a[lo] = a[lo + end];
+        a[lo + end] = t;
         sift_down(a, lo, 0, end);
     }
 }
 
 __global__ void quicksort_kernel(int *a, int lo, int hi, int depth, int max_depth, int *error)
 {
-    if (hi - lo <= QS_SMALL) { insertion_sort(a, lo, hi); return; }
-    if (depth >= max_depth) { heap_sort(a, lo, hi); return; }
+    if (hi - lo <= QS_SMALL) {
+        insertion_sort(a, lo, hi);
+        return;
+    }
+    if (depth >= max_depth) {
+        heap_sort(a, lo, hi);
+        return;
+    }
     /* median of three as the pivot: sorted, reversed and random inputs all split evenly */
     int mid = lo + (hi - lo) / 2, x = a[lo], y = a[mid], z = a[hi - 1];
     int pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
     /* Hoare's partition: equal keys are spread over both sides, so all-equal inputs split evenly too */
     int i = lo - 1, j = hi;
     for (;;) {
-        do i++; while (a[i] < pivot);
-        do j--; while (a[j] > pivot);
+        do i++;
+        while (a[i] < pivot);
+        do j--;
+        while (a[j] > pivot);
         if (i >= j) break;
-        int t = a[i]; a[i] = a[j]; a[j] = t;
+        int t = a[i];
+        a[i] = a[j];
+        a[j] = t;
     }
     /* [lo, j] <= pivot <= [j+1, hi): sort the halves in two child grids */
     quicksort_kernel<<<1, 1, 0, cudaStreamFireAndForget>>>(a, lo, j + 1, depth + 1, max_depth, error);
-    if (cudaGetLastError() != cudaSuccess) { *error = 1; heap_sort(a, lo, j + 1); }
+    if (cudaGetLastError() != cudaSuccess) {
+        *error = 1;
+        heap_sort(a, lo, j + 1);
+    }
     quicksort_kernel<<<1, 1, 0, cudaStreamFireAndForget>>>(a, j + 1, hi, depth + 1, max_depth, error);
-    if (cudaGetLastError() != cudaSuccess) { *error = 1; heap_sort(a, j + 1, hi); }
+    if (cudaGetLastError() != cudaSuccess) {
+        *error = 1;
+        heap_sort(a, j + 1, hi);
+    }
 }
 
 extern "C" cudaError_t quicksort_launch(int *d_data, int n, int max_depth, int *d_error)
@@ -98,8 +118,8 @@ extern "C" cudaError_t quicksort_launch(int *d_data, int n, int max_depth, int *
  * mandel_dwell and mandelbrot_kernel, with one rounding per operation and no FMA. */
 #include "mandelbrot_kernel.cu"
 
-#define MS_BLOCK 16      /* threads per side of a block: 256 threads */
-#define MS_MIN 16        /* squares this small are computed pixel by pixel */
+#define MS_BLOCK 16 /* threads per side of a block: 256 threads */
+#define MS_MIN 16   /* squares this small are computed pixel by pixel */
 #define DIFFERENT -1
 
 /* Block (bx, by) of this grid owns the square of side d at (x0 + bx d, y0 + by d), cut to the
@@ -110,18 +130,19 @@ __global__ void mariani_kernel(int *dwell, int w, int h, float x_min, float y_mi
 {
     x0 += blockIdx.x * d;
     y0 += blockIdx.y * d;
-    if (x0 >= w || y0 >= h) return;   /* a quarter entirely outside the image */
+    if (x0 >= w || y0 >= h) return; /* a quarter entirely outside the image */
     int ex = w - x0 < d ? w - x0 : d, ey = h - y0 < d ? h - y0 : d;
     int tid = threadIdx.y * blockDim.x + threadIdx.x, nt = blockDim.x * blockDim.y;
     __shared__ int common;
-    if (tid == 0) common = -2;   /* no border pixel seen yet */
+    if (tid == 0) common = -2; /* no border pixel seen yet */
     __syncthreads();
     /* the rectangle's border: the top row, the bottom row, then the two sides between them */
     int rows = ey > 1 ? 2 : 1, cols = ex > 1 ? 2 : 1;
     int border = rows * ex + (ey > 2 ? (ey - 2) * cols : 0);
     for (int k = tid; k < border; k += nt) {
         int px, py;
-        if (k < rows * ex) px = x0 + k % ex, py = k < ex ? y0 : y0 + ey - 1;
+        if (k < rows * ex)
+            px = x0 + k % ex, py = k < ex ? y0 : y0 + ey - 1;
         else {
             int m = k - rows * ex;
             px = (m % cols) ? x0 + ex - 1 : x0;
@@ -134,13 +155,13 @@ __global__ void mariani_kernel(int *dwell, int w, int h, float x_min, float y_mi
     }
     __syncthreads();
     int c = common;
-    if (c >= 0) {   /* one dwell all around: fill the rectangle */
+    if (c >= 0) { /* one dwell all around: fill the rectangle */
         for (int k = tid; k < ex * ey; k += nt) dwell[(size_t)(y0 + k / ex) * w + x0 + k % ex] = c;
     } else if (depth + 1 < max_depth && d / 2 > MS_MIN && d % 2 == 0) {
-        if (tid == 0)   /* four quarters, one block each */
+        if (tid == 0) /* four quarters, one block each */
             mariani_kernel<<<dim3(2, 2), dim3(MS_BLOCK, MS_BLOCK), 0, cudaStreamFireAndForget>>>(
                 dwell, w, h, x_min, y_min, step, max_iter, x0, y0, d / 2, depth + 1, max_depth);
-    } else {   /* small enough: every pixel */
+    } else { /* small enough: every pixel */
         for (int k = tid; k < ex * ey; k += nt) {
             int px = x0 + k % ex, py = y0 + k / ex;
             dwell[(size_t)py * w + px] = mandel_dwell(px, py, x_min, y_min, step, max_iter);

@@ -7,8 +7,8 @@
 extern "C" {
 #endif
 
-#define HELLO_THREADS 4      /* threads at each level of the recursive hello */
-#define QS_SMALL 32          /* partitions this small are insertion-sorted */
+#define HELLO_THREADS 4 /* threads at each level of the recursive hello */
+#define QS_SMALL 32     /* partitions this small are insertion-sorted */
 
 /* Level 1 launches level 2 from the device, and so on to max_depth; every thread adds 1 to
  * *d_count (expected: HELLO_THREADS * max_depth) and, if print, says hello. */

@@ -36,7 +36,13 @@ static void fill(unsigned char *x, size_t n, int kind, lb_rng *rng)
 
 /* ---------------------------------------------------------------- the versions */
 
-typedef struct { int v; const unsigned char *in; size_t n; unsigned int *hist; void *scratch; } hist_job;
+typedef struct {
+    int v;
+    const unsigned char *in;
+    size_t n;
+    unsigned int *hist;
+    void *scratch;
+} hist_job;
 
 static cudaError_t run_hist(void *ctx)
 {
@@ -88,7 +94,8 @@ int main(int argc, char **argv)
     lb_gpu_init(&gpu);
     size_t scratch = histogram_scratch_bytes(0, n) + 256;
     lb_require_device_memory(n + scratch, "the input");
-    if (!args.quiet) printf("histogram: 256 bins over n=%zu bytes, %s (%s), seed %llu\n", n, gpu.prop.name, gpu.sm, args.seed);
+    if (!args.quiet)
+        printf("histogram: 256 bins over n=%zu bytes, %s (%s), seed %llu\n", n, gpu.prop.name, gpu.sm, args.seed);
 
     unsigned char *h = lb_host_alloc(n, "the input"), *d_in;
     unsigned int want[HISTOGRAM_BINS], got[HISTOGRAM_BINS], *d_hist;
@@ -97,8 +104,13 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d_hist, sizeof got));
     CUDA_CHECK(cudaMalloc(&d_scratch, scratch));
     /* the report: GB/s of bytes read, against a copy of as many bytes and CUB; one table per input */
-    lb_report rep = {.prog = &program, .args = &args, .unit = "gbps", .unit_head = "GB/s", .base = "cub",
-                     .base_head = "vs CUB", .ceiling_head = "vs memcpy"};
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "gbps",
+                     .unit_head = "GB/s",
+                     .base = "cub",
+                     .base_head = "vs CUB",
+                     .ceiling_head = "vs memcpy"};
     float mc_ms = 0.0f;
     if (!args.check_only) rep.ceiling_value = lb_memcpy_ceiling_gbps(n, args.iters, &mc_ms);
     lb_rng rng;
@@ -112,13 +124,14 @@ int main(int argc, char **argv)
         snprintf(heading, sizeof heading, "input: %s", inputs[kind]);
         lb_report_table(&rep, sz, heading);
         if (!args.check_only) lb_report_note(&rep, "cudaMemcpy D2D (same bytes)", mc_ms, rep.ceiling_value, NULL);
-        for (int v = 0; v < HISTOGRAM_VERSIONS; v++) {   /* CUB (version 0) always, first: the baseline */
+        for (int v = 0; v < HISTOGRAM_VERSIONS; v++) { /* CUB (version 0) always, first: the baseline */
             if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
             hist_job job = {v, d_in, n, d_hist, d_scratch};
             lb_poison_device(d_hist, sizeof got);
             CUDA_CHECK(versions[v].run(&job));
             CUDA_CHECK(cudaMemcpy(got, d_hist, sizeof got, cudaMemcpyDeviceToHost));
-            lb_check c = lb_check_i32(versions[v].name, (const int *)got, (const int *)want, HISTOGRAM_BINS, args.quiet);
+            lb_check c =
+                lb_check_i32(versions[v].name, (const int *)got, (const int *)want, HISTOGRAM_BINS, args.quiet);
             float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
             lb_report_row(&rep, v, NULL, ms, ms > 0 ? n / (ms * 1e6) : 0.0, c.n_bad == 0,
                           c.n_bad ? "FAIL" : "PASS (all 256 bins exact)");

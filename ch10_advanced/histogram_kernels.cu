@@ -26,10 +26,10 @@ __global__ void histogram_kernel2(const unsigned char *in, size_t n, unsigned in
 {
     __shared__ unsigned int local[HISTOGRAM_BINS];
     for (int b = threadIdx.x; b < HISTOGRAM_BINS; b += blockDim.x) local[b] = 0;
-    __syncthreads();   /* zeroed before anyone counts */
+    __syncthreads(); /* zeroed before anyone counts */
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         atomicAdd(&local[in[i]], 1u);
-    __syncthreads();   /* every count is in before the block's bins are added up */
+    __syncthreads(); /* every count is in before the block's bins are added up */
     for (int b = threadIdx.x; b < HISTOGRAM_BINS; b += blockDim.x)
         if (local[b]) atomicAdd(&hist[b], local[b]);
 }
@@ -42,16 +42,19 @@ __device__ __forceinline__ void count_word(unsigned int *bins, unsigned int w)
     atomicAdd(&bins[w >> 24], 1u);
 }
 
-__global__ void __launch_bounds__(HISTOGRAM_BLOCK) histogram_kernel3(const unsigned char *in, size_t n, unsigned int *hist)
+__global__ void __launch_bounds__(HISTOGRAM_BLOCK)
+    histogram_kernel3(const unsigned char *in, size_t n, unsigned int *hist)
 {
     __shared__ unsigned int warp_bins[HISTOGRAM_BLOCK / 32][HISTOGRAM_BINS];
     unsigned int *bins = warp_bins[threadIdx.x / 32];
-    for (int b = threadIdx.x; b < (HISTOGRAM_BLOCK / 32) * HISTOGRAM_BINS; b += HISTOGRAM_BLOCK) (&warp_bins[0][0])[b] = 0;
+    for (int b = threadIdx.x; b < (HISTOGRAM_BLOCK / 32) * HISTOGRAM_BINS; b += HISTOGRAM_BLOCK)
+        (&warp_bins[0][0])[b] = 0;
     __syncthreads();
     const uint4 *in16 = (const uint4 *)in;
     size_t n16 = n / 16;
-    for (size_t i = (size_t)blockIdx.x * HISTOGRAM_BLOCK + threadIdx.x; i < n16; i += (size_t)gridDim.x * HISTOGRAM_BLOCK) {
-        uint4 q = in16[i];   /* 16 bytes in one load */
+    for (size_t i = (size_t)blockIdx.x * HISTOGRAM_BLOCK + threadIdx.x; i < n16;
+         i += (size_t)gridDim.x * HISTOGRAM_BLOCK) {
+        uint4 q = in16[i]; /* 16 bytes in one load */
         count_word(bins, q.x);
         count_word(bins, q.y);
         count_word(bins, q.z);
@@ -75,8 +78,8 @@ extern "C" size_t histogram_scratch_bytes(int version, size_t n)
 {
     if (version != 0) return 0;
     size_t bytes = 0;
-    cub::DeviceHistogram::HistogramEven(NULL, bytes, (const unsigned char *)NULL, (unsigned int *)NULL, HISTOGRAM_BINS + 1,
-                                        0, HISTOGRAM_BINS, (int64_t)n);
+    cub::DeviceHistogram::HistogramEven(NULL, bytes, (const unsigned char *)NULL, (unsigned int *)NULL,
+                                        HISTOGRAM_BINS + 1, 0, HISTOGRAM_BINS, (int64_t)n);
     return bytes;
 }
 
@@ -86,7 +89,8 @@ extern "C" cudaError_t histogram_launch(int version, const unsigned char *d_in, 
     if (version == 0) {
         size_t bytes = histogram_scratch_bytes(0, n);
         /* levels 0, 1, ..., 256: bin b holds the samples in [b, b + 1) */
-        return cub::DeviceHistogram::HistogramEven(d_scratch, bytes, d_in, d_hist, HISTOGRAM_BINS + 1, 0, HISTOGRAM_BINS, (int64_t)n);
+        return cub::DeviceHistogram::HistogramEven(d_scratch, bytes, d_in, d_hist, HISTOGRAM_BINS + 1, 0,
+                                                   HISTOGRAM_BINS, (int64_t)n);
     }
     cudaError_t e = cudaMemsetAsync(d_hist, 0, HISTOGRAM_BINS * sizeof(unsigned int), 0);
     if (e) return e;

@@ -7,7 +7,7 @@
 extern "C" {
 #endif
 
-#define HISTOGRAM_VERSIONS 4   /* 0 (CUB) .. 3; histogram.c's version table has a row for each */
+#define HISTOGRAM_VERSIONS 4 /* 0 (CUB) .. 3; histogram.c's version table has a row for each */
 #define HISTOGRAM_BINS 256
 
 size_t histogram_scratch_bytes(int version, size_t n);

@@ -31,5 +31,6 @@ extern "C" __global__ void mandelbrot_kernel(int *iters, int width, int height, 
                                              int max_iter)
 {
     int px = blockIdx.x * blockDim.x + threadIdx.x, py = blockIdx.y * blockDim.y + threadIdx.y;
-    if (px < width && py < height) iters[(long long)py * width + px] = mandel_dwell(px, py, x_min, y_min, step, max_iter);
+    if (px < width && py < height)
+        iters[(long long)py * width + px] = mandel_dwell(px, py, x_min, y_min, step, max_iter);
 }

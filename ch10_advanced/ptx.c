@@ -14,7 +14,7 @@
 static void add128_cpu(uint64_t a_lo, uint64_t a_hi, uint64_t b_lo, uint64_t b_hi, uint64_t *lo, uint64_t *hi)
 {
     *lo = a_lo + b_lo;
-    *hi = a_hi + b_hi + (*lo < a_lo);   /* the carry: the low sum wrapped around */
+    *hi = a_hi + b_hi + (*lo < a_lo); /* the carry: the low sum wrapped around */
 }
 
 /* bfe.u32: bit i of the result is bit pos + i of x, for i < len and pos + i <= 31, else 0
@@ -75,9 +75,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         uint64_t r = lb_rng_next(&rng);
         a[i] = (unsigned int)r, b[i] = (unsigned int)(r >> 32), c[i] = (unsigned int)lb_rng_next(&rng);
-        if (i % 7 == 0) a[i] = b[i] = 0xffffffffu;   /* carries all the way up in the 128-bit add */
-        x[i] = lb_rng_uniform(&rng, -2.0f, 2.0f), y[i] = lb_rng_uniform(&rng, -2.0f, 2.0f), z[i] = lb_rng_uniform(&rng, -4.0f, 4.0f);
-        uint64_t bits = lb_rng_next(&rng) & 0x7fefffffffffffffull;   /* a finite double of any magnitude */
+        if (i % 7 == 0) a[i] = b[i] = 0xffffffffu; /* carries all the way up in the 128-bit add */
+        x[i] = lb_rng_uniform(&rng, -2.0f, 2.0f), y[i] = lb_rng_uniform(&rng, -2.0f, 2.0f),
+        z[i] = lb_rng_uniform(&rng, -4.0f, 4.0f);
+        uint64_t bits = lb_rng_next(&rng) & 0x7fefffffffffffffull; /* a finite double of any magnitude */
         memcpy(&d[i], &bits, 8);
     }
     void *dev[8];
@@ -93,9 +94,9 @@ int main(int argc, char **argv)
 
     enum { LANE, WARP, SM, ADD128, FMA, BFE, PRMT, LOP3, SHFL, N_CHECKS };
     static const char *const what[N_CHECKS] = {
-        "%laneid == threadIdx.x % 32", "%warpid < warps per SM", "%smid < SM count", "add.cc/addc == 128-bit C add",
-        "fma.rn.f32 == fmaf", "bfe.u32 == C bit loop", "prmt.b32 == C byte pick", "lop3 0xE8 == majority",
-        "double via two 32-bit shuffles"};
+        "%laneid == threadIdx.x % 32",  "%warpid < warps per SM", "%smid < SM count",
+        "add.cc/addc == 128-bit C add", "fma.rn.f32 == fmaf",     "bfe.u32 == C bit loop",
+        "prmt.b32 == C byte pick",      "lop3 0xE8 == majority",  "double via two 32-bit shuffles"};
     size_t bad[N_CHECKS] = {0};
     unsigned int max_warps = (unsigned int)gpu.prop.maxThreadsPerMultiProcessor / 32;
     for (size_t i = 0; i < n; i++) {
@@ -119,12 +120,18 @@ int main(int argc, char **argv)
     int failures = 0;
     for (int k = 0; k < N_CHECKS; k++) {
         failures += bad[k] != 0;
-        if (!args.quiet)
-            printf("  %-34s %s\n", what[k], bad[k] ? "FAIL" : "PASS");
+        if (!args.quiet) printf("  %-34s %s\n", what[k], bad[k] ? "FAIL" : "PASS");
         if (bad[k] && !args.quiet) printf("      %zu of %zu threads wrong\n", bad[k], n);
     }
     if (args.quiet) printf("ptx: %zu threads, 9 checks, %s\n", n, failures ? "FAIL" : "PASS");
     for (int k = 0; k < 8; k++) CUDA_CHECK(cudaFree(dev[k]));
-    free(a); free(b); free(c); free(x); free(y); free(z); free(d); free(out);
+    free(a);
+    free(b);
+    free(c);
+    free(x);
+    free(y);
+    free(z);
+    free(d);
+    free(out);
     return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
 }

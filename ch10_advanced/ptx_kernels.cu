@@ -44,7 +44,7 @@ __device__ __forceinline__ unsigned int sm_id()
 
 /* (hi:lo) = (a_hi:a_lo) + (b_hi:b_lo); add.cc sets the carry flag, addc adds it in */
 __device__ __forceinline__ void add128(uint64_t a_lo, uint64_t a_hi, uint64_t b_lo, uint64_t b_hi, uint64_t *lo,
-                                      uint64_t *hi)
+                                       uint64_t *hi)
 {
     uint64_t l, h;
     asm("add.cc.u64 %0, %2, %4;\n\t"
@@ -117,7 +117,7 @@ __global__ void ptx_kernel(const unsigned int *a, const unsigned int *b, const u
     add128(((uint64_t)a[i] << 32) | b[i], ((uint64_t)c[i] << 32) | a[i], ((uint64_t)c[i] << 32) | c[i],
            ((uint64_t)b[i] << 32) | c[i], &o.sum_lo, &o.sum_hi);
     o.fma = fma_rn(x[i], y[i], z[i]);
-    o.bfe = bfe(a[i], b[i] % 40, c[i] % 40);   /* positions and lengths past 32 on purpose */
+    o.bfe = bfe(a[i], b[i] % 40, c[i] % 40); /* positions and lengths past 32 on purpose */
     o.prmt = prmt(a[i], b[i], c[i] & 0xffff);
     o.lop3 = majority(a[i], b[i], c[i]);
     o.shuffled = moved;
@@ -125,8 +125,9 @@ __global__ void ptx_kernel(const unsigned int *a, const unsigned int *b, const u
     out[i] = o;
 }
 
-extern "C" cudaError_t ptx_launch(const unsigned int *d_a, const unsigned int *d_b, const unsigned int *d_c, const float *d_x,
-                                  const float *d_y, const float *d_z, const double *d_d, ptx_out *d_out, size_t n)
+extern "C" cudaError_t ptx_launch(const unsigned int *d_a, const unsigned int *d_b, const unsigned int *d_c,
+                                  const float *d_x, const float *d_y, const float *d_z, const double *d_d,
+                                  ptx_out *d_out, size_t n)
 {
     ptx_kernel<<<(unsigned int)((n + 255) / 256), 256>>>(d_a, d_b, d_c, d_x, d_y, d_z, d_d, d_out, n);
     return cudaGetLastError();

@@ -24,7 +24,13 @@ static double sum_cpu(const float *x, size_t n, double *abs_sum)
 
 /* ---------------------------------------------------------------- the versions */
 
-typedef struct { int v; const float *in; size_t n; float *out; void *scratch; } reduce_job;
+typedef struct {
+    int v;
+    const float *in;
+    size_t n;
+    float *out;
+    void *scratch;
+} reduce_job;
 
 static cudaError_t run_reduce(void *ctx)
 {
@@ -72,7 +78,8 @@ int main(int argc, char **argv)
     size_t n = (size_t)args.size.v[0];
     if (n > ((size_t)1 << 32)) lb_usage_error(&program, "--size: at most 2^32");
     /* integer sums stay exact in float while every partial sum is below 2^24 */
-    if (exact && n > ((size_t)1 << 22)) lb_usage_error(&program, "--exact needs n <= 2^22 (3 n < 2^24 keeps float sums exact)");
+    if (exact && n > ((size_t)1 << 22))
+        lb_usage_error(&program, "--exact needs n <= 2^22 (3 n < 2^24 keeps float sums exact)");
     lb_gpu gpu;
     lb_gpu_init(&gpu);
     size_t scratch = 0;
@@ -80,8 +87,8 @@ int main(int argc, char **argv)
         if (reduce_scratch_bytes(v, n) > scratch) scratch = reduce_scratch_bytes(v, n);
     lb_require_device_memory(n * sizeof(float) + scratch, "the input");
     if (!args.quiet)
-        printf("reduce: sum of n=%zu floats (%s), %s (%s), seed %llu\n", n, exact ? "integers 0..3" : "uniform in [-1, 1)",
-               gpu.prop.name, gpu.sm, args.seed);
+        printf("reduce: sum of n=%zu floats (%s), %s (%s), seed %llu\n", n,
+               exact ? "integers 0..3" : "uniform in [-1, 1)", gpu.prop.name, gpu.sm, args.seed);
 
     float *h = lb_host_alloc(n * sizeof(float), "the input");
     lb_rng rng;
@@ -109,8 +116,13 @@ int main(int argc, char **argv)
     /* the report: GB/s of bytes read, against a copy of as many bytes and against CUB */
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", n);
-    lb_report rep = {.prog = &program, .args = &args, .unit = "gbps", .unit_head = "GB/s", .base = "cub",
-                     .base_head = "vs CUB", .ceiling_head = "vs memcpy"};
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "gbps",
+                     .unit_head = "GB/s",
+                     .base = "cub",
+                     .base_head = "vs CUB",
+                     .ceiling_head = "vs memcpy"};
     lb_report_table(&rep, sz, NULL);
     if (!args.check_only) {
         float mc_ms = 0.0f;
@@ -127,11 +139,13 @@ int main(int argc, char **argv)
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(&got, d_out, sizeof got, cudaMemcpyDeviceToHost));
         double err = fabs((double)got - want);
-        int ok = err <= tol;   /* NaN fails */
+        int ok = err <= tol; /* NaN fails */
         float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
         char verdict[128];
-        if (exact) snprintf(verdict, sizeof verdict, "%s (got %.9g, want %.9g)", ok ? "PASS" : "FAIL", got, want);
-        else snprintf(verdict, sizeof verdict, "%s (error %.1e, tolerance %.1e)", ok ? "PASS" : "FAIL", err, tol);
+        if (exact)
+            snprintf(verdict, sizeof verdict, "%s (got %.9g, want %.9g)", ok ? "PASS" : "FAIL", got, want);
+        else
+            snprintf(verdict, sizeof verdict, "%s (error %.1e, tolerance %.1e)", ok ? "PASS" : "FAIL", err, tol);
         lb_report_row(&rep, v, NULL, ms, ms > 0 ? n * sizeof(float) / (ms * 1e6) : 0.0, ok, verdict);
     }
     CUDA_CHECK(cudaFree(d_in));

@@ -37,7 +37,7 @@ __global__ void reduce_kernel1(const float *in, size_t n, float *out)
     s[tid] = i < n ? in[i] : 0.0f;
     __syncthreads();
     for (unsigned int st = 1; st < REDUCE_BLOCK; st *= 2) {
-        if (tid % (2 * st) == 0) s[tid] += s[tid + st];   /* only every (2 st)-th thread works */
+        if (tid % (2 * st) == 0) s[tid] += s[tid + st]; /* only every (2 st)-th thread works */
         __syncthreads();
     }
     if (tid == 0) out[blockIdx.x] = s[0];
@@ -52,7 +52,7 @@ __global__ void reduce_kernel2(const float *in, size_t n, float *out)
     s[tid] = i < n ? in[i] : 0.0f;
     __syncthreads();
     for (unsigned int st = 1; st < REDUCE_BLOCK; st *= 2) {
-        unsigned int idx = 2 * st * tid;   /* at st = 16, lanes 0 and 1 use banks 0 and 0 + 32 */
+        unsigned int idx = 2 * st * tid; /* at st = 16, lanes 0 and 1 use banks 0 and 0 + 32 */
         if (idx < REDUCE_BLOCK) s[idx] += s[idx + st];
         __syncthreads();
     }
@@ -110,9 +110,9 @@ __global__ void reduce_kernel5(const float *in, size_t n, float *out)
     if (tid < 32) {
         v = s[tid] + s[tid + 32];
         for (int st = 16; st > 0; st >>= 1) {
-            __syncwarp();           /* everyone has read before anyone writes */
+            __syncwarp(); /* everyone has read before anyone writes */
             s[tid] = v;
-            __syncwarp();           /* everyone has written before anyone reads */
+            __syncwarp(); /* everyone has written before anyone reads */
             v += s[tid + st];
         }
         if (tid == 0) out[blockIdx.x] = v;
@@ -169,13 +169,13 @@ __global__ void reduce_kernel7(const float *in, size_t n, float *out)
     }
     v = warp_sum(v);
     unsigned int lane;
-    asm("mov.u32 %0, %%laneid;" : "=r"(lane));   /* the lane id, read from the special register */
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane)); /* the lane id, read from the special register */
     if (lane == 0) atomicAdd(out, v);
 }
 
 /* Version 8: 4 loads in flight per thread, partials, the last block adds them in order */
-__global__ void __launch_bounds__(REDUCE_BLOCK) reduce_kernel8(const float *in, size_t n, float *partial, unsigned int *ticket,
-                                                 float *out)
+__global__ void __launch_bounds__(REDUCE_BLOCK)
+    reduce_kernel8(const float *in, size_t n, float *partial, unsigned int *ticket, float *out)
 {
     const float4 *in4 = (const float4 *)in;
     size_t n4 = n / 4, stride = (size_t)gridDim.x * REDUCE_BLOCK;
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(REDUCE_BLOCK) reduce_kernel8(const float *in, 
     __shared__ bool last;
     if (threadIdx.x == 0) {
         partial[blockIdx.x] = v;
-        __threadfence();   /* the partial is visible to every block before the ticket says so */
+        __threadfence(); /* the partial is visible to every block before the ticket says so */
         last = atomicAdd(ticket, 1) == gridDim.x - 1;
     }
     __syncthreads();
@@ -227,7 +227,7 @@ extern "C" size_t reduce_scratch_bytes(int version, size_t n)
         cub::DeviceReduce::Sum(NULL, bytes, (const float *)NULL, (float *)NULL, (int64_t)n);
         return bytes;
     }
-    if (version >= 7) return 65536 * sizeof(float) + 256;   /* partials and the ticket */
+    if (version >= 7) return 65536 * sizeof(float) + 256; /* partials and the ticket */
     return sizeof(float) * ((size_t)grid_for(version, n) + grid_for(version, grid_for(version, n)) + 64);
 }
 

@@ -7,7 +7,7 @@
 extern "C" {
 #endif
 
-#define REDUCE_VERSIONS 9   /* 0 (CUB) .. 8; reduce.c's version table has a row for each */
+#define REDUCE_VERSIONS 9 /* 0 (CUB) .. 8; reduce.c's version table has a row for each */
 
 /* Bytes of device scratch that version v needs for n elements (partial sums, CUB's temp). */
 size_t reduce_scratch_bytes(int version, size_t n);

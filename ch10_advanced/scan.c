@@ -14,12 +14,11 @@
 #include <math.h>
 #include <string.h>
 
-
 /* ---------------------------------------------------------------- CPU reference */
 
 static void scan_int_cpu(const int *x, size_t n, int exclusive, int *out)
 {
-    unsigned int run = 0;   /* unsigned: wrap-around is defined, as on the GPU */
+    unsigned int run = 0; /* unsigned: wrap-around is defined, as on the GPU */
     for (size_t i = 0; i < n; i++) {
         unsigned int next = run + (unsigned int)x[i];
         out[i] = (int)(exclusive ? run : next);
@@ -51,7 +50,8 @@ static size_t check_float(const float *got, const double *want, const double *ab
     for (size_t i = 0; i < n; i++) {
         double tol = abs_run[i] * 2.44140625e-4 + 1e-30;
         if (!(fabs(got[i] - want[i]) <= tol)) {
-            if (!quiet && bad < 3) fprintf(stderr, "  [%zu]: got %.9g, want %.9g (tolerance %.2g)\n", i, got[i], want[i], tol);
+            if (!quiet && bad < 3)
+                fprintf(stderr, "  [%zu]: got %.9g, want %.9g (tolerance %.2g)\n", i, got[i], want[i], tol);
             bad++;
         }
     }
@@ -60,7 +60,13 @@ static size_t check_float(const float *got, const double *want, const double *ab
 
 /* ---------------------------------------------------------------- the versions */
 
-typedef struct { int v, type, excl; const void *in; void *out; size_t n; void *scratch; } scan_job;
+typedef struct {
+    int v, type, excl;
+    const void *in;
+    void *out;
+    size_t n;
+    void *scratch;
+} scan_job;
 
 static cudaError_t run_scan(void *ctx)
 {
@@ -106,12 +112,18 @@ int main(int argc, char **argv)
     size_t n = (size_t)args.size.v[0];
     if (n > ((size_t)1 << 31)) lb_usage_error(&program, "--size: at most 2^31");
     int t0 = 0, t1 = 1, m0 = 0, m1 = 1;
-    if (!strcmp(type_arg, "int")) t1 = 0;
-    else if (!strcmp(type_arg, "float")) t0 = 1;
-    else if (strcmp(type_arg, "both")) lb_usage_error(&program, "--type must be int, float or both");
-    if (!strcmp(mode_arg, "inclusive")) m1 = 0;
-    else if (!strcmp(mode_arg, "exclusive")) m0 = 1;
-    else if (strcmp(mode_arg, "both")) lb_usage_error(&program, "--mode must be inclusive, exclusive or both");
+    if (!strcmp(type_arg, "int"))
+        t1 = 0;
+    else if (!strcmp(type_arg, "float"))
+        t0 = 1;
+    else if (strcmp(type_arg, "both"))
+        lb_usage_error(&program, "--type must be int, float or both");
+    if (!strcmp(mode_arg, "inclusive"))
+        m1 = 0;
+    else if (!strcmp(mode_arg, "exclusive"))
+        m0 = 1;
+    else if (strcmp(mode_arg, "both"))
+        lb_usage_error(&program, "--mode must be inclusive, exclusive or both");
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);
@@ -130,8 +142,13 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc(&d_scratch, scratch));
     /* the report: GB/s of n values read and n written, against a copy of as many bytes and CUB;
      * one table per type and mode */
-    lb_report rep = {.prog = &program, .args = &args, .unit = "gbps", .unit_head = "GB/s", .base = "cub",
-                     .base_head = "vs CUB", .ceiling_head = "vs memcpy"};
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "gbps",
+                     .unit_head = "GB/s",
+                     .base = "cub",
+                     .base_head = "vs CUB",
+                     .ceiling_head = "vs memcpy"};
     float mc_ms = 0.0f;
     if (!args.check_only) rep.ceiling_value = lb_memcpy_ceiling_gbps(8 * n, args.iters, &mc_ms);
     lb_rng rng;
@@ -153,11 +170,12 @@ int main(int argc, char **argv)
                 scan_float_cpu((const float *)h_in, n, excl, want_f, abs_run);
             }
             char what[32], sz[64];
-            snprintf(what, sizeof what, "%s %s", type == SCAN_INT ? "int32" : "float", excl ? "exclusive" : "inclusive");
+            snprintf(what, sizeof what, "%s %s", type == SCAN_INT ? "int32" : "float",
+                     excl ? "exclusive" : "inclusive");
             snprintf(sz, sizeof sz, "%zu_%s_%s", n, type == SCAN_INT ? "int" : "float", excl ? "excl" : "incl");
             lb_report_table(&rep, sz, what);
             if (!args.check_only) lb_report_note(&rep, "cudaMemcpy D2D (same bytes)", mc_ms, rep.ceiling_value, NULL);
-            for (int v = 0; v < SCAN_VERSIONS; v++) {   /* CUB (version 0) always, first: the baseline */
+            for (int v = 0; v < SCAN_VERSIONS; v++) { /* CUB (version 0) always, first: the baseline */
                 if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
                 scan_job job = {v, type, excl, d_in, d_out, n, d_scratch};
                 lb_poison_device(d_out, 4 * n);
@@ -167,13 +185,19 @@ int main(int argc, char **argv)
                                               : check_float(h_out, want_f, abs_run, n, args.quiet);
                 float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
                 char verdict[64];
-                if (bad) snprintf(verdict, sizeof verdict, "FAIL (%zu of %zu wrong)", bad, n);
-                else snprintf(verdict, sizeof verdict, "PASS%s", type == SCAN_INT ? " (exact)" : "");
+                if (bad)
+                    snprintf(verdict, sizeof verdict, "FAIL (%zu of %zu wrong)", bad, n);
+                else
+                    snprintf(verdict, sizeof verdict, "PASS%s", type == SCAN_INT ? " (exact)" : "");
                 lb_report_row(&rep, v, NULL, ms, ms > 0 ? 8.0 * n / (ms * 1e6) : 0.0, bad == 0, verdict);
             }
         }
     }
-    free(h_in); free(h_out); free(want_i); free(want_f); free(abs_run);
+    free(h_in);
+    free(h_out);
+    free(want_i);
+    free(want_f);
+    free(abs_run);
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_out));
     CUDA_CHECK(cudaFree(d_scratch));

@@ -33,7 +33,7 @@ __device__ __forceinline__ float add(float a, float b) { return a + b; }
 
 /* ---------------------------------------------------------------- 1: Hillis-Steele */
 
-#define SCAN1_THREADS 1024   /* threads and elements per block */
+#define SCAN1_THREADS 1024 /* threads and elements per block */
 
 template <typename T>
 __global__ void __launch_bounds__(SCAN1_THREADS) scan_kernel1(const T *in, T *out, size_t n, int exclusive, T *sums)
@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(SCAN1_THREADS) scan_kernel1(const T *in, T *ou
     __syncthreads();
     for (int offset = 1; offset < SCAN1_THREADS; offset *= 2) {
         T t = tid >= offset ? s[tid - offset] : T(0);
-        __syncthreads();   /* everyone has read the old values before anyone writes */
+        __syncthreads(); /* everyone has read the old values before anyone writes */
         s[tid] = add(s[tid], t);
         __syncthreads();
     }
@@ -57,8 +57,8 @@ __global__ void __launch_bounds__(SCAN1_THREADS) scan_kernel1(const T *in, T *ou
 
 /* ---------------------------------------------------------------- 2: Blelloch */
 
-#define SCAN2_THREADS 512                       /* threads; each block scans 2 * SCAN2_THREADS = 1024 elements */
-#define SCAN_PAD(i) ((i) + ((i) >> 5))     /* one spare word every 32: strided accesses spread over banks */
+#define SCAN2_THREADS 512              /* threads; each block scans 2 * SCAN2_THREADS = 1024 elements */
+#define SCAN_PAD(i) ((i) + ((i) >> 5)) /* one spare word every 32: strided accesses spread over banks */
 
 template <typename T>
 __global__ void __launch_bounds__(SCAN2_THREADS) scan_kernel2(const T *in, T *out, size_t n, int exclusive, T *sums)
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(SCAN2_THREADS) scan_kernel2(const T *in, T *ou
     __shared__ T s[SCAN_PAD(2 * SCAN2_THREADS) + 1];
     int tid = threadIdx.x;
     size_t base = (size_t)blockIdx.x * 2 * SCAN2_THREADS;
-    int a = tid, b = tid + SCAN2_THREADS;   /* each thread loads two elements, SCAN2_THREADS apart: coalesced */
+    int a = tid, b = tid + SCAN2_THREADS; /* each thread loads two elements, SCAN2_THREADS apart: coalesced */
     T xa = base + a < n ? in[base + a] : T(0), xb = base + b < n ? in[base + b] : T(0);
     s[SCAN_PAD(a)] = xa;
     s[SCAN_PAD(b)] = xb;
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(SCAN2_THREADS) scan_kernel2(const T *in, T *ou
     }
     __syncthreads();
     if (tid == 0) {
-        sums[blockIdx.x] = s[SCAN_PAD(2 * SCAN2_THREADS - 1)];   /* the block's total */
+        sums[blockIdx.x] = s[SCAN_PAD(2 * SCAN2_THREADS - 1)]; /* the block's total */
         s[SCAN_PAD(2 * SCAN2_THREADS - 1)] = T(0);
     }
     /* down-sweep: each node passes its prefix to its left child and prefix + left to its right */
@@ -103,8 +103,7 @@ __global__ void __launch_bounds__(SCAN2_THREADS) scan_kernel2(const T *in, T *ou
 }
 
 /* out[i] += offsets[block of i]: the propagation step of versions 1 and 2 */
-template <typename T>
-__global__ void scan_add_offsets(T *out, size_t n, const T *offsets, int tile)
+template <typename T> __global__ void scan_add_offsets(T *out, size_t n, const T *offsets, int tile)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = add(out[i], offsets[i / tile]);
@@ -112,13 +111,12 @@ __global__ void scan_add_offsets(T *out, size_t n, const T *offsets, int tile)
 
 /* ---------------------------------------------------------------- tiles of 4096 (3 and 4) */
 
-#define SCAN_TILE_THREADS 256                     /* threads */
-#define SCAN_ITEMS 16                   /* elements per thread */
-#define SCAN_TILE (SCAN_TILE_THREADS * SCAN_ITEMS)          /* 4096 */
+#define SCAN_TILE_THREADS 256                      /* threads */
+#define SCAN_ITEMS 16                              /* elements per thread */
+#define SCAN_TILE (SCAN_TILE_THREADS * SCAN_ITEMS) /* 4096 */
 #define SCAN_TILE_PAD(j) ((j) + ((j) >> 5))
 
-template <typename T>
-__device__ __forceinline__ T warp_inclusive(T v)
+template <typename T> __device__ __forceinline__ T warp_inclusive(T v)
 {
     int lane = threadIdx.x & 31;
     for (int off = 1; off < 32; off *= 2) {
@@ -128,8 +126,7 @@ __device__ __forceinline__ T warp_inclusive(T v)
     return v;
 }
 
-template <typename T>
-__device__ __forceinline__ T warp_total(T v)
+template <typename T> __device__ __forceinline__ T warp_total(T v)
 {
     for (int off = 16; off > 0; off >>= 1) v = add(v, __shfl_xor_sync(SCAN_FULL_MASK, v, off));
     return v;
@@ -137,18 +134,17 @@ __device__ __forceinline__ T warp_total(T v)
 
 /* The exclusive prefix of v over the block's threads, and the block's total. No subtraction:
  * the exclusive value is the inclusive one of the lane before (exact for floats too). */
-template <typename T>
-__device__ __forceinline__ T block_exclusive(T v, T *total)
+template <typename T> __device__ __forceinline__ T block_exclusive(T v, T *total)
 {
     __shared__ T warp_incl[SCAN_TILE_THREADS / 32];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     T inc = warp_inclusive(v);
-    if (lane == 31) warp_incl[warp] = inc;   /* each warp's total */
+    if (lane == 31) warp_incl[warp] = inc; /* each warp's total */
     __syncthreads();
     if (warp == 0) {
         T w = lane < SCAN_TILE_THREADS / 32 ? warp_incl[lane] : T(0);
         w = warp_inclusive(w);
-        if (lane < SCAN_TILE_THREADS / 32) warp_incl[lane] = w;   /* now the warps' inclusive prefixes */
+        if (lane < SCAN_TILE_THREADS / 32) warp_incl[lane] = w; /* now the warps' inclusive prefixes */
     }
     __syncthreads();
     *total = warp_incl[SCAN_TILE_THREADS / 32 - 1];
@@ -159,8 +155,7 @@ __device__ __forceinline__ T block_exclusive(T v, T *total)
 
 /* Load a tile coalesced (thread t reads elements t, t + 256, ...) into shared memory; each
  * thread then owns the 16 consecutive elements tid*16 .. tid*16+15. */
-template <typename T>
-__device__ __forceinline__ void load_tile(const T *in, size_t base, size_t n, T *s)
+template <typename T> __device__ __forceinline__ void load_tile(const T *in, size_t base, size_t n, T *s)
 {
     for (int k = 0; k < SCAN_ITEMS; k++) {
         int j = k * SCAN_TILE_THREADS + threadIdx.x;
@@ -189,8 +184,7 @@ __device__ __forceinline__ void scan_store_tile(T *out, size_t base, size_t n, T
     }
 }
 
-template <typename T>
-__device__ __forceinline__ T thread_total(const T *s)
+template <typename T> __device__ __forceinline__ T thread_total(const T *s)
 {
     T acc = T(0);
     for (int k = 0; k < SCAN_ITEMS; k++) acc = add(acc, s[SCAN_TILE_PAD(threadIdx.x * SCAN_ITEMS + k)]);
@@ -220,10 +214,10 @@ __global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel3_tile_sums(cons
 }
 
 /* one block: exclusive scan of m tile sums in place (m = n / 4096, up to 2^20) */
-template <typename T>
-__global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel3_scan_sums(T *sums, size_t m)
+template <typename T> __global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel3_scan_sums(T *sums, size_t m)
 {
-    size_t per = (m + SCAN_TILE_THREADS - 1) / SCAN_TILE_THREADS, lo = threadIdx.x * per, hi = lo + per < m ? lo + per : m;
+    size_t per = (m + SCAN_TILE_THREADS - 1) / SCAN_TILE_THREADS, lo = threadIdx.x * per,
+           hi = lo + per < m ? lo + per : m;
     T acc = T(0);
     for (size_t i = lo; i < hi; i++) acc = add(acc, sums[i]);
     T total;
@@ -236,7 +230,8 @@ __global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel3_scan_sums(T *s
 }
 
 template <typename T>
-__global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel3(const T *in, T *out, size_t n, const T *prefix, int exclusive)
+__global__ void __launch_bounds__(SCAN_TILE_THREADS)
+    scan_kernel3(const T *in, T *out, size_t n, const T *prefix, int exclusive)
 {
     __shared__ T s[SCAN_TILE_PAD(SCAN_TILE)];
     size_t base = (size_t)blockIdx.x * SCAN_TILE;
@@ -271,22 +266,22 @@ __device__ T look_back(const unsigned long long *status, unsigned int tile)
 {
     int lane = threadIdx.x & 31;
     T prefix = T(0);
-    long long end = (long long)tile - 1;   /* the window is tiles end, end - 1, ..., end - 31 */
+    long long end = (long long)tile - 1; /* the window is tiles end, end - 1, ..., end - 31 */
     if (FIRST_NS > 0) __nanosleep(FIRST_NS);
     for (;;) {
         long long idx = end - lane;
         unsigned int flag;
         T v;
-        for (;;) {   /* wait until every tile in the window has published at least its total */
-            unsigned long long w = idx >= 0 ? *(volatile const unsigned long long *)&status[idx]
-                                            : ((unsigned long long)FLAG_PREFIX << 32);
+        for (;;) { /* wait until every tile in the window has published at least its total */
+            unsigned long long w =
+                idx >= 0 ? *(volatile const unsigned long long *)&status[idx] : ((unsigned long long)FLAG_PREFIX << 32);
             flag = (unsigned int)(w >> 32);
             v = from_bits<T>((unsigned int)w);
             if (!__any_sync(SCAN_FULL_MASK, flag == FLAG_NONE)) break;
             if (PAUSE_NS > 0) __nanosleep(PAUSE_NS);
         }
         unsigned int prefixes = __ballot_sync(SCAN_FULL_MASK, flag == FLAG_PREFIX);
-        int stop = prefixes ? __ffs(prefixes) - 1 : 32;   /* the nearest tile with a full prefix */
+        int stop = prefixes ? __ffs(prefixes) - 1 : 32; /* the nearest tile with a full prefix */
         prefix = add(prefix, warp_total(lane <= stop ? v : T(0)));
         if (prefixes) return prefix;
         end -= 32;
@@ -305,8 +300,8 @@ __device__ T tile_prefix(unsigned long long *status, unsigned int tile, T total)
 }
 
 template <typename T>
-__global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel4(const T *in, T *out, size_t n, int exclusive,
-                                                    unsigned long long *status, unsigned int *counter)
+__global__ void __launch_bounds__(SCAN_TILE_THREADS)
+    scan_kernel4(const T *in, T *out, size_t n, int exclusive, unsigned long long *status, unsigned int *counter)
 {
     __shared__ T s[SCAN_TILE_PAD(SCAN_TILE)];
     __shared__ unsigned int s_tile;
@@ -352,23 +347,27 @@ __global__ void __launch_bounds__(SCAN_TILE_THREADS) scan_kernel4(const T *in, T
 #define SCAN_FIRST_SLEEP_NS 1200
 #endif
 #ifndef SCAN_BY_BLOCKIDX
-#define SCAN_BY_BLOCKIDX 0           /* 1: tile = blockIdx.x, as CUB does (see the kernel) */
+#define SCAN_BY_BLOCKIDX 0 /* 1: tile = blockIdx.x, as CUB does (see the kernel) */
 #endif
 #ifndef SCAN_MIN_BLOCKS
-#define SCAN_MIN_BLOCKS 1            /* blocks per SM the compiler must fit (caps registers) */
+#define SCAN_MIN_BLOCKS 1 /* blocks per SM the compiler must fit (caps registers) */
 #endif
 #define SCAN5_THREADS SCAN_THREADS
-#define SCAN5_VECS SCAN_VECS                 /* 16-byte vectors per thread: 4 * SCAN5_VECS elements */
-#define SCAN5_WARP_ITEMS (32 * 4 * SCAN5_VECS)          /* elements per warp */
-#define SCAN5_TILE (SCAN5_THREADS * 4 * SCAN5_VECS)          /* elements per tile (8192 by default) */
+#define SCAN5_VECS SCAN_VECS                        /* 16-byte vectors per thread: 4 * SCAN5_VECS elements */
+#define SCAN5_WARP_ITEMS (32 * 4 * SCAN5_VECS)      /* elements per warp */
+#define SCAN5_TILE (SCAN5_THREADS * 4 * SCAN5_VECS) /* elements per tile (8192 by default) */
 
 template <typename T> struct vec4;
-template <> struct vec4<int> { typedef int4 type; };
-template <> struct vec4<float> { typedef float4 type; };
+template <> struct vec4<int> {
+    typedef int4 type;
+};
+template <> struct vec4<float> {
+    typedef float4 type;
+};
 
 template <typename T>
-__global__ void __launch_bounds__(SCAN5_THREADS, SCAN_MIN_BLOCKS) scan_kernel5(const T *in, T *out, size_t n, int exclusive,
-                                                        unsigned long long *status, unsigned int *counter)
+__global__ void __launch_bounds__(SCAN5_THREADS, SCAN_MIN_BLOCKS)
+    scan_kernel5(const T *in, T *out, size_t n, int exclusive, unsigned long long *status, unsigned int *counter)
 {
     typedef typename vec4<T>::type V;
     __shared__ unsigned int s_tile;
@@ -381,17 +380,20 @@ __global__ void __launch_bounds__(SCAN5_THREADS, SCAN_MIN_BLOCKS) scan_kernel5(c
     if (!SCAN_BY_BLOCKIDX && threadIdx.x == 0) s_tile = atomicAdd(counter, 1u);
     if (!SCAN_BY_BLOCKIDX) __syncthreads();
     unsigned int tile = SCAN_BY_BLOCKIDX ? blockIdx.x : s_tile;
-    size_t wbase = (size_t)tile * SCAN5_TILE + (size_t)warp * SCAN5_WARP_ITEMS;   /* this warp's first element */
-    bool full = wbase + SCAN5_WARP_ITEMS <= n;                               /* no edge inside the warp's part */
+    size_t wbase = (size_t)tile * SCAN5_TILE + (size_t)warp * SCAN5_WARP_ITEMS; /* this warp's first element */
+    bool full = wbase + SCAN5_WARP_ITEMS <= n;                                  /* no edge inside the warp's part */
 
     /* load: row r of the warp's part is elements wbase + 128 r .. + 127; lane l takes 4l..4l+3 */
     T x[SCAN5_VECS][4];
     if (full) {
-        const V *p = (const V *)(in + wbase);   /* 16-byte aligned: wbase is a multiple of 128 */
+        const V *p = (const V *)(in + wbase); /* 16-byte aligned: wbase is a multiple of 128 */
 #pragma unroll
         for (int r = 0; r < SCAN5_VECS; r++) {
             V q = p[r * 32 + lane];
-            x[r][0] = q.x; x[r][1] = q.y; x[r][2] = q.z; x[r][3] = q.w;
+            x[r][0] = q.x;
+            x[r][1] = q.y;
+            x[r][2] = q.z;
+            x[r][3] = q.w;
         }
     } else {
 #pragma unroll
@@ -414,7 +416,7 @@ __global__ void __launch_bounds__(SCAN5_THREADS, SCAN_MIN_BLOCKS) scan_kernel5(c
         T inc = warp_inclusive(x[r][3]);
         T before = __shfl_up_sync(SCAN_FULL_MASK, inc, 1);
         lane_off[r] = add(carry, lane == 0 ? T(0) : before);
-        carry = add(carry, __shfl_sync(SCAN_FULL_MASK, inc, 31));   /* the row's total */
+        carry = add(carry, __shfl_sync(SCAN_FULL_MASK, inc, 31)); /* the row's total */
     }
 
     /* the block: each warp's total, then what comes before each warp and the tile's total */
@@ -446,7 +448,10 @@ __global__ void __launch_bounds__(SCAN5_THREADS, SCAN_MIN_BLOCKS) scan_kernel5(c
         for (int c = 0; c < 4; c++) o[c] = exclusive ? (c ? add(off, x[r][c - 1]) : off) : add(off, x[r][c]);
         if (full) {
             V q;
-            q.x = o[0]; q.y = o[1]; q.z = o[2]; q.w = o[3];
+            q.x = o[0];
+            q.y = o[1];
+            q.z = o[2];
+            q.w = o[3];
             ((V *)(out + wbase))[r * 32 + lane] = q;
         } else {
 #pragma unroll
@@ -468,8 +473,10 @@ static cudaError_t scan_propagate(int version, const T *in, T *out, size_t n, in
 {
     size_t blocks = tiles_of(n, 1024);
     T *sums = scratch;
-    if (version == 1) scan_kernel1<T><<<(unsigned int)blocks, SCAN1_THREADS>>>(in, out, n, exclusive, sums);
-    else scan_kernel2<T><<<(unsigned int)blocks, SCAN2_THREADS>>>(in, out, n, exclusive, sums);
+    if (version == 1)
+        scan_kernel1<T><<<(unsigned int)blocks, SCAN1_THREADS>>>(in, out, n, exclusive, sums);
+    else
+        scan_kernel2<T><<<(unsigned int)blocks, SCAN2_THREADS>>>(in, out, n, exclusive, sums);
     cudaError_t e = cudaGetLastError();
     if (e || blocks == 1) return e;
     /* an exclusive scan of the totals gives each block its offset */

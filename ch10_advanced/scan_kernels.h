@@ -7,7 +7,7 @@
 extern "C" {
 #endif
 
-#define SCAN_VERSIONS 6   /* 0 (CUB) .. 5; scan.c's version table has a row for each */
+#define SCAN_VERSIONS 6 /* 0 (CUB) .. 5; scan.c's version table has a row for each */
 enum { SCAN_INT = 0, SCAN_FLOAT = 1 };
 
 size_t scan_scratch_bytes(int version, size_t n);

@@ -34,7 +34,13 @@ static void warp_op_cpu(int op, unsigned int *v, size_t n, int reps)
 
 /* ---------------------------------------------------------------- main */
 
-typedef struct { int op, shared; const unsigned int *in; unsigned int *out; size_t n; int reps; } op_job;
+typedef struct {
+    int op, shared;
+    const unsigned int *in;
+    unsigned int *out;
+    size_t n;
+    int reps;
+} op_job;
 
 static cudaError_t run_op(void *ctx)
 {
@@ -65,7 +71,8 @@ int main(int argc, char **argv)
     lb_gpu gpu;
     lb_gpu_init(&gpu);
     lb_require_device_memory(8 * n, "the arrays");
-    if (!args.quiet) printf("shuffle: n=%zu, %d rounds each, %s (%s), seed %llu\n", n, reps, gpu.prop.name, gpu.sm, args.seed);
+    if (!args.quiet)
+        printf("shuffle: n=%zu, %d rounds each, %s (%s), seed %llu\n", n, reps, gpu.prop.name, gpu.sm, args.seed);
 
     unsigned int *h_in = lb_host_alloc(4 * n, "input"), *want = lb_host_alloc(4 * n, "reference"),
                  *got = lb_host_alloc(4 * n, "result");
@@ -96,7 +103,8 @@ int main(int argc, char **argv)
                 ms[sh] = lb_time_ms(run_op, &j, 1, args.iters);
                 char name[32];
                 snprintf(name, sizeof name, "%s_%s", op_names[op], sh ? "shared" : "shfl");
-                lb_result r = {"shuffle", -1, name, sz, ms[sh], "gops_s", (double)n * reps / (ms[sh] * 1e6), NULL, 0.0, ok};
+                lb_result r = {"shuffle", -1,  name, sz, ms[sh], "gops_s", (double)n * reps / (ms[sh] * 1e6),
+                               NULL,      0.0, ok};
                 lb_print_result(&r, args.quiet);
             }
         }
@@ -108,7 +116,9 @@ int main(int argc, char **argv)
         }
     }
     if (args.quiet) printf("shuffle: n=%zu, %s\n", n, failures ? "FAIL" : "PASS");
-    free(h_in); free(want); free(got);
+    free(h_in);
+    free(want);
+    free(got);
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_out));
     return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;

@@ -13,8 +13,7 @@
 #define SHUFFLE_FULL_MASK 0xffffffffu
 #define SHUFFLE_BLOCK 256
 
-template <int OP>
-__device__ __forceinline__ unsigned int shfl_op(unsigned int v, int lane)
+template <int OP> __device__ __forceinline__ unsigned int shfl_op(unsigned int v, int lane)
 {
     if (OP == OP_SWAP) return __shfl_xor_sync(SHUFFLE_FULL_MASK, v, 1);
     if (OP == OP_SUM) {
@@ -32,14 +31,13 @@ __device__ __forceinline__ unsigned int shfl_op(unsigned int v, int lane)
 }
 
 /* the same through the warp's 32 words of shared memory */
-template <int OP>
-__device__ __forceinline__ unsigned int shared_op(unsigned int v, int lane, volatile unsigned int *s)
+template <int OP> __device__ __forceinline__ unsigned int shared_op(unsigned int v, int lane, volatile unsigned int *s)
 {
     if (OP == OP_SWAP || OP == OP_BROADCAST) {
         s[lane] = v;
         __syncwarp();
         v = s[OP == OP_SWAP ? lane ^ 1 : 0];
-        __syncwarp();   /* read before the next round overwrites */
+        __syncwarp(); /* read before the next round overwrites */
         return v;
     }
     if (OP == OP_SUM) {
@@ -54,7 +52,7 @@ __device__ __forceinline__ unsigned int shared_op(unsigned int v, int lane, vola
         }
         return v;
     }
-    s[lane] = v;   /* scan */
+    s[lane] = v; /* scan */
     __syncwarp();
     for (int d = 1; d < 32; d *= 2) {
         unsigned int u = lane >= d ? s[lane - d] : 0u;
@@ -77,17 +75,19 @@ __global__ void warp_op_kernel(const unsigned int *in, unsigned int *out, size_t
     unsigned int v = in[i];
     for (int r = 0; r < reps; r++) {
         v = SHARED ? shared_op<OP>(v, lane, s + (threadIdx.x & ~31)) : shfl_op<OP>(v, lane);
-        v = v * 2654435761u + (unsigned int)r;   /* keep the rounds dependent and the values moving */
+        v = v * 2654435761u + (unsigned int)r; /* keep the rounds dependent and the values moving */
     }
     out[i] = v;
 }
 
-extern "C" cudaError_t warp_op_launch(int op, int use_shared, const unsigned int *d_in, unsigned int *d_out, size_t n, int reps)
+extern "C" cudaError_t warp_op_launch(int op, int use_shared, const unsigned int *d_in, unsigned int *d_out, size_t n,
+                                      int reps)
 {
     if (n % 32) return cudaErrorInvalidValue;
     unsigned int blocks = (unsigned int)((n + SHUFFLE_BLOCK - 1) / SHUFFLE_BLOCK);
-#define LAUNCH(O) (use_shared ? warp_op_kernel<O, 1><<<blocks, SHUFFLE_BLOCK>>>(d_in, d_out, n, reps) \
-                              : warp_op_kernel<O, 0><<<blocks, SHUFFLE_BLOCK>>>(d_in, d_out, n, reps))
+#define LAUNCH(O)                                                                       \
+    (use_shared ? warp_op_kernel<O, 1><<<blocks, SHUFFLE_BLOCK>>>(d_in, d_out, n, reps) \
+                : warp_op_kernel<O, 0><<<blocks, SHUFFLE_BLOCK>>>(d_in, d_out, n, reps))
     switch (op) {
     case OP_SWAP: LAUNCH(OP_SWAP); break;
     case OP_SUM: LAUNCH(OP_SUM); break;

@@ -14,7 +14,13 @@
 static const char *const vt_names[VT_COUNT] = {"float", "float2", "float4", "int4", "double2", "float_x4", "float4_x4"};
 static const int vt_bytes[VT_COUNT] = {4, 8, 16, 16, 16, 4, 16};
 
-typedef struct { int vt; const float *x; float *y; size_t n; float a; } vt_job;
+typedef struct {
+    int vt;
+    const float *x;
+    float *y;
+    size_t n;
+    float a;
+} vt_job;
 
 static cudaError_t run_vt(void *ctx)
 {
@@ -22,13 +28,13 @@ static cudaError_t run_vt(void *ctx)
     return vt_launch(j->vt, j->x, j->y, j->n, j->a);
 }
 
-static const lb_program program = {
-    .name = "vector_types",
-    .synopsis = "copy and scale with float, float2, float4, int4 and double2 accesses (and float, float4 four at a time), against cudaMemcpy",
-    .details = NULL,
-    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
-    .opts = NULL,
-    .n_opts = 0};
+static const lb_program program = {.name = "vector_types",
+                                   .synopsis = "copy and scale with float, float2, float4, int4 and double2 accesses "
+                                               "(and float, float4 four at a time), against cudaMemcpy",
+                                   .details = NULL,
+                                   .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+                                   .opts = NULL,
+                                   .n_opts = 0};
 
 int main(int argc, char **argv)
 {
@@ -62,12 +68,12 @@ int main(int argc, char **argv)
         float a = op == 0 ? 1.0f : 2.5f;
         for (size_t i = 0; i < n; i++) want[i] = a * h_x[i];
         for (int vt = 0; vt < VT_COUNT; vt++) {
-            if (op == 1 && (vt == VT_INT4 || vt == VT_DOUBLE2)) continue;   /* integers and doubles: copy only */
+            if (op == 1 && (vt == VT_INT4 || vt == VT_DOUBLE2)) continue; /* integers and doubles: copy only */
             vt_job j = {vt, d_x, d_y, n, a};
             lb_poison_device(d_y, 4 * n);
             CUDA_CHECK(run_vt(&j));
             CUDA_CHECK(cudaMemcpy(h_y, d_y, 4 * n, cudaMemcpyDeviceToHost));
-            int ok = memcmp(h_y, want, 4 * n) == 0;   /* a copy, or one rounding the CPU does alike */
+            int ok = memcmp(h_y, want, 4 * n) == 0; /* a copy, or one rounding the CPU does alike */
             failures += !ok;
             float ms = 0.0f;
             double gbps = 0.0;
@@ -87,7 +93,9 @@ int main(int argc, char **argv)
         }
     }
     if (args.quiet) printf("vector_types: n=%zu, %s\n", n, failures ? "FAIL" : "PASS");
-    free(h_x); free(h_y); free(want);
+    free(h_x);
+    free(h_y);
+    free(want);
     CUDA_CHECK(cudaFree(d_x));
     CUDA_CHECK(cudaFree(d_y));
     return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;

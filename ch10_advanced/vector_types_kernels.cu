@@ -11,19 +11,20 @@
 
 #define VECTOR_TYPES_BLOCK 256
 
-template <typename V>
-__device__ __forceinline__ V scale(V v, float a);
+template <typename V> __device__ __forceinline__ V scale(V v, float a);
 template <> __device__ __forceinline__ float scale(float v, float a) { return a * v; }
 template <> __device__ __forceinline__ float2 scale(float2 v, float a) { return make_float2(a * v.x, a * v.y); }
-template <> __device__ __forceinline__ float4 scale(float4 v, float a) { return make_float4(a * v.x, a * v.y, a * v.z, a * v.w); }
-template <> __device__ __forceinline__ int4 scale(int4 v, float) { return v; }         /* copy only */
-template <> __device__ __forceinline__ double2 scale(double2 v, float) { return v; }   /* copy only */
+template <> __device__ __forceinline__ float4 scale(float4 v, float a)
+{
+    return make_float4(a * v.x, a * v.y, a * v.z, a * v.w);
+}
+template <> __device__ __forceinline__ int4 scale(int4 v, float) { return v; }       /* copy only */
+template <> __device__ __forceinline__ double2 scale(double2 v, float) { return v; } /* copy only */
 
 /* WIDTH floats per element of V; the tail (n % WIDTH floats) one float at a time. Each thread
  * handles UNROLL elements per trip round the grid-stride loop, all loads before any store:
  * UNROLL loads in flight per thread instead of one. */
-template <typename V, int WIDTH, int UNROLL>
-__global__ void vt_kernel(const float *x, float *y, size_t n, float a)
+template <typename V, int WIDTH, int UNROLL> __global__ void vt_kernel(const float *x, float *y, size_t n, float a)
 {
     const V *xv = (const V *)x;
     V *yv = (V *)y;
@@ -38,16 +39,15 @@ __global__ void vt_kernel(const float *x, float *y, size_t n, float a)
             if (i + u * stride < nv) yv[i + u * stride] = scale(v[u], a);
     }
     size_t t = nv * WIDTH + (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < n) y[t] = a * x[t];   /* a = 1 (a copy): 1 * x is x, bit for bit */
+    if (t < n) y[t] = a * x[t]; /* a = 1 (a copy): 1 * x is x, bit for bit */
 }
 
-template <typename V, int WIDTH, int UNROLL = 1>
-static cudaError_t launch(const float *x, float *y, size_t n, float a)
+template <typename V, int WIDTH, int UNROLL = 1> static cudaError_t launch(const float *x, float *y, size_t n, float a)
 {
     size_t nv = n / WIDTH;
     size_t blocks = (nv + VECTOR_TYPES_BLOCK * UNROLL - 1) / (VECTOR_TYPES_BLOCK * UNROLL);
-    if (blocks > 132 * 16) blocks = 132 * 16;   /* grid-stride: a few waves on the largest GPU */
-    if (blocks == 0) blocks = 1;                /* the tail alone */
+    if (blocks > 132 * 16) blocks = 132 * 16; /* grid-stride: a few waves on the largest GPU */
+    if (blocks == 0) blocks = 1;              /* the tail alone */
     vt_kernel<V, WIDTH, UNROLL><<<(unsigned int)blocks, VECTOR_TYPES_BLOCK>>>(x, y, n, a);
     return cudaGetLastError();
 }

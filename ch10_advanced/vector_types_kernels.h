@@ -7,7 +7,16 @@
 extern "C" {
 #endif
 
-enum { VT_FLOAT = 0, VT_FLOAT2 = 1, VT_FLOAT4 = 2, VT_INT4 = 3, VT_DOUBLE2 = 4, VT_FLOAT_X4 = 5, VT_FLOAT4_X4 = 6, VT_COUNT = 7 };
+enum {
+    VT_FLOAT = 0,
+    VT_FLOAT2 = 1,
+    VT_FLOAT4 = 2,
+    VT_INT4 = 3,
+    VT_DOUBLE2 = 4,
+    VT_FLOAT_X4 = 5,
+    VT_FLOAT4_X4 = 6,
+    VT_COUNT = 7
+};
 
 /* y = a * x for n floats (a = 1: a copy), each thread moving one element of type `vt`
  * (VT_INT4 and VT_DOUBLE2: copy only, a is ignored); the _X4 kinds move four elements per

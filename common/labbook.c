@@ -63,21 +63,16 @@ void lb_cuda_fail(cudaError_t err, const char *call, const char *file, int line)
     switch (err) {
     case cudaErrorInsufficientDriver:
         no_gpu_exit("the CUDA driver is missing or older than this program's CUDA runtime");
-    case cudaErrorNoDevice:
-        no_gpu_exit("no CUDA-capable device is visible");
-    case cudaErrorStubLibrary:
-        no_gpu_exit("only the toolkit's stub libcuda.so was found, not the real driver");
-    case cudaErrorDevicesUnavailable:
-        no_gpu_exit("every CUDA device is busy or in exclusive/prohibited compute mode");
+    case cudaErrorNoDevice: no_gpu_exit("no CUDA-capable device is visible");
+    case cudaErrorStubLibrary: no_gpu_exit("only the toolkit's stub libcuda.so was found, not the real driver");
+    case cudaErrorDevicesUnavailable: no_gpu_exit("every CUDA device is busy or in exclusive/prohibited compute mode");
     case cudaErrorNoKernelImageForDevice:
     case cudaErrorInvalidDeviceFunction:
-    case cudaErrorUnsupportedPtxVersion:
-        wrong_arch_exit();
-    default:
-        break;
+    case cudaErrorUnsupportedPtxVersion: wrong_arch_exit();
+    default: break;
     }
-    fprintf(stderr, "%s:%d: CUDA error %s (%s) in %s\n", file, line, cudaGetErrorName(err),
-            cudaGetErrorString(err), call);
+    fprintf(stderr, "%s:%d: CUDA error %s (%s) in %s\n", file, line, cudaGetErrorName(err), cudaGetErrorString(err),
+            call);
     if (err == cudaErrorMemoryAllocation) {
         fprintf(stderr, "the problem is too large for the device's memory: try a smaller --size\n");
         exit(LB_EXIT_USAGE);
@@ -85,8 +80,8 @@ void lb_cuda_fail(cudaError_t err, const char *call, const char *file, int line)
     exit(LB_EXIT_CUDA);
 }
 
-void lb_lib_fail(const char *lib, int code, const char *name, const char *text, const char *call,
-                 const char *file, int line)
+void lb_lib_fail(const char *lib, int code, const char *name, const char *text, const char *call, const char *file,
+                 int line)
 {
     fprintf(stderr, "%s:%d: %s error %s (%d: %s) in %s\n", file, line, lib, name, code, text, call);
     exit(LB_EXIT_CUDA);
@@ -118,16 +113,17 @@ void lb_require_device_memory(size_t bytes, const char *what)
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     if (bytes > free_b)
-        lb_die(LB_EXIT_USAGE, "size too large: %s needs %.2f GiB of device memory, %.2f GiB free "
-               "(of %.2f GiB)", what, gib(bytes), gib(free_b), gib(total_b));
+        lb_die(LB_EXIT_USAGE,
+               "size too large: %s needs %.2f GiB of device memory, %.2f GiB free "
+               "(of %.2f GiB)",
+               what, gib(bytes), gib(free_b), gib(total_b));
 }
 
 void *lb_host_alloc(size_t bytes, const char *what)
 {
     void *p = malloc(bytes ? bytes : 1);
     if (!p)
-        lb_die(LB_EXIT_USAGE, "size too large: %s needs %.2f GiB of host memory and malloc failed",
-               what, gib(bytes));
+        lb_die(LB_EXIT_USAGE, "size too large: %s needs %.2f GiB of host memory and malloc failed", what, gib(bytes));
     return p;
 }
 
@@ -137,7 +133,7 @@ unsigned int lb_resident_blocks(const void *kernel, int block, size_t smem)
     int dev, sms, per_sm;
     if (cudaGetDevice(&dev) || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, smem) || per_sm < 1)
-        return 1024;   /* a safe guess if the device cannot be asked */
+        return 1024; /* a safe guess if the device cannot be asked */
     return (unsigned int)(sms * per_sm);
 }
 
@@ -149,9 +145,9 @@ int lb_version_wanted(const lb_program *prog, const lb_args *args, const lb_gpu 
     if (!v || (args->version >= 0 && args->version != number)) return 0;
     int have = gpu->prop.major * 10 + gpu->prop.minor;
     if (v->min_sm <= have) return 1;
-    if (args->version == number)   /* asked for by number: say why not, exit 2 */
-        lb_die(LB_EXIT_USAGE, "%s: version %d (%s) needs sm_%d or newer; this GPU (%s) is %s", prog->name,
-               number, v->title, v->min_sm, gpu->prop.name, gpu->sm);
+    if (args->version == number) /* asked for by number: say why not, exit 2 */
+        lb_die(LB_EXIT_USAGE, "%s: version %d (%s) needs sm_%d or newer; this GPU (%s) is %s", prog->name, number,
+               v->title, v->min_sm, gpu->prop.name, gpu->sm);
     if (!args->quiet)
         printf("  %2d  %-28s skipped: needs sm_%d or newer; this GPU is %s\n", number, v->title, v->min_sm, gpu->sm);
     return 0;
@@ -160,8 +156,8 @@ int lb_version_wanted(const lb_program *prog, const lb_args *args, const lb_gpu 
 void lb_check_block(const lb_program *prog, const lb_gpu *gpu, int block)
 {
     if (block < 1 || block > gpu->prop.maxThreadsPerBlock)
-        lb_usage_error(prog, "--block %d is not allowed on %s (1..%d threads per block)", block,
-                       gpu->prop.name, gpu->prop.maxThreadsPerBlock);
+        lb_usage_error(prog, "--block %d is not allowed on %s (1..%d threads per block)", block, gpu->prop.name,
+                       gpu->prop.maxThreadsPerBlock);
 }
 
 /* ================================================================ data */
@@ -197,8 +193,8 @@ void lb_poison_device(void *d, size_t bytes) { CUDA_CHECK(cudaMemset(d, 0xFF, by
 
 #define LB_SHOW_MISMATCHES 5
 
-lb_check lb_check_f32(const char *what, const float *got, const float *want, size_t n,
-                      double atol, double rtol, int quiet)
+lb_check lb_check_f32(const char *what, const float *got, const float *want, size_t n, double atol, double rtol,
+                      int quiet)
 {
     lb_check c = {0, 0.0, 0.0};
     for (size_t i = 0; i < n; i++) {
@@ -213,14 +209,14 @@ lb_check lb_check_f32(const char *what, const float *got, const float *want, siz
         }
         if (!ok) {
             if (!quiet && c.n_bad < LB_SHOW_MISMATCHES)
-                fprintf(stderr, "  %s mismatch at [%zu]: got %.9g, want %.9g (tolerance %.3g)\n",
-                        what, i, g, w, atol + rtol * fabs(w));
+                fprintf(stderr, "  %s mismatch at [%zu]: got %.9g, want %.9g (tolerance %.3g)\n", what, i, g, w,
+                        atol + rtol * fabs(w));
             c.n_bad++;
         }
     }
     if (!quiet && c.n_bad)
-        fprintf(stderr, "  %s: %zu of %zu wrong, max abs err %.3g, max rel err %.3g\n", what,
-                c.n_bad, n, c.max_abs_err, c.max_rel_err);
+        fprintf(stderr, "  %s: %zu of %zu wrong, max abs err %.3g, max rel err %.3g\n", what, c.n_bad, n, c.max_abs_err,
+                c.max_rel_err);
     return c;
 }
 
@@ -296,7 +292,11 @@ float lb_time_ms(lb_work_fn fn, void *ctx, int warmup, int iters)
     return median;
 }
 
-typedef struct { void *dst; const void *src; size_t bytes; } memcpy_job;
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} memcpy_job;
 
 static cudaError_t run_memcpy(void *ctx)
 {
@@ -312,7 +312,7 @@ double lb_memcpy_ceiling_gbps(size_t bytes_moved, int iters, float *ms_out)
     lb_require_device_memory(2 * j.bytes, "the memcpy ceiling");
     CUDA_CHECK(cudaMalloc(&j.dst, j.bytes));
     CUDA_CHECK(cudaMalloc((void **)&j.src, j.bytes));
-    CUDA_CHECK(cudaMemset((void *)j.src, 0x5A, j.bytes));   /* real bytes, not an untouched page */
+    CUDA_CHECK(cudaMemset((void *)j.src, 0x5A, j.bytes)); /* real bytes, not an untouched page */
     float ms = lb_time_ms(run_memcpy, &j, 3, iters);
     CUDA_CHECK(cudaFree(j.dst));
     CUDA_CHECK(cudaFree((void *)j.src));
@@ -331,7 +331,7 @@ double lb_wall_ms(void)
 
 void lb_print_result(const lb_result *r, int quiet)
 {
-    if (quiet) return;   /* --quiet promises one summary line */
+    if (quiet) return; /* --quiet promises one summary line */
     printf("RESULT prog=%s", r->prog);
     if (r->ver >= 0) printf(" ver=%d", r->ver);
     printf(" name=%s size=%s ms=%.4f %s=%.4g", r->name, r->size, r->ms, r->unit, r->value);

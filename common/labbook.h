@@ -27,13 +27,7 @@
 extern "C" {
 #endif
 
-enum {
-    LB_EXIT_PASS = 0,
-    LB_EXIT_FAIL = 1,
-    LB_EXIT_USAGE = 2,
-    LB_EXIT_CUDA = 3,
-    LB_EXIT_NO_GPU = 77
-};
+enum { LB_EXIT_PASS = 0, LB_EXIT_FAIL = 1, LB_EXIT_USAGE = 2, LB_EXIT_CUDA = 3, LB_EXIT_NO_GPU = 77 };
 
 #if defined(__GNUC__)
 #define LB_NORETURN __attribute__((noreturn))
@@ -56,14 +50,14 @@ enum {
 /* Print "file:line: <what> failed: <name> (<text>)" and exit. A missing driver or device
  * exits 77, "no kernel image" explains the sm_XX mismatch and exits 77, anything else 3. */
 LB_NORETURN void lb_cuda_fail(cudaError_t err, const char *call, const char *file, int line);
-LB_NORETURN void lb_lib_fail(const char *lib, int code, const char *name, const char *text,
-                             const char *call, const char *file, int line);
+LB_NORETURN void lb_lib_fail(const char *lib, int code, const char *name, const char *text, const char *call,
+                             const char *file, int line);
 /* One-line message and exit: lb_die(LB_EXIT_USAGE, "--size must be positive") */
 LB_NORETURN void lb_die(int exit_code, const char *fmt, ...) LB_PRINTF(2, 3);
 
-#define CUDA_CHECK(call)                                                         \
-    do {                                                                         \
-        cudaError_t lb_err_ = (call);                                            \
+#define CUDA_CHECK(call)                                                              \
+    do {                                                                              \
+        cudaError_t lb_err_ = (call);                                                 \
         if (lb_err_ != cudaSuccess) lb_cuda_fail(lb_err_, #call, __FILE__, __LINE__); \
     } while (0)
 
@@ -73,8 +67,7 @@ LB_NORETURN void lb_die(int exit_code, const char *fmt, ...) LB_PRINTF(2, 3);
 static inline void lb_cublas_check(cublasStatus_t s, const char *call, const char *file, int line)
 {
     if (s != CUBLAS_STATUS_SUCCESS)
-        lb_lib_fail("cuBLAS", (int)s, cublasGetStatusName(s), cublasGetStatusString(s),
-                    call, file, line);
+        lb_lib_fail("cuBLAS", (int)s, cublasGetStatusName(s), cublasGetStatusString(s), call, file, line);
 }
 #define CUBLAS_CHECK(call) lb_cublas_check((call), #call, __FILE__, __LINE__)
 #endif
@@ -99,8 +92,7 @@ static inline const char *lb_cufft_name(cufftResult r)
 }
 static inline void lb_cufft_check(cufftResult r, const char *call, const char *file, int line)
 {
-    if (r != CUFFT_SUCCESS)
-        lb_lib_fail("cuFFT", (int)r, lb_cufft_name(r), "see cufft.h", call, file, line);
+    if (r != CUFFT_SUCCESS) lb_lib_fail("cuFFT", (int)r, lb_cufft_name(r), "see cufft.h", call, file, line);
 }
 #define CUFFT_CHECK(call) lb_cufft_check((call), #call, __FILE__, __LINE__)
 #endif
@@ -126,8 +118,7 @@ static inline const char *lb_curand_name(curandStatus_t s)
 }
 static inline void lb_curand_check(curandStatus_t s, const char *call, const char *file, int line)
 {
-    if (s != CURAND_STATUS_SUCCESS)
-        lb_lib_fail("cuRAND", (int)s, lb_curand_name(s), "see curand.h", call, file, line);
+    if (s != CURAND_STATUS_SUCCESS) lb_lib_fail("cuRAND", (int)s, lb_curand_name(s), "see curand.h", call, file, line);
 }
 #define CURAND_CHECK(call) lb_curand_check((call), #call, __FILE__, __LINE__)
 #endif
@@ -148,21 +139,20 @@ static inline void lb_cu_check(CUresult r, const char *call, const char *file, i
 #endif
 
 #ifdef __NVRTC_H__ /* nvrtc.h */
-#define NVRTC_CHECK(call)                                                        \
-    do {                                                                         \
-        nvrtcResult lb_r_ = (call);                                              \
-        if (lb_r_ != NVRTC_SUCCESS)                                              \
-            lb_lib_fail("NVRTC", (int)lb_r_, nvrtcGetErrorString(lb_r_), "see nvrtc.h", \
-                        #call, __FILE__, __LINE__);                              \
+#define NVRTC_CHECK(call)                                                                                           \
+    do {                                                                                                            \
+        nvrtcResult lb_r_ = (call);                                                                                 \
+        if (lb_r_ != NVRTC_SUCCESS)                                                                                 \
+            lb_lib_fail("NVRTC", (int)lb_r_, nvrtcGetErrorString(lb_r_), "see nvrtc.h", #call, __FILE__, __LINE__); \
     } while (0)
 #endif
 
 /* ---------------------------------------------------------------- GPU presence */
 
 typedef struct {
-    int device;               /* the device in use (0) */
+    int device; /* the device in use (0) */
     struct cudaDeviceProp prop;
-    char sm[16];              /* "sm_90" */
+    char sm[16]; /* "sm_90" */
 } lb_gpu;
 
 /* Find a usable GPU or exit 77 with the reason; select device 0. Call after parsing
@@ -192,16 +182,19 @@ typedef cudaError_t (*lb_work_fn)(void *ctx);
  * and everything else (the version argument, --help's list, the table labels, the RESULT
  * names) is derived from it. Numbers are consecutive, in teaching order; 0 is the baseline. */
 typedef struct {
-    int number;          /* what the user types: ./matmul 3 */
-    const char *name;    /* short, no spaces: the RESULT line's name= */
-    const char *title;   /* for the table and --help */
-    int min_sm;          /* the oldest GPU it runs on, 75 = sm_75 (LB_OLDEST_SM: any) */
-    lb_work_fn run;      /* runs it once: run(&job) */
+    int number;        /* what the user types: ./matmul 3 */
+    const char *name;  /* short, no spaces: the RESULT line's name= */
+    const char *title; /* for the table and --help */
+    int min_sm;        /* the oldest GPU it runs on, 75 = sm_75 (LB_OLDEST_SM: any) */
+    lb_work_fn run;    /* runs it once: run(&job) */
 } lb_version;
 
 /* ---------------------------------------------------------------- arguments */
 
-typedef struct { long long v[3]; int n; } lb_dims;   /* "4096", "1000,1023,777", "512x256" */
+typedef struct {
+    long long v[3];
+    int n;
+} lb_dims; /* "4096", "1000,1023,777", "512x256" */
 
 typedef enum { LB_OPT_INT, LB_OPT_I64, LB_OPT_DOUBLE, LB_OPT_FLAG, LB_OPT_STRING, LB_OPT_DIMS } lb_opt_kind;
 
@@ -215,30 +208,34 @@ typedef struct {
 
 /* Which shared flags a program accepts (the others are rejected as unknown). */
 enum {
-    LB_USE_SIZE = 1 << 0, LB_USE_BLOCK = 1 << 1, LB_USE_ITERS = 1 << 2, LB_USE_SEED = 1 << 3,
-    LB_USE_CHECK_ONLY = 1 << 4, LB_USE_QUIET = 1 << 5,
+    LB_USE_SIZE = 1 << 0,
+    LB_USE_BLOCK = 1 << 1,
+    LB_USE_ITERS = 1 << 2,
+    LB_USE_SEED = 1 << 3,
+    LB_USE_CHECK_ONLY = 1 << 4,
+    LB_USE_QUIET = 1 << 5,
     LB_USE_ALL = 0x3f
 };
 
 typedef struct {
-    lb_dims size;           /* -n/--size */
-    int max_size_dims;      /* how many numbers --size may hold (1 for vectors, 3 for M,N,K) */
-    int block;              /* --block: threads per block */
-    int iters;              /* --iters: timed repeats */
-    unsigned long long seed;/* --seed */
-    int check_only;         /* --check-only: verify, don't time */
-    int quiet;              /* --quiet: one summary line (no table, no RESULT lines) */
-    int version;            /* the version number asked for, -1 = all (set by lb_parse_args) */
+    lb_dims size;            /* -n/--size */
+    int max_size_dims;       /* how many numbers --size may hold (1 for vectors, 3 for M,N,K) */
+    int block;               /* --block: threads per block */
+    int iters;               /* --iters: timed repeats */
+    unsigned long long seed; /* --seed */
+    int check_only;          /* --check-only: verify, don't time */
+    int quiet;               /* --quiet: one summary line (no table, no RESULT lines) */
+    int version;             /* the version number asked for, -1 = all (set by lb_parse_args) */
 } lb_args;
 
 typedef struct {
-    const char *name;        /* "vecadd" */
-    const char *synopsis;    /* one line: what it computes */
-    const char *details;     /* notes printed after the flags and versions (may be NULL) */
-    unsigned uses;           /* LB_USE_* bits */
-    const lb_opt *opts;      /* the program's own flags */
+    const char *name;     /* "vecadd" */
+    const char *synopsis; /* one line: what it computes */
+    const char *details;  /* notes printed after the flags and versions (may be NULL) */
+    unsigned uses;        /* LB_USE_* bits */
+    const lb_opt *opts;   /* the program's own flags */
     int n_opts;
-    const lb_version *versions;   /* the version table (NULL: the program has no versions) */
+    const lb_version *versions; /* the version table (NULL: the program has no versions) */
     int n_versions;
 } lb_program;
 
@@ -279,10 +276,12 @@ unsigned int lb_resident_blocks(const void *kernel, int block, size_t smem);
 
 /* ---------------------------------------------------------------- data */
 
-typedef struct { uint64_t s; } lb_rng;     /* splitmix64: tiny, seedable, good enough */
+typedef struct {
+    uint64_t s;
+} lb_rng; /* splitmix64: tiny, seedable, good enough */
 void lb_rng_seed(lb_rng *r, unsigned long long seed);
 uint64_t lb_rng_next(lb_rng *r);
-float lb_rng_uniform(lb_rng *r, float lo, float hi);    /* [lo, hi) */
+float lb_rng_uniform(lb_rng *r, float lo, float hi); /* [lo, hi) */
 void lb_fill_uniform(float *x, size_t n, float lo, float hi, lb_rng *r);
 
 /* Fill with 0xFF bytes: as float that is NaN, as int -1; an element a kernel forgot to write
@@ -293,15 +292,15 @@ void lb_poison_device(void *d, size_t bytes);
 /* ---------------------------------------------------------------- checking */
 
 typedef struct {
-    size_t n_bad;            /* elements outside tolerance (NaN counts) */
+    size_t n_bad; /* elements outside tolerance (NaN counts) */
     double max_abs_err;
     double max_rel_err;
 } lb_check;
 
 /* |got - want| <= atol + rtol*|want| for every element; NaN or Inf in got fails. Prints the
  * first few mismatches (index, got, want) unless quiet. Returns the counts. */
-lb_check lb_check_f32(const char *what, const float *got, const float *want, size_t n,
-                      double atol, double rtol, int quiet);
+lb_check lb_check_f32(const char *what, const float *got, const float *want, size_t n, double atol, double rtol,
+                      int quiet);
 /* Exact comparison of ints; prints the first mismatches unless quiet. */
 lb_check lb_check_i32(const char *what, const int *got, const int *want, size_t n, int quiet);
 /* Sampled checks: for (i = 0; i < n; i = lb_sample_next(i, n, step)) visits 0, step, 2*step, ...
@@ -322,21 +321,21 @@ float lb_time_ms(lb_work_fn fn, void *ctx, int warmup, int iters);
  * Returns GB/s counted the same way as the kernels count theirs. */
 double lb_memcpy_ceiling_gbps(size_t bytes_moved, int iters, float *ms_out);
 
-double lb_wall_ms(void);   /* host monotonic clock in ms, for CPU timings */
+double lb_wall_ms(void); /* host monotonic clock in ms, for CPU timings */
 
 /* ---------------------------------------------------------------- reporting */
 
 typedef struct {
-    const char *prog;        /* "vecadd" */
-    int ver;                 /* version number (-1: none) */
-    const char *name;        /* short name without spaces: "float4" */
-    const char *size;        /* "268435456" or "4096x4096x4096" */
+    const char *prog; /* "vecadd" */
+    int ver;          /* version number (-1: none) */
+    const char *name; /* short name without spaces: "float4" */
+    const char *size; /* "268435456" or "4096x4096x4096" */
     double ms;
-    const char *unit;        /* "gbps", "tflops", "giter_s" ... */
+    const char *unit; /* "gbps", "tflops", "giter_s" ... */
     double value;
-    const char *base;        /* the baseline's name: "memcpy", "cublas" (NULL: none) */
-    double ratio;            /* value / baseline value */
-    int pass;                /* 1 PASS, 0 FAIL, -1 not checked */
+    const char *base; /* the baseline's name: "memcpy", "cublas" (NULL: none) */
+    double ratio;     /* value / baseline value */
+    int pass;         /* 1 PASS, 0 FAIL, -1 not checked */
 } lb_result;
 
 /* RESULT prog=... ver=... name=... size=... ms=... <unit>=... base=... ratio=... check=...
@@ -359,9 +358,9 @@ typedef struct {
     double ceiling_value;     /* ... against this value */
     /* set by lb_report_table and the rows */
     const char *size, *heading;
-    double base_value;        /* the value of the table's first row, the baseline */
+    double base_value; /* the value of the table's first row, the baseline */
     int head_done, failures;
-    int best;                 /* the best version so far (0: none yet) */
+    int best; /* the best version so far (0: none yet) */
     double best_ratio, best_value;
     char best_name[32], best_size[64];
 } lb_report;
@@ -372,8 +371,7 @@ void lb_report_table(lb_report *r, const char *size, const char *heading);
  * e.g. with a build-time parameter in it); pass 1/0/-1 (not checked); verdict the check column
  * (NULL: PASS/FAIL). A failed row counts towards the exit code. In --check-only mode the
  * timing columns are "-" and no RESULT line is printed. */
-void lb_report_row(lb_report *r, int ver, const char *name, double ms, double value, int pass,
-                   const char *verdict);
+void lb_report_row(lb_report *r, int ver, const char *name, double ms, double value, int pass, const char *verdict);
 /* A reference row that is not a version (the memcpy ceiling, a single-thread CPU): table only. */
 void lb_report_note(lb_report *r, const char *label, double ms, double value, const char *verdict);
 /* With --quiet, the one summary line: "<prog>: <size>, best vN name value = ratio x base,
@@ -385,8 +383,8 @@ int lb_report_finish(lb_report *r);
 /* Write an 8-bit PNG (stored, uncompressed deflate: needs nothing beyond libc).
  * channels 1 = grey, 3 = RGB; palette != NULL (256 RGB triples) writes an indexed image
  * from 1-channel pixels. Returns 0, or -1 with errno set. */
-int lb_write_png(const char *path, int width, int height, int channels,
-                 const unsigned char *pixels, const unsigned char *palette);
+int lb_write_png(const char *path, int width, int height, int channels, const unsigned char *pixels,
+                 const unsigned char *palette);
 
 /* Read a binary 8-bit PGM (P5, maxval 1..255, '#' comments allowed) into a malloc'd
  * width*height buffer, row-major. On any problem returns NULL and writes a one-line reason

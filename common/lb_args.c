@@ -53,7 +53,10 @@ int lb_parse_i64(const char *s, long long *out)
 {
     if (!s) return -1;
     int neg = 0;
-    if (*s == '-') { neg = 1; s++; }
+    if (*s == '-') {
+        neg = 1;
+        s++;
+    }
     long long v;
     if (parse_term(&s, &v)) return -1;
     while (*s == '+' || *s == '-') {
@@ -96,8 +99,8 @@ static void print_dims(FILE *f, const lb_dims *d)
 static void print_usage(const lb_program *prog, const lb_args *a, FILE *f)
 {
     unsigned u = prog->uses;
-    fprintf(f, "usage: %s%s [options]\n  %s\n\noptions:\n", prog->name,
-            prog->n_versions ? " [version]" : "", prog->synopsis);
+    fprintf(f, "usage: %s%s [options]\n  %s\n\noptions:\n", prog->name, prog->n_versions ? " [version]" : "",
+            prog->synopsis);
     if (u & LB_USE_SIZE) {
         static const char *const forms[] = {"N", "N", "N|WxH", "N|M,N,K"};
         fprintf(f, "  -n, --size %-10s problem size (default ", forms[a->max_size_dims]);
@@ -112,20 +115,29 @@ static void print_usage(const lb_program *prog, const lb_args *a, FILE *f)
     for (int i = 0; i < prog->n_opts; i++) {
         const lb_opt *o = &prog->opts[i];
         char left[64];
-        const char *arg = o->kind == LB_OPT_FLAG ? "" : o->kind == LB_OPT_DIMS ? " X[,Y]"
-                        : o->kind == LB_OPT_STRING ? " S" : o->kind == LB_OPT_DOUBLE ? " X" : " N";
+        const char *arg = o->kind == LB_OPT_FLAG     ? ""
+                          : o->kind == LB_OPT_DIMS   ? " X[,Y]"
+                          : o->kind == LB_OPT_STRING ? " S"
+                          : o->kind == LB_OPT_DOUBLE ? " X"
+                                                     : " N";
         snprintf(left, sizeof left, "%s%s", o->name, arg);
         fprintf(f, "  %-21s %s", left, o->help);
         switch (o->kind) {
         /* a default of -1 means "chosen by the program": its help text says how */
-        case LB_OPT_INT: if (*(int *)o->dst != -1) fprintf(f, " (default %d)", *(int *)o->dst); break;
-        case LB_OPT_I64: if (*(long long *)o->dst != -1) fprintf(f, " (default %lld)", *(long long *)o->dst); break;
-        case LB_OPT_DOUBLE: if (*(double *)o->dst != -1.0) fprintf(f, " (default %g)", *(double *)o->dst); break;
+        case LB_OPT_INT:
+            if (*(int *)o->dst != -1) fprintf(f, " (default %d)", *(int *)o->dst);
+            break;
+        case LB_OPT_I64:
+            if (*(long long *)o->dst != -1) fprintf(f, " (default %lld)", *(long long *)o->dst);
+            break;
+        case LB_OPT_DOUBLE:
+            if (*(double *)o->dst != -1.0) fprintf(f, " (default %g)", *(double *)o->dst);
+            break;
         case LB_OPT_STRING:
             if (*(const char **)o->dst) fprintf(f, " (default %s)", *(const char **)o->dst);
             break;
         case LB_OPT_DIMS:
-            if (((lb_dims *)o->dst)->n == 0) break;   /* no default: off unless given */
+            if (((lb_dims *)o->dst)->n == 0) break; /* no default: off unless given */
             fprintf(f, " (default ");
             print_dims(f, (lb_dims *)o->dst);
             fprintf(f, ")");
@@ -155,22 +167,21 @@ void lb_usage_error(const lb_program *prog, const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nusage: %s%s [options]   (%s --help lists them, with the defaults)\n",
-            prog->name, prog->n_versions ? " [version]" : "", prog->name);
+    fprintf(stderr, "\nusage: %s%s [options]   (%s --help lists them, with the defaults)\n", prog->name,
+            prog->n_versions ? " [version]" : "", prog->name);
     exit(LB_EXIT_USAGE);
 }
 
 /* "--size=4" or "--size 4": return the value text, or exit 2 when it is missing. */
-static const char *take_value(const lb_program *prog, const char *flag, const char *inline_val,
-                              int argc, char **argv, int *i)
+static const char *take_value(const lb_program *prog, const char *flag, const char *inline_val, int argc, char **argv,
+                              int *i)
 {
     if (inline_val) return inline_val;
     if (*i + 1 >= argc) lb_usage_error(prog, "%s needs a value", flag);
     return argv[++*i];
 }
 
-static long long positive_value(const lb_program *prog, const char *flag, const char *val,
-                                long long max)
+static long long positive_value(const lb_program *prog, const char *flag, const char *val, long long max)
 {
     long long v;
     if (lb_parse_i64(val, &v)) lb_usage_error(prog, "%s: '%s' is not a number", flag, val);
@@ -201,16 +212,14 @@ static void parse_own_option(const lb_program *prog, const lb_opt *o, const char
         char *end;
         errno = 0;
         double v = strtod(val, &end);
-        if (end == val || *end || errno || !isfinite(v))
-            lb_usage_error(prog, "%s: '%s' is not a number", o->name, val);
+        if (end == val || *end || errno || !isfinite(v)) lb_usage_error(prog, "%s: '%s' is not a number", o->name, val);
         *(double *)o->dst = v;
         break;
     }
     case LB_OPT_DIMS: {
         lb_dims *d = (lb_dims *)o->dst;
         lb_dims parsed;
-        if (lb_parse_dims(val, &parsed, 3))
-            lb_usage_error(prog, "%s: '%s' is not X, XxY or XxYxZ", o->name, val);
+        if (lb_parse_dims(val, &parsed, 3)) lb_usage_error(prog, "%s: '%s' is not X, XxY or XxYxZ", o->name, val);
         *d = parsed;
         break;
     }
@@ -223,8 +232,10 @@ static void check_version_table(const lb_program *prog)
 {
     for (int i = 0; i < prog->n_versions; i++)
         if (prog->versions[i].number != prog->versions[0].number + i)
-            lb_die(LB_EXIT_USAGE, "%s: version table row %d is numbered %d, expected %d (rows in order, "
-                   "no gaps)", prog->name, i, prog->versions[i].number, prog->versions[0].number + i);
+            lb_die(LB_EXIT_USAGE,
+                   "%s: version table row %d is numbered %d, expected %d (rows in order, "
+                   "no gaps)",
+                   prog->name, i, prog->versions[i].number, prog->versions[0].number + i);
 }
 
 void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
@@ -303,7 +314,6 @@ void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, in
     }
     *M = (int)d[0], *N = (int)d[1], *K = (int)d[2];
 }
-
 
 int lb_first_version(const lb_program *prog) { return prog->n_versions ? prog->versions[0].number : -1; }
 

@@ -31,8 +31,10 @@ static uint32_t crc_update(uint32_t crc, const unsigned char *p, size_t n)
 
 static void put_be32(unsigned char *p, uint32_t v)
 {
-    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);  p[3] = (unsigned char)v;
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
 }
 
 static int write_chunk(FILE *f, const char *type, const unsigned char *data, uint32_t len)
@@ -51,14 +53,21 @@ static int write_chunk(FILE *f, const char *type, const unsigned char *data, uin
 
 /* The zlib stream is collected in a buffer and flushed as one IDAT chunk when it fills. */
 #define PNG_IDAT_BYTES (1u << 20)
-typedef struct { FILE *f; unsigned char *buf; uint32_t len; int err; } idat_writer;
+typedef struct {
+    FILE *f;
+    unsigned char *buf;
+    uint32_t len;
+    int err;
+} idat_writer;
 
 static void idat_put(idat_writer *w, const unsigned char *p, size_t n)
 {
     while (n && !w->err) {
         size_t room = PNG_IDAT_BYTES - w->len, k = n < room ? n : room;
         memcpy(w->buf + w->len, p, k);
-        w->len += (uint32_t)k; p += k; n -= k;
+        w->len += (uint32_t)k;
+        p += k;
+        n -= k;
         if (w->len == PNG_IDAT_BYTES) {
             if (write_chunk(w->f, "IDAT", w->buf, w->len)) w->err = 1;
             w->len = 0;
@@ -82,8 +91,8 @@ static void adler_update(uint32_t *a1, uint32_t *a2, const unsigned char *p, siz
     }
 }
 
-int lb_write_png(const char *path, int width, int height, int channels,
-                 const unsigned char *pixels, const unsigned char *palette)
+int lb_write_png(const char *path, int width, int height, int channels, const unsigned char *pixels,
+                 const unsigned char *palette)
 {
     if (width <= 0 || height <= 0 || (channels != 1 && channels != 3) || (palette && channels != 1)) {
         errno = EINVAL;
@@ -96,9 +105,9 @@ int lb_write_png(const char *path, int width, int height, int channels,
     unsigned char ihdr[13];
     put_be32(ihdr, (uint32_t)width);
     put_be32(ihdr + 4, (uint32_t)height);
-    ihdr[8] = 8;                                         /* bits per sample */
-    ihdr[9] = palette ? 3 : (channels == 3 ? 2 : 0);     /* indexed, RGB or grey */
-    ihdr[10] = ihdr[11] = ihdr[12] = 0;                  /* deflate, no filter set, no interlace */
+    ihdr[8] = 8;                                     /* bits per sample */
+    ihdr[9] = palette ? 3 : (channels == 3 ? 2 : 0); /* indexed, RGB or grey */
+    ihdr[10] = ihdr[11] = ihdr[12] = 0;              /* deflate, no filter set, no interlace */
     int err = fwrite(signature, 1, 8, f) != 8 || write_chunk(f, "IHDR", ihdr, 13);
     if (!err && palette) err = write_chunk(f, "PLTE", palette, 256 * 3);
 
@@ -107,7 +116,7 @@ int lb_write_png(const char *path, int width, int height, int channels,
     /* raw data: each row is a filter-type byte (0 = none) then the row's bytes */
     size_t row = (size_t)width * (size_t)channels, raw_total = (size_t)height * (row + 1);
     size_t raw_done = 0, block_left = 0;
-    uint32_t a1 = 1, a2 = 0;                             /* Adler-32 of the raw data */
+    uint32_t a1 = 1, a2 = 0; /* Adler-32 of the raw data */
     const unsigned char zlib_header[2] = {0x78, 0x01};
     idat_put(&w, zlib_header, 2);
     for (int y = 0; y < height && !w.err; y++) {
@@ -118,18 +127,23 @@ int lb_write_png(const char *path, int width, int height, int channels,
             const unsigned char *p = src[part];
             size_t n = len[part];
             while (n) {
-                if (block_left == 0) {   /* start a stored block of up to 65535 bytes */
+                if (block_left == 0) { /* start a stored block of up to 65535 bytes */
                     size_t left = raw_total - raw_done;
                     block_left = left < 65535 ? left : 65535;
                     unsigned char bh[5] = {(unsigned char)(left == block_left), 0, 0, 0, 0};
-                    bh[1] = (unsigned char)(block_left & 0xFF); bh[2] = (unsigned char)(block_left >> 8);
-                    bh[3] = (unsigned char)(~block_left & 0xFF); bh[4] = (unsigned char)((~block_left >> 8) & 0xFF);
+                    bh[1] = (unsigned char)(block_left & 0xFF);
+                    bh[2] = (unsigned char)(block_left >> 8);
+                    bh[3] = (unsigned char)(~block_left & 0xFF);
+                    bh[4] = (unsigned char)((~block_left >> 8) & 0xFF);
                     idat_put(&w, bh, 5);
                 }
                 size_t k = n < block_left ? n : block_left;
                 idat_put(&w, p, k);
                 adler_update(&a1, &a2, p, k);
-                p += k; n -= k; block_left -= k; raw_done += k;
+                p += k;
+                n -= k;
+                block_left -= k;
+                raw_done += k;
             }
         }
     }
@@ -162,7 +176,7 @@ static int pgm_number(FILE *f, long *out)
         v = v * 10 + (c - '0');
         c = fgetc(f);
     }
-    if (c == EOF || !isspace(c)) return -1;   /* exactly one whitespace byte ends the header */
+    if (c == EOF || !isspace(c)) return -1; /* exactly one whitespace byte ends the header */
     *out = v;
     return 0;
 }

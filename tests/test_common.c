@@ -92,9 +92,24 @@ static void test_args(void)
                                      {4, "e", "E", LB_OLDEST_SM, NULL}, {5, "f", "F", 90, NULL}};
     static const lb_program prog = {"t", "test", NULL, LB_USE_ALL, opts, 4, six, 6};
     lb_args a = {.size = {{10}, 1}, .max_size_dims = 3, .block = 256, .iters = 10, .seed = 1};
-    char *argv[] = {"t", "--size=1000,1023,777", "--block", "96", "--iters", "7", "--seed", "42",
-                    "--check-only", "--quiet", "3", "--flag", "--ratio", "0.25", "--name=abc",
-                    "--grid", "4x3", NULL};
+    char *argv[] = {"t",
+                    "--size=1000,1023,777",
+                    "--block",
+                    "96",
+                    "--iters",
+                    "7",
+                    "--seed",
+                    "42",
+                    "--check-only",
+                    "--quiet",
+                    "3",
+                    "--flag",
+                    "--ratio",
+                    "0.25",
+                    "--name=abc",
+                    "--grid",
+                    "4x3",
+                    NULL};
     lb_parse_args(&prog, &a, (int)(sizeof argv / sizeof argv[0]) - 1, argv);
     CHECK(a.size.n == 3 && a.size.v[0] == 1000 && a.size.v[1] == 1023 && a.size.v[2] == 777);
     CHECK(a.block == 96 && a.iters == 7 && a.seed == 42);
@@ -108,7 +123,7 @@ static void test_args(void)
     CHECK(b.size.n == 1 && b.size.v[0] == 1048579 && b.version == 0);
     char *argv_none[] = {"t", NULL};
     lb_parse_args(&prog, &b, 1, argv_none);
-    CHECK(b.version == -1);   /* no number: every version */
+    CHECK(b.version == -1); /* no number: every version */
 
     /* versions numbered from 1: 0 and 3 do not exist */
     static const lb_version two[] = {{1, "x", "X", LB_OLDEST_SM, NULL}, {2, "y", "Y", LB_OLDEST_SM, NULL}};
@@ -118,13 +133,14 @@ static void test_args(void)
     lb_parse_args(&prog12, &c, 2, argv3);
     CHECK(c.version == 2);
     CHECK(lb_first_version(&prog12) == 1 && lb_last_version(&prog12) == 2);
-    CHECK(lb_version_of(&prog12, 2) == &two[1] && lb_version_of(&prog12, 0) == NULL && lb_version_of(&prog12, 3) == NULL);
+    CHECK(lb_version_of(&prog12, 2) == &two[1] && lb_version_of(&prog12, 0) == NULL &&
+          lb_version_of(&prog12, 3) == NULL);
     CHECK(lb_version_of(&prog, 5) == &six[5] && lb_last_version(&prog) == 5);
     char *argv4[] = {"t12", "3", NULL}, *argv5[] = {"t12", "0", NULL}, *argv6[] = {"t", "6", NULL};
     CHECK(exit_code_of_parse(&prog12, 2, argv4) == LB_EXIT_USAGE);
     CHECK(exit_code_of_parse(&prog12, 2, argv5) == LB_EXIT_USAGE);
     CHECK(exit_code_of_parse(&prog, 2, argv6) == LB_EXIT_USAGE);
-    CHECK(exit_code_of_parse(&prog12, 1, argv_none) == -1);   /* parsed, did not exit */
+    CHECK(exit_code_of_parse(&prog12, 1, argv_none) == -1); /* parsed, did not exit */
     /* a table whose numbers are not consecutive is refused before anything runs */
     static const lb_version gap[] = {{0, "x", "X", LB_OLDEST_SM, NULL}, {2, "y", "Y", LB_OLDEST_SM, NULL}};
     static const lb_program prog_gap = {"tgap", "test", NULL, LB_USE_ALL, NULL, 0, gap, 2};
@@ -153,34 +169,34 @@ static void test_checkers(void)
     lb_check c = lb_check_f32("exact", got, want, 6, 0.0, 0.0, 1);
     CHECK(c.n_bad == 0 && c.max_abs_err == 0.0);
 
-    got[2] = 3.5f + 1e-3f;                       /* outside 1e-5 + 1e-5*3.5 */
+    got[2] = 3.5f + 1e-3f; /* outside 1e-5 + 1e-5*3.5 */
     c = lb_check_f32("off", got, want, 6, 1e-5, 1e-5, 1);
     CHECK(c.n_bad == 1 && fabs(c.max_abs_err - 1e-3) < 1e-6);
     c = lb_check_f32("loose", got, want, 6, 1e-2, 0.0, 1);
     CHECK(c.n_bad == 0);
     got[2] = want[2];
 
-    got[4] = 1e6f + 1.0f;                        /* relative tolerance: 1e-6 * 1e6 = 1 */
+    got[4] = 1e6f + 1.0f; /* relative tolerance: 1e-6 * 1e6 = 1 */
     c = lb_check_f32("rel", got, want, 6, 0.0, 1.01e-6, 1);
     CHECK(c.n_bad == 0);
     c = lb_check_f32("rel", got, want, 6, 0.0, 0.5e-6, 1);
     CHECK(c.n_bad == 1);
     got[4] = want[4];
 
-    got[3] = NAN;                                /* NaN never passes, at any tolerance */
+    got[3] = NAN; /* NaN never passes, at any tolerance */
     c = lb_check_f32("nan", got, want, 6, 1e30, 1e30, 1);
     CHECK(c.n_bad == 1);
     got[3] = INFINITY;
     c = lb_check_f32("inf", got, want, 6, 1e30, 1e30, 1);
     CHECK(c.n_bad == 1);
     got[3] = want[3];
-    want[0] = NAN;                               /* a NaN reference is a failure too */
+    want[0] = NAN; /* a NaN reference is a failure too */
     got[0] = NAN;
     c = lb_check_f32("nan ref", got, want, 6, 1e30, 1e30, 1);
     CHECK(c.n_bad == 1);
 
     float poisoned[4];
-    lb_poison_host(poisoned, sizeof poisoned);   /* poison reads as NaN */
+    lb_poison_host(poisoned, sizeof poisoned); /* poison reads as NaN */
     CHECK(isnan(poisoned[0]) && isnan(poisoned[3]));
 
     int wi[4] = {1, 2, 3, 4}, gi[4] = {1, 2, 3, 4};
@@ -208,18 +224,21 @@ static void test_checkers(void)
 
 static void test_report(void)
 {
-    static const lb_version v4[] = {{0, "base", "the baseline", LB_OLDEST_SM, NULL}, {1, "slow", "slow", LB_OLDEST_SM, NULL},
-                                    {2, "fast", "fast", LB_OLDEST_SM, NULL}, {3, "wrong", "wrong", LB_OLDEST_SM, NULL}};
+    static const lb_version v4[] = {{0, "base", "the baseline", LB_OLDEST_SM, NULL},
+                                    {1, "slow", "slow", LB_OLDEST_SM, NULL},
+                                    {2, "fast", "fast", LB_OLDEST_SM, NULL},
+                                    {3, "wrong", "wrong", LB_OLDEST_SM, NULL}};
     static const lb_program prog = {"trep", "test", NULL, LB_USE_ALL, NULL, 0, v4, 4};
     lb_args args = {.quiet = 1, .version = -1};
-    lb_report r = {.prog = &prog, .args = &args, .unit = "gbps", .unit_head = "GB/s", .base = "base", .base_head = "vs base"};
+    lb_report r = {
+        .prog = &prog, .args = &args, .unit = "gbps", .unit_head = "GB/s", .base = "base", .base_head = "vs base"};
     lb_report_table(&r, "100", NULL);
-    lb_report_row(&r, 0, NULL, 2.0, 10.0, -1, NULL);   /* the first row is the baseline */
+    lb_report_row(&r, 0, NULL, 2.0, 10.0, -1, NULL); /* the first row is the baseline */
     CHECK(r.base_value == 10.0 && r.failures == 0 && r.best == 0);
     lb_report_row(&r, 1, NULL, 4.0, 5.0, 1, NULL);
     lb_report_row(&r, 2, NULL, 1.0, 20.0, 1, NULL);
     CHECK(r.best == 2 && r.best_ratio == 2.0 && strcmp(r.best_name, "fast") == 0 && r.failures == 0);
-    lb_report_row(&r, 3, NULL, 0.5, 40.0, 0, NULL);   /* a failed row counts, and is never the best */
+    lb_report_row(&r, 3, NULL, 0.5, 40.0, 0, NULL); /* a failed row counts, and is never the best */
     CHECK(r.failures == 1 && r.best == 2);
     CHECK(lb_report_finish(&r) == LB_EXIT_FAIL);
 
@@ -233,7 +252,7 @@ static void test_report(void)
     lb_args ok_args = {.quiet = 1, .check_only = 1, .version = -1};
     lb_report c = {.prog = &prog, .args = &ok_args, .unit = "gbps", .unit_head = "GB/s"};
     lb_report_table(&c, "1", NULL);
-    lb_report_row(&c, 1, NULL, 0.0, 0.0, 1, NULL);     /* --check-only: no timing, no best */
+    lb_report_row(&c, 1, NULL, 0.0, 0.0, 1, NULL); /* --check-only: no timing, no best */
     CHECK(c.best == 0 && lb_report_finish(&c) == LB_EXIT_PASS);
 }
 
@@ -264,7 +283,7 @@ static void test_rng(void)
     mean /= 10000;
     CHECK(in_range);
     CHECK(zeros < 5);
-    CHECK(fabs(mean) < 0.05);        /* 5 sigma of 1/sqrt(3*10000) */
+    CHECK(fabs(mean) < 0.05); /* 5 sigma of 1/sqrt(3*10000) */
 }
 
 /* ---------------------------------------------------------------- PNG */
@@ -302,11 +321,19 @@ static unsigned char *read_stored_png(const char *path, int *w, int *h, int *typ
     long pos = 8;
     while (ok && pos + 12 <= size && !seen_end) {
         uint32_t len = be32(file + pos);
-        if (pos + 12 + (long)len > size) { ok = 0; break; }
+        if (pos + 12 + (long)len > size) {
+            ok = 0;
+            break;
+        }
         const unsigned char *type_p = file + pos + 4, *data = file + pos + 8;
-        if (crc32_bitwise(type_p, len + 4) != be32(data + len)) { ok = 0; break; }
+        if (crc32_bitwise(type_p, len + 4) != be32(data + len)) {
+            ok = 0;
+            break;
+        }
         if (!memcmp(type_p, "IHDR", 4)) {
-            *w = (int)be32(data); *h = (int)be32(data + 4); *type = data[9];
+            *w = (int)be32(data);
+            *h = (int)be32(data + 4);
+            *type = data[9];
             ok = data[8] == 8 && data[10] == 0 && data[11] == 0 && data[12] == 0;
         } else if (!memcmp(type_p, "PLTE", 4)) {
             if (pal && len == 768) memcpy(pal, data, 768);
@@ -324,27 +351,42 @@ static unsigned char *read_stored_png(const char *path, int *w, int *h, int *typ
     ok = ok && seen_end && zlen >= 6 && z[0] == 0x78 && ((z[0] << 8) | z[1]) % 31 == 0;
     size_t zp = 2;
     int final = 0;
-    while (ok && !final) {          /* stored blocks: header bits, LEN, NLEN, bytes */
-        if (zp + 5 > zlen || (z[zp] & 6) != 0) { ok = 0; break; }
+    while (ok && !final) { /* stored blocks: header bits, LEN, NLEN, bytes */
+        if (zp + 5 > zlen || (z[zp] & 6) != 0) {
+            ok = 0;
+            break;
+        }
         final = z[zp] & 1;
         unsigned len = z[zp + 1] | z[zp + 2] << 8, nlen = z[zp + 3] | z[zp + 4] << 8;
-        if ((len ^ 0xFFFFu) != nlen || zp + 5 + len > zlen || got + len > raw_len) { ok = 0; break; }
+        if ((len ^ 0xFFFFu) != nlen || zp + 5 + len > zlen || got + len > raw_len) {
+            ok = 0;
+            break;
+        }
         memcpy(raw + got, z + zp + 5, len);
         got += len;
         zp += 5 + len;
     }
     if (ok && got == raw_len && zp + 4 == zlen) {
         uint32_t a1 = 1, a2 = 0;
-        for (size_t i = 0; i < raw_len; i++) { a1 = (a1 + raw[i]) % 65521; a2 = (a2 + a1) % 65521; }
+        for (size_t i = 0; i < raw_len; i++) {
+            a1 = (a1 + raw[i]) % 65521;
+            a2 = (a2 + a1) % 65521;
+        }
         if (((a2 << 16) | a1) == be32(z + zp)) {
             pixels = malloc(raw_len);
             for (int y = 0; y < *h && pixels; y++) {
-                if (raw[(size_t)y * (row + 1)] != 0) { free(pixels); pixels = NULL; break; }
+                if (raw[(size_t)y * (row + 1)] != 0) {
+                    free(pixels);
+                    pixels = NULL;
+                    break;
+                }
                 memcpy(pixels + (size_t)y * row, raw + (size_t)y * (row + 1) + 1, row);
             }
         }
     }
-    free(raw); free(z); free(file);
+    free(raw);
+    free(z);
+    free(file);
     return pixels;
 }
 
@@ -359,7 +401,10 @@ static void png_round_trip(int w, int h, int channels, int with_palette)
     char path[] = "/tmp/labbook_png_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
-    if (fd < 0) { free(px); return; }
+    if (fd < 0) {
+        free(px);
+        return;
+    }
     close(fd);
     CHECK(lb_write_png(path, w, h, channels, px, with_palette ? pal : NULL) == 0);
     int rw = 0, rh = 0, type = -1;
@@ -380,7 +425,7 @@ static void test_png(void)
     png_round_trip(3, 2, 1, 0);
     png_round_trip(5, 4, 3, 0);
     png_round_trip(333, 77, 1, 1);
-    png_round_trip(700, 700, 3, 0);   /* 1.47 MB: many stored blocks and two IDAT chunks */
+    png_round_trip(700, 700, 3, 0); /* 1.47 MB: many stored blocks and two IDAT chunks */
     CHECK(lb_write_png("/tmp/x.png", 0, 5, 1, (const unsigned char *)"", NULL) != 0);
     CHECK(lb_write_png("/nonexistent-dir/x.png", 1, 1, 1, (const unsigned char *)"a", NULL) != 0);
 }
@@ -415,7 +460,10 @@ static void test_pgm(void)
     CHECK(px && w == 512 && h == 512);
     free(px);
     /* bad: each must fail with its reason */
-    static const struct { const char *bytes; const char *reason; } bad[] = {
+    static const struct {
+        const char *bytes;
+        const char *reason;
+    } bad[] = {
         {"P2\n3 2\n255\n1 2 3 4 5 6\n", "must start with P5"},
         {"P5\n3\n", "malformed PGM header"},
         {"P5\n3 x 255\n", "malformed PGM header"},

@@ -15,7 +15,7 @@ static void test_layers(void)
     CHECK(parse_layers("4,,3", &net) == -1);
     CHECK(parse_layers("4,0,3", &net) == -1);
     CHECK(parse_layers("4,x", &net) == -1);
-    CHECK(parse_layers("1,2,3,4,5,6,7,8,9,10", &net) == -1);   /* more than DNN_MAX_LAYERS weight layers */
+    CHECK(parse_layers("1,2,3,4,5,6,7,8,9,10", &net) == -1); /* more than DNN_MAX_LAYERS weight layers */
     net.n_layers = parse_layers("4,16,16,3", &net);
     layout(&net);
     CHECK(net.n_params == 4 * 16 + 16 + 16 * 16 + 16 + 16 * 3 + 3);

@@ -42,15 +42,19 @@ static void test_good_csv(void)
     CHECK(load_csv(p, &d, 0, err, sizeof err) == -1 && strstr(err, ":2: 2 fields"));
     unlink(p);
     /* the data sets themselves */
-    CHECK(load_csv("../datasets/iris.csv", &d, 0, err, sizeof err) == 0 && d.n == 150 && d.features == 4 && d.classes == 3);
+    CHECK(load_csv("../datasets/iris.csv", &d, 0, err, sizeof err) == 0 && d.n == 150 && d.features == 4 &&
+          d.classes == 3);
     free_dataset(&d);
-    CHECK(load_csv("../datasets/digits.csv", &d, 0, err, sizeof err) == 0 && d.n == 1797 && d.features == 64 && d.classes == 10);
+    CHECK(load_csv("../datasets/digits.csv", &d, 0, err, sizeof err) == 0 && d.n == 1797 && d.features == 64 &&
+          d.classes == 10);
     free_dataset(&d);
 }
 
 static void test_bad_csv(void)
 {
-    static const struct { const char *text, *reason; } bad[] = {
+    static const struct {
+        const char *text, *reason;
+    } bad[] = {
         {"", "empty file"},
         {"x,2,a,b\n", ":1: bad header"},
         {"2,2\n1,2,0\n", ":1: bad header"},
@@ -75,7 +79,7 @@ static void test_bad_csv(void)
         int rc = load_csv(p, &d, 0, err, sizeof err);
         CHECK(rc == -1);
         CHECK(strstr(err, bad[i].reason) != NULL);
-        CHECK(strncmp(err, p, strlen(p)) == 0);   /* the message names the file */
+        CHECK(strncmp(err, p, strlen(p)) == 0); /* the message names the file */
         if (!strstr(err, bad[i].reason)) fprintf(stderr, "  case %zu: '%s'\n", i, err);
         unlink(p);
     }

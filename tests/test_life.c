@@ -2,7 +2,7 @@
  * a blinker has period 2, a block never changes, a glider crosses an 8x8 torus and is back
  * after 32 generations, and pack/unpack round-trip at widths that are not multiples of 32.
  * Needs no GPU. */
-#define main life_main   /* take the program's functions, not its main */
+#define main life_main /* take the program's functions, not its main */
 #include "../ch04_matmul/life.c"
 #undef main
 #include "unit.h"

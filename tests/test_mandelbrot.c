@@ -1,7 +1,7 @@
 /* test_mandelbrot.c - host-only tests of ch03_vecadd/mandelbrot.c's CPU reference: escape
  * counts worked out by hand, the symmetry of the set about the real axis, and the OpenMP
  * image equal to the single-thread one. Needs no GPU. */
-#define main mandelbrot_main   /* take the program's functions, not its main */
+#define main mandelbrot_main /* take the program's functions, not its main */
 #include "../ch03_vecadd/mandelbrot.c"
 #undef main
 
@@ -39,7 +39,7 @@ int main(void)
     CHECK(symmetric);
     /* the set's area is about 1.506 of the window's 16: roughly 9% of pixels inside */
     CHECK(inside > 64 * 64 * 6 / 100 && inside < 64 * 64 * 13 / 100);
-    CHECK(outside_fast > 64 * 64 / 3);   /* the corners escape at once */
+    CHECK(outside_fast > 64 * 64 / 3); /* the corners escape at once */
     printf("test_mandelbrot: %d checks, %d failed\n", n_checks, n_failed);
     return n_failed ? 1 : 0;
 }

@@ -6,13 +6,13 @@
 
 static int n_checks, n_failed;
 
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        n_checks++;                                                              \
-        if (!(cond)) {                                                           \
-            n_failed++;                                                          \
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        n_checks++;                                                                  \
+        if (!(cond)) {                                                               \
+            n_failed++;                                                              \
             fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                        \
+        }                                                                            \
     } while (0)
 
 #endif
