@@ -152,13 +152,14 @@ static int as_json = 0;
 static const lb_opt options[] = {
     {"--json", LB_OPT_FLAG, &as_json, "print the same as JSON, for scripts"},
 };
-static const lb_program program = {.name = "device_query",
-                                   .synopsis =
-                                       "list every CUDA device with its limits, peak FP32 rate and memory bandwidth",
-                                   .details = NULL,
-                                   .uses = LB_USE_QUIET,
-                                   .opts = options,
-                                   .n_opts = 1};
+static const lb_program program = {
+    .name = "device_query",
+    .synopsis = "list every CUDA device with its limits, peak FP32 rate and memory bandwidth",
+    .details = NULL,
+    .uses = LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 1,
+};
 
 int main(int argc, char **argv)
 {

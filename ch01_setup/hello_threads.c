@@ -34,13 +34,14 @@ static const lb_opt options[] = {
     {"--grid", LB_OPT_DIMS, &grid, "blocks in the grid, X or XxY"},
     {"--block", LB_OPT_DIMS, &block, "threads in a block, X or XxY"},
 };
-static const lb_program program = {.name = "hello_threads",
-                                   .synopsis =
-                                       "device printf from each thread: block, thread, global index, warp, lane",
-                                   .details = "Up to 1024 threads print; larger grids are only checked.\n",
-                                   .uses = LB_USE_CHECK_ONLY | LB_USE_QUIET,
-                                   .opts = options,
-                                   .n_opts = 2};
+static const lb_program program = {
+    .name = "hello_threads",
+    .synopsis = "device printf from each thread: block, thread, global index, warp, lane",
+    .details = "Up to 1024 threads print; larger grids are only checked.\n",
+    .uses = LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = 2,
+};
 
 int main(int argc, char **argv)
 {

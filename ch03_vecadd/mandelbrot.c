@@ -119,15 +119,16 @@ static const lb_opt options[] = {
     {"--no-png", LB_OPT_FLAG, &no_png, "don't write the image"},
     {"--cpu1", LB_OPT_FLAG, &force_cpu1, "time the single-thread CPU at any size (slow)"},
 };
-static const lb_program program = {.name = "mandelbrot",
-                                   .synopsis =
-                                       "the Mandelbrot set: CPU (1 thread, OpenMP) vs GPU kernels, iterations/s",
-                                   .details = "--size is N (N x N pixels) or WxH, at most 16384 each.\n",
-                                   .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_CHECK_ONLY | LB_USE_QUIET,
-                                   .opts = options,
-                                   .n_opts = sizeof options / sizeof options[0],
-                                   .versions = versions,
-                                   .n_versions = MANDELBROT_VERSIONS};
+static const lb_program program = {
+    .name = "mandelbrot",
+    .synopsis = "the Mandelbrot set: CPU (1 thread, OpenMP) vs GPU kernels, iterations/s",
+    .details = "--size is N (N x N pixels) or WxH, at most 16384 each.\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = options,
+    .n_opts = sizeof options / sizeof options[0],
+    .versions = versions,
+    .n_versions = MANDELBROT_VERSIONS,
+};
 
 int main(int argc, char **argv)
 {

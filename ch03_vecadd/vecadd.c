@@ -73,11 +73,13 @@ static cudaError_t run_end_to_end(void *ctx)
 
 /* ---------------------------------------------------------------- main */
 
-static const lb_program program = {.name = "vecadd",
-                                   .synopsis = "C = A + B on n floats: the seven steps, kernel GB/s vs cudaMemcpy",
-                                   .uses = LB_USE_ALL,
-                                   .versions = versions,
-                                   .n_versions = VECADD_VERSIONS};
+static const lb_program program = {
+    .name = "vecadd",
+    .synopsis = "C = A + B on n floats: the seven steps, kernel GB/s vs cudaMemcpy",
+    .uses = LB_USE_ALL,
+    .versions = versions,
+    .n_versions = VECADD_VERSIONS,
+};
 
 int main(int argc, char **argv)
 {

@@ -126,7 +126,8 @@ static const lb_program program = {
     .opts = options,
     .n_opts = sizeof options / sizeof options[0],
     .versions = versions,
-    .n_versions = LIFE_VERSIONS};
+    .n_versions = LIFE_VERSIONS,
+};
 
 /* The board after the run, cell for cell against the CPU's. */
 static lb_check compare_boards(const char *name, const uint8_t *got, const uint8_t *ref, int W, size_t cells, int quiet)

@@ -191,7 +191,8 @@ static const lb_program program = {
     .opts = options,
     .n_opts = 1,
     .versions = versions,
-    .n_versions = MATMUL_VERSIONS};
+    .n_versions = MATMUL_VERSIONS,
+};
 
 /* Each version's C against cuBLAS's (both carry rounding error: twice the tolerance), and
  * against the CPU directly too when the full reference exists. */

@@ -88,7 +88,8 @@ static const lb_program program = {
     .details = "--size is the largest copy in bytes (4K, 16K, ... x4 up to it); 1G by default.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = NULL,
-    .n_opts = 0};
+    .n_opts = 0,
+};
 
 int main(int argc, char **argv)
 {

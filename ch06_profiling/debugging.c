@@ -84,7 +84,8 @@ static const lb_program program = {
         "Find each bug with: compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck ./debugging --bug N\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
-    .n_opts = 2};
+    .n_opts = 2,
+};
 
 int main(int argc, char **argv)
 {

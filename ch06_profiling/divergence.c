@@ -69,7 +69,8 @@ static const lb_program program = {
     .opts = options,
     .n_opts = 2,
     .versions = versions,
-    .n_versions = DIVERGENCE_VERSIONS};
+    .n_versions = DIVERGENCE_VERSIONS,
+};
 
 int main(int argc, char **argv)
 {

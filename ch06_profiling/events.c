@@ -66,7 +66,8 @@ static const lb_program program = {
     .details = NULL,
     .uses = LB_USE_SIZE | LB_USE_BLOCK | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
-    .n_opts = 1};
+    .n_opts = 1,
+};
 
 int main(int argc, char **argv)
 {

@@ -117,7 +117,8 @@ static const lb_program program = {
     .opts = options,
     .n_opts = 2,
     .versions = versions,
-    .n_versions = OCCUPANCY_VERSIONS};
+    .n_versions = OCCUPANCY_VERSIONS,
+};
 
 int main(int argc, char **argv)
 {

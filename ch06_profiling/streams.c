@@ -122,7 +122,8 @@ static const lb_program program = {
     .details = "--size is M, the floats per array; the data is arrays x M floats in pinned memory.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
-    .n_opts = 4};
+    .n_opts = 4,
+};
 
 int main(int argc, char **argv)
 {

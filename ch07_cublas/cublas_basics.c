@@ -161,7 +161,8 @@ static const lb_program program = {
     .details = "--size is the GEMM's M,N,K (or N for square); the GEMV uses the GEMM's A.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
-    .n_opts = 2};
+    .n_opts = 2,
+};
 
 int main(int argc, char **argv)
 {

@@ -286,7 +286,8 @@ static const lb_program program = {
                "1024..2^27).\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = NULL,
-    .n_opts = 0};
+    .n_opts = 0,
+};
 
 int main(int argc, char **argv)
 {

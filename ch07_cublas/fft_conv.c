@@ -294,7 +294,8 @@ static const lb_program program = {
     .details = "The direct kernel handles sigma up to 32 (radius 96).\n",
     .uses = LB_USE_ITERS | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
-    .n_opts = 4};
+    .n_opts = 4,
+};
 
 int main(int argc, char **argv)
 {

@@ -101,7 +101,8 @@ static const lb_program program = {
     .opts = NULL,
     .n_opts = 0,
     .versions = versions,
-    .n_versions = MC_PI_VERSIONS};
+    .n_versions = MC_PI_VERSIONS,
+};
 
 int main(int argc, char **argv)
 {

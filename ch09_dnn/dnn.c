@@ -88,7 +88,8 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
                    "n_samples,n_features,class names... and rows of features plus an integer label.\n",
         .uses = LB_USE_SEED | LB_USE_QUIET | LB_USE_ITERS,
         .opts = opts,
-        .n_opts = DNN_N_OPTIONS};
+        .n_opts = DNN_N_OPTIONS,
+    };
     *program = p;
     lb_parse_args(program, args, argc, argv);
     if (strcmp(o->act, "relu") && strcmp(o->act, "sigmoid")) lb_usage_error(program, "--act must be relu or sigmoid");

@@ -196,7 +196,8 @@ static const lb_program program = {
     .details = "--size is the image, WxH (default 1024x768).\n",
     .uses = LB_USE_SIZE | LB_USE_QUIET,
     .opts = options,
-    .n_opts = 5};
+    .n_opts = 5,
+};
 
 int main(int argc, char **argv)
 {

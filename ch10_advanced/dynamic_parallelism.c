@@ -56,7 +56,8 @@ static const lb_program program = {
     .details = "--size is the number of ints quicksort sorts.\n",
     .uses = LB_USE_SIZE | LB_USE_SEED | LB_USE_QUIET | LB_USE_CHECK_ONLY | LB_USE_ITERS,
     .opts = options,
-    .n_opts = 4};
+    .n_opts = 4,
+};
 
 int main(int argc, char **argv)
 {

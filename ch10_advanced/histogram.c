@@ -76,7 +76,8 @@ static const lb_program program = {
     .opts = options,
     .n_opts = 1,
     .versions = versions,
-    .n_versions = HISTOGRAM_VERSIONS};
+    .n_versions = HISTOGRAM_VERSIONS,
+};
 
 int main(int argc, char **argv)
 {

@@ -53,7 +53,8 @@ static const lb_program program = {
     .details = "--size is the number of threads, each with its own inputs.\n",
     .uses = LB_USE_SIZE | LB_USE_SEED | LB_USE_QUIET,
     .opts = NULL,
-    .n_opts = 0};
+    .n_opts = 0,
+};
 
 int main(int argc, char **argv)
 {

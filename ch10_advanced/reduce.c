@@ -69,7 +69,8 @@ static const lb_program program = {
     .opts = options,
     .n_opts = 1,
     .versions = versions,
-    .n_versions = REDUCE_VERSIONS};
+    .n_versions = REDUCE_VERSIONS,
+};
 
 int main(int argc, char **argv)
 {

@@ -103,7 +103,8 @@ static const lb_program program = {
     .opts = options,
     .n_opts = 2,
     .versions = versions,
-    .n_versions = SCAN_VERSIONS};
+    .n_versions = SCAN_VERSIONS,
+};
 
 int main(int argc, char **argv)
 {

@@ -58,7 +58,8 @@ static const lb_program program = {
     .details = "--size is the number of elements, a multiple of 32 (one warp per 32).\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
-    .n_opts = 1};
+    .n_opts = 1,
+};
 
 int main(int argc, char **argv)
 {

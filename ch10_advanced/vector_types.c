@@ -28,13 +28,15 @@ static cudaError_t run_vt(void *ctx)
     return vt_launch(j->vt, j->x, j->y, j->n, j->a);
 }
 
-static const lb_program program = {.name = "vector_types",
-                                   .synopsis = "copy and scale with float, float2, float4, int4 and double2 accesses "
-                                               "(and float, float4 four at a time), against cudaMemcpy",
-                                   .details = NULL,
-                                   .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
-                                   .opts = NULL,
-                                   .n_opts = 0};
+static const lb_program program = {
+    .name = "vector_types",
+    .synopsis = "copy and scale with float, float2, float4, int4 and double2 accesses "
+                "(and float, float4 four at a time), against cudaMemcpy",
+    .details = NULL,
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = NULL,
+    .n_opts = 0,
+};
 
 int main(int argc, char **argv)
 {
