@@ -96,7 +96,7 @@ static cudaError_t run_kernel(void *ctx)
 /* Every version: number, RESULT name (with the block size added), title, oldest GPU, what runs it. */
 static const lb_version versions[] = {
     {1, "light", "light kernel: y = 2x + 1", LB_OLDEST_SM, run_kernel},
-    {2, "heavy", "register-heavy: 16 FMA chains per element", LB_OLDEST_SM, run_kernel},
+    {2, "heavy", "register-heavy: 16 FMA chains", LB_OLDEST_SM, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == OCCUPANCY_VERSIONS,
                "one row in versions[] per version: OCCUPANCY_VERSIONS in occupancy_kernels.h");

@@ -49,7 +49,7 @@ static const lb_version versions[] = {
     {4, "first_add", "first add during load", LB_OLDEST_SM, run_reduce},
     {5, "unrolled_warp", "last warp unrolled", LB_OLDEST_SM, run_reduce},
     {6, "shuffle", "warp shuffles", LB_OLDEST_SM, run_reduce},
-    {7, "float4_atomic", "float4 + atomicAdd (the book's)", LB_OLDEST_SM, run_reduce},
+    {7, "float4_atomic", "float4 + atomics (the book's)", LB_OLDEST_SM, run_reduce},
     {8, "float4_onepass", "one pass, deterministic", LB_OLDEST_SM, run_reduce},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == REDUCE_VERSIONS,

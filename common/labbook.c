@@ -149,7 +149,7 @@ int lb_version_wanted(const lb_program *prog, const lb_args *args, const lb_gpu 
         lb_die(LB_EXIT_USAGE, "%s: version %d (%s) needs sm_%d or newer; this GPU (%s) is %s", prog->name, number,
                v->title, v->min_sm, gpu->prop.name, gpu->sm);
     if (!args->quiet)
-        printf("  %2d  %-28s skipped: needs sm_%d or newer; this GPU is %s\n", number, v->title, v->min_sm, gpu->sm);
+        printf("  %2d  %-30s skipped: needs sm_%d or newer; this GPU is %s\n", number, v->title, v->min_sm, gpu->sm);
     return 0;
 }
 
@@ -346,7 +346,7 @@ static void report_head(lb_report *r)
     if (r->args->quiet || r->head_done) return;
     r->head_done = 1;
     if (r->heading) printf("%s\n", r->heading);
-    printf(" ver  %-28s %10s %10s", "version", "ms", r->unit_head);
+    printf(" ver  %-30s %10s %10s", "version", "ms", r->unit_head);
     if (r->ceiling_head) printf(" %10s", r->ceiling_head);
     if (r->base_head) printf(" %10s", r->base_head);
     printf("   check\n");
@@ -368,13 +368,15 @@ static void report_line(lb_report *r, int ver, const char *label, double ms, dou
     char num[16] = "   -";
     if (ver >= 0) snprintf(num, sizeof num, "  %2d", ver);
     if (r->args->check_only) {
-        printf("%s  %-28s %10s %10s", num, label, "-", "-");
+        printf("%s  %-30s %10s %10s", num, label, "-", "-");
         if (r->ceiling_head) printf(" %10s", "-");
         if (r->base_head) printf(" %10s", "-");
     } else {
-        printf("%s  %-28s %10.4f %10.4g", num, label, ms, value);
-        if (r->ceiling_head) printf(" %10.2f", r->ceiling_value > 0 ? value / r->ceiling_value : 0.0);
-        if (r->base_head) printf(" %10.2f", r->base_value > 0 ? value / r->base_value : 0.0);
+        printf("%s  %-30s %10.4f %10.4g", num, label, ms, value);
+        if (r->ceiling_head && r->ceiling_value > 0) printf(" %10.2f", value / r->ceiling_value);
+        else if (r->ceiling_head) printf(" %10s", "-");
+        if (r->base_head && r->base_value > 0) printf(" %10.2f", value / r->base_value);
+        else if (r->base_head) printf(" %10s", "-");
     }
     printf("   %s\n", verdict);
 }
