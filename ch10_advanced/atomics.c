@@ -65,10 +65,12 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc(&d_x, 4 * n));
     CUDA_CHECK(cudaMalloc(&d_y, 4 * n + 4 * ((size_t)1 << 20)));
     CUDA_CHECK(cudaMalloc(&d_r, 16));
-    int failures = 0;
+    /* the report: atomic operations per second; no library to compare with */
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", n);
-    if (!args.quiet) printf(" operation                         addresses        ms   G atomics/s   check\n");
+    lb_report rep = {.prog = &program, .args = &args, .unit = "gatomics_s", .unit_head = "G atomics/s"};
+    lb_report_table(&rep, sz, NULL);
+    rep.base_value = -1.0;
 
     /* ---- atomicAdd onto `spread` counters: every counter must hold its share */
     static const unsigned int spreads[] = {1, 32, 1024, 32768, 1u << 20};
@@ -81,20 +83,12 @@ int main(int argc, char **argv)
         size_t bad = 0;
         for (unsigned int c = 0; c < spread; c++) bad += h_u[c] != n / spread + (c < n % spread);
         int ok = bad == 0;
-        failures += !ok;
         float ms = args.check_only ? 0.0f : lb_time_ms(run_atomic, &j, 1, args.iters);
-        double rate = args.check_only ? 0.0 : n / (ms * 1e6);
-        if (!args.quiet) {
-            printf(" atomicAdd(&count[i %% %u], 1)  %10u", spread, spread);
-            if (!args.check_only) printf("  %8.4f  %12.2f", ms, rate);
-            printf("   %s\n", ok ? "PASS (every count exact)" : "FAIL");
-        }
-        if (!args.check_only) {
-            char name[32];
-            snprintf(name, sizeof name, "add_%u_addresses", spread);
-            lb_result r = {"atomics", -1, name, sz, ms, "gatomics_s", rate, NULL, 0.0, ok};
-            lb_print_result(&r, args.quiet);
-        }
+        char name[32], label[48];
+        snprintf(name, sizeof name, "add_%u_addresses", spread);
+        snprintf(label, sizeof label, "atomicAdd, %u addresses", spread);
+        lb_report_item(&rep, name, label, ms, ms > 0 ? n / (ms * 1e6) : 0.0, ok,
+                       ok ? "PASS (every count exact)" : "FAIL");
     }
 
     /* ---- atomicMax, atomicExch, the CAS float max */
@@ -128,34 +122,22 @@ int main(int argc, char **argv)
             CUDA_CHECK(cudaMemcpy(&got, d_r, 4, cudaMemcpyDeviceToHost));
             ok = got == want_fmax;
         }
-        failures += !ok;
         float ms = args.check_only ? 0.0f : lb_time_ms(run_atomic, &j, 1, args.iters);
-        double rate = args.check_only ? 0.0 : n / (ms * 1e6);
         static const char *const what[] = {"", "atomicMax(&m, x[i])", "atomicExch(&slot, i + 1)",
                                            "float max by atomicCAS"};
         static const char *const pass[] = {"", "PASS (the CPU's max)", "PASS (each number once)",
                                            "PASS (the CPU's max)"};
-        if (!args.quiet) {
-            printf(" %-31s %10d", what[op], 1);
-            if (!args.check_only) printf("  %8.4f  %12.2f", ms, rate);
-            printf("   %s\n", ok ? pass[op] : "FAIL");
-        }
-        if (!args.check_only) {
-            static const char *const names[] = {"", "max_int", "exchange", "max_float_cas"};
-            lb_result r = {"atomics", -1, names[op], sz, ms, "gatomics_s", rate, NULL, 0.0, ok};
-            lb_print_result(&r, args.quiet);
-        }
+        static const char *const names[] = {"", "max_int", "exchange", "max_float_cas"};
+        lb_report_item(&rep, names[op], what[op], ms, ms > 0 ? n / (ms * 1e6) : 0.0, ok, ok ? pass[op] : "FAIL");
     }
     if (!args.quiet)
         printf("one address serializes every atomic on it in the L2; spread over more addresses they proceed in\n"
                "parallel. The CAS max reads first and skips the atomic when the value is already as large.\n");
-    else
-        printf("atomics: n=%zu, %s\n", n, failures ? "FAIL" : "PASS");
     free(h_i);
     free(h_f);
     free(h_u);
     CUDA_CHECK(cudaFree(d_x));
     CUDA_CHECK(cudaFree(d_y));
     CUDA_CHECK(cudaFree(d_r));
-    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+    return lb_report_finish(&rep);
 }

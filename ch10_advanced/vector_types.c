@@ -57,15 +57,21 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d_x, 4 * n));
     CUDA_CHECK(cudaMalloc((void **)&d_y, 4 * n));
     CUDA_CHECK(cudaMemcpy(d_x, h_x, 4 * n, cudaMemcpyHostToDevice));
-    float mc_ms = 0.0f;
-    double mc = args.check_only ? 0.0 : lb_memcpy_ceiling_gbps(8 * n, args.iters, &mc_ms);
-    if (!args.quiet) {
-        printf(" operation  access    bytes/load       ms       GB/s   vs memcpy   check\n");
-        if (!args.check_only) printf(" copy       cudaMemcpy          -   %8.4f  %9.0f        1.00\n", mc_ms, mc);
-    }
-    int failures = 0;
+    /* the report: GB/s (n floats read, n written) against a copy of as many bytes */
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", n);
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "gbps",
+                     .unit_head = "GB/s",
+                     .base = "memcpy",
+                     .base_head = "vs memcpy"};
+    lb_report_table(&rep, sz, NULL);
+    if (!args.check_only) {
+        float mc_ms = 0.0f;
+        rep.base_value = lb_memcpy_ceiling_gbps(8 * n, args.iters, &mc_ms);
+        lb_report_note(&rep, "copy by cudaMemcpy", mc_ms, rep.base_value, NULL);
+    }
     for (int op = 0; op < 2; op++) {
         float a = op == 0 ? 1.0f : 2.5f;
         for (size_t i = 0; i < n; i++) want[i] = a * h_x[i];
@@ -76,29 +82,18 @@ int main(int argc, char **argv)
             CUDA_CHECK(run_vt(&j));
             CUDA_CHECK(cudaMemcpy(h_y, d_y, 4 * n, cudaMemcpyDeviceToHost));
             int ok = memcmp(h_y, want, 4 * n) == 0; /* a copy, or one rounding the CPU does alike */
-            failures += !ok;
-            float ms = 0.0f;
-            double gbps = 0.0;
-            if (!args.check_only) {
-                ms = lb_time_ms(run_vt, &j, 2, args.iters);
-                gbps = 8.0 * n / (ms * 1e6);
-                char name[32];
-                snprintf(name, sizeof name, "%s_%s", op ? "scale" : "copy", vt_names[vt]);
-                lb_result r = {"vector_types", -1, name, sz, ms, "gbps", gbps, "memcpy", gbps / mc, ok};
-                lb_print_result(&r, args.quiet);
-            }
-            if (!args.quiet) {
-                printf(" %-10s %-9s %10d", op ? "scale" : "copy", vt_names[vt], vt_bytes[vt]);
-                if (!args.check_only) printf("   %8.4f  %9.0f  %10.2f", ms, gbps, gbps / mc);
-                printf("   %s\n", ok ? "PASS (exact)" : "FAIL");
-            }
+            float ms = args.check_only ? 0.0f : lb_time_ms(run_vt, &j, 2, args.iters);
+            char name[32], label[48];
+            snprintf(name, sizeof name, "%s_%s", op ? "scale" : "copy", vt_names[vt]);
+            snprintf(label, sizeof label, "%s %s (%d B/load)", op ? "scale" : "copy", vt_names[vt], vt_bytes[vt]);
+            lb_report_item(&rep, name, label, ms, ms > 0 ? 8.0 * n / (ms * 1e6) : 0.0, ok,
+                           ok ? "PASS (exact)" : "FAIL");
         }
     }
-    if (args.quiet) printf("vector_types: n=%zu, %s\n", n, failures ? "FAIL" : "PASS");
     free(h_x);
     free(h_y);
     free(want);
     CUDA_CHECK(cudaFree(d_x));
     CUDA_CHECK(cudaFree(d_y));
-    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+    return lb_report_finish(&rep);
 }

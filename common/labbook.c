@@ -372,11 +372,19 @@ static void report_line(lb_report *r, int ver, const char *label, double ms, dou
         if (r->ceiling_head) printf(" %10s", "-");
         if (r->base_head) printf(" %10s", "-");
     } else {
-        printf("%s  %-30s %10.4f %10.4g", num, label, ms, value);
-        if (r->ceiling_head && r->ceiling_value > 0) printf(" %10.2f", value / r->ceiling_value);
-        else if (r->ceiling_head) printf(" %10s", "-");
-        if (r->base_head && r->base_value > 0) printf(" %10.2f", value / r->base_value);
-        else if (r->base_head) printf(" %10s", "-");
+        /* large values without an exponent: 15840, not 1.584e+04 */
+        if (value >= 1e4)
+            printf("%s  %-30s %10.4f %10.0f", num, label, ms, value);
+        else
+            printf("%s  %-30s %10.4f %10.4g", num, label, ms, value);
+        if (r->ceiling_head && r->ceiling_value > 0)
+            printf(" %10.2f", value / r->ceiling_value);
+        else if (r->ceiling_head)
+            printf(" %10s", "-");
+        if (r->base_head && r->base_value > 0)
+            printf(" %10.2f", value / r->base_value);
+        else if (r->base_head)
+            printf(" %10s", "-");
     }
     printf("   %s\n", verdict);
 }
@@ -386,12 +394,10 @@ void lb_report_note(lb_report *r, const char *label, double ms, double value, co
     report_line(r, -1, label, ms, value, verdict ? verdict : "-");
 }
 
-void lb_report_row(lb_report *r, int ver, const char *name, double ms, double value, int pass, const char *verdict)
+/* A row and its RESULT line; rows that passed take part in the race for the summary's "best". */
+static void report_result(lb_report *r, int ver, const char *name, const char *label, double ms, double value, int pass,
+                          const char *verdict)
 {
-    const lb_version *v = lb_version_of(r->prog, ver);
-    char label[64];
-    snprintf(label, sizeof label, "%s", v ? v->title : name);
-    if (!name) name = v ? v->name : "?";
     if (!verdict) verdict = pass > 0 ? "PASS" : pass == 0 ? "FAIL" : "-";
     if (pass == 0) r->failures++;
     /* the first row of a table is its baseline unless the program set one (< 0: none) */
@@ -401,9 +407,12 @@ void lb_report_row(lb_report *r, int ver, const char *name, double ms, double va
     double ratio = r->base_value > 0 ? value / r->base_value : 0.0;
     lb_result res = {r->prog->name, ver, name, r->size, ms, r->unit, value, r->base, ratio, pass};
     lb_print_result(&res, r->args->quiet);
-    /* the best version that passed, other than the baseline (version 0, or the one named base) */
+    /* the best row that passed, other than the baseline (version 0, or the row named base) */
     int is_base = ver == 0 || (r->base && !strcmp(name, r->base));
-    if (ver > 0 && !is_base && pass != 0 && (r->best == 0 || ratio > r->best_ratio)) {
+    /* best by the ratio to the baseline (comparable across tables), else by the value */
+    int better = r->base_value > 0 ? ratio > r->best_ratio : value > r->best_value;
+    if (!is_base && pass != 0 && (!r->have_best || better)) {
+        r->have_best = 1;
         r->best = ver;
         r->best_ratio = ratio;
         r->best_value = value;
@@ -412,13 +421,30 @@ void lb_report_row(lb_report *r, int ver, const char *name, double ms, double va
     }
 }
 
+void lb_report_row(lb_report *r, int ver, const char *name, double ms, double value, int pass, const char *verdict)
+{
+    const lb_version *v = lb_version_of(r->prog, ver);
+    if (!name) name = v ? v->name : "?";
+    report_result(r, ver, name, v ? v->title : name, ms, value, pass, verdict);
+}
+
+void lb_report_item(lb_report *r, const char *name, const char *label, double ms, double value, int pass,
+                    const char *verdict)
+{
+    report_result(r, -1, name, label, ms, value, pass, verdict);
+}
+
 int lb_report_finish(lb_report *r)
 {
     if (r->args->quiet) {
-        printf("%s: %s, ", r->prog->name, r->best > 0 ? r->best_size : r->size);
-        if (r->best > 0 && r->base)
-            printf("best v%d %s %.4g %s = %.2fx %s, ", r->best, r->best_name, r->best_value, r->unit_head,
-                   r->best_ratio, r->base);
+        printf("%s: %s, ", r->prog->name, r->have_best ? r->best_size : r->size);
+        if (r->have_best && r->best >= 0)
+            printf("best v%d ", r->best);
+        else if (r->have_best)
+            printf("best ");
+        if (r->have_best) printf("%s %.4g %s", r->best_name, r->best_value, r->unit_head);
+        if (r->have_best && r->base) printf(" = %.2fx %s", r->best_ratio, r->base);
+        if (r->have_best) printf(", ");
         printf("%s\n", r->failures ? "FAIL" : "all PASS");
     }
     fflush(stdout);

@@ -360,7 +360,7 @@ typedef struct {
     const char *size, *heading;
     double base_value; /* the value of the table's first row, the baseline */
     int head_done, failures;
-    int best; /* the best version so far (0: none yet) */
+    int have_best, best; /* the best row so far: its version (-1: an item) */
     double best_ratio, best_value;
     char best_name[32], best_size[64];
 } lb_report;
@@ -372,6 +372,10 @@ void lb_report_table(lb_report *r, const char *size, const char *heading);
  * (NULL: PASS/FAIL). A failed row counts towards the exit code. In --check-only mode the
  * timing columns are "-" and no RESULT line is printed. */
 void lb_report_row(lb_report *r, int ver, const char *name, double ms, double value, int pass, const char *verdict);
+/* A measured row that is not a version of the table (ver -1 in its RESULT line): name for the
+ * RESULT line, label for the table. Otherwise as lb_report_row. */
+void lb_report_item(lb_report *r, const char *name, const char *label, double ms, double value, int pass,
+                    const char *verdict);
 /* A reference row that is not a version (the memcpy ceiling, a single-thread CPU): table only. */
 void lb_report_note(lb_report *r, const char *label, double ms, double value, const char *verdict);
 /* With --quiet, the one summary line: "<prog>: <size>, best vN name value = ratio x base,

@@ -234,10 +234,10 @@ static void test_report(void)
         .prog = &prog, .args = &args, .unit = "gbps", .unit_head = "GB/s", .base = "base", .base_head = "vs base"};
     lb_report_table(&r, "100", NULL);
     lb_report_row(&r, 0, NULL, 2.0, 10.0, -1, NULL); /* the first row is the baseline */
-    CHECK(r.base_value == 10.0 && r.failures == 0 && r.best == 0);
+    CHECK(r.base_value == 10.0 && r.failures == 0 && !r.have_best);
     lb_report_row(&r, 1, NULL, 4.0, 5.0, 1, NULL);
     lb_report_row(&r, 2, NULL, 1.0, 20.0, 1, NULL);
-    CHECK(r.best == 2 && r.best_ratio == 2.0 && strcmp(r.best_name, "fast") == 0 && r.failures == 0);
+    CHECK(r.have_best && r.best == 2 && r.best_ratio == 2.0 && strcmp(r.best_name, "fast") == 0 && r.failures == 0);
     lb_report_row(&r, 3, NULL, 0.5, 40.0, 0, NULL); /* a failed row counts, and is never the best */
     CHECK(r.failures == 1 && r.best == 2);
     CHECK(lb_report_finish(&r) == LB_EXIT_FAIL);
@@ -248,12 +248,14 @@ static void test_report(void)
     r.base_value = -1.0;
     lb_report_row(&r, 1, NULL, 1.0, 7.0, 1, NULL);
     CHECK(r.base_value == -1.0);
+    lb_report_item(&r, "other", "not a version", 1.0, 50.0, 1, NULL); /* items race too */
+    CHECK(r.have_best && r.best == -1 && strcmp(r.best_name, "other") == 0 && r.failures == 1);
 
     lb_args ok_args = {.quiet = 1, .check_only = 1, .version = -1};
     lb_report c = {.prog = &prog, .args = &ok_args, .unit = "gbps", .unit_head = "GB/s"};
     lb_report_table(&c, "1", NULL);
     lb_report_row(&c, 1, NULL, 0.0, 0.0, 1, NULL); /* --check-only: no timing, no best */
-    CHECK(c.best == 0 && lb_report_finish(&c) == LB_EXIT_PASS);
+    CHECK(!c.have_best && lb_report_finish(&c) == LB_EXIT_PASS);
 }
 
 /* ---------------------------------------------------------------- random numbers */
