@@ -220,6 +220,37 @@ static void test_checkers(void)
     CHECK(strncmp(lb_check_summary(&bad, buf, sizeof buf), "FAIL", 4) == 0);
 }
 
+/* ---------------------------------------------------------------- versions on an older GPU */
+
+static void test_version_wanted(void)
+{
+    static const lb_version v[] = {{0, "base", "base", LB_OLDEST_SM, NULL}, {1, "new", "needs sm_90", 90, NULL}};
+    static const lb_program prog = {"tsm", "test", NULL, LB_USE_ALL, NULL, 0, v, 2};
+    lb_gpu old = {0}, h200 = {0};
+    old.prop.major = 7, old.prop.minor = 5;
+    snprintf(old.sm, sizeof old.sm, "sm_75");
+    h200.prop.major = 9, h200.prop.minor = 0;
+    snprintf(h200.sm, sizeof h200.sm, "sm_90");
+    lb_args all = {.version = -1, .quiet = 1}, one = {.version = 1, .quiet = 1};
+    CHECK(lb_version_wanted(&prog, &all, &old, 0) == 1);
+    CHECK(lb_version_wanted(&prog, &all, &old, 1) == 0); /* skipped in the all-versions run */
+    CHECK(lb_version_wanted(&prog, &all, &h200, 1) == 1);
+    CHECK(lb_version_wanted(&prog, &one, &h200, 0) == 0); /* another one was asked for */
+    CHECK(lb_version_wanted(&prog, &one, &h200, 1) == 1);
+    CHECK(lb_version_wanted(&prog, &all, &h200, 2) == 0); /* no such version */
+    /* asked for by number on a GPU too old: exit 2 with the reason */
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stderr);
+        lb_version_wanted(&prog, &one, &old, 1);
+        _exit(100);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == LB_EXIT_USAGE);
+}
+
 /* ---------------------------------------------------------------- the report */
 
 static void test_report(void)
@@ -491,6 +522,7 @@ int main(void)
     test_numbers();
     test_args();
     test_checkers();
+    test_version_wanted();
     test_report();
     test_rng();
     test_png();
