@@ -20,20 +20,18 @@
 #include "debugging_kernels.h"
 #include <stdio.h>
 
-#define T DEBUG_TILE
-
 template <int BUG>
 __global__ void matmul_kernel(const float *A, const float *B, float *C, int M, int N, int K, int probe_row,
                               int probe_col)
 {
-    __shared__ float As[T][T], Bs[T][T];
+    __shared__ float As[DEBUG_TILE][DEBUG_TILE], Bs[DEBUG_TILE][DEBUG_TILE];
     int tx = threadIdx.x, ty = threadIdx.y;
-    int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    int row = blockIdx.y * DEBUG_TILE + ty, col = blockIdx.x * DEBUG_TILE + tx;
     bool inside = row < M && col < N;
     bool probe = row == probe_row && col == probe_col;
 
     float sum = 0.0f;
-    for (int t = 0; t < K; t += T) {
+    for (int t = 0; t < K; t += DEBUG_TILE) {
         /* Each thread loads one element of each tile; outside the matrices it loads 0, so
          * that the partial tiles at the edges add nothing. */
         As[ty][tx] = (row < M && t + tx < K) ? A[(size_t)row * K + t + tx] : 0.0f;
@@ -43,11 +41,11 @@ __global__ void matmul_kernel(const float *A, const float *B, float *C, int M, i
         if (BUG != 3) __syncthreads(); /* the whole tile is loaded before anyone reads it */
 
         float part = 0.0f;
-        for (int k = 0; k < T; k++) part += As[ty][k] * Bs[k][tx];
+        for (int k = 0; k < DEBUG_TILE; k++) part += As[ty][k] * Bs[k][tx];
         sum += part;
         if (probe)
-            printf("probe C[%d][%d] tile %2d (k %d..%d): adds %12.6f, sum %12.6f\n", row, col, t / T, t, t + T - 1,
-                   part, sum);
+            printf("probe C[%d][%d] tile %2d (k %d..%d): adds %12.6f, sum %12.6f\n", row, col, t / DEBUG_TILE, t,
+                   t + DEBUG_TILE - 1, part, sum);
 
         /* BUG 2: without this barrier the next iteration's loads overwrite As and Bs while
          * slower threads of the block are still reading them */
@@ -67,7 +65,7 @@ __global__ void matmul_kernel(const float *A, const float *B, float *C, int M, i
 extern "C" cudaError_t debug_matmul_launch(int bug, const float *d_a, const float *d_b, float *d_c, int M, int N, int K,
                                            int probe_row, int probe_col)
 {
-    dim3 block(T, T), grid((N + T - 1) / T, (M + T - 1) / T);
+    dim3 block(DEBUG_TILE, DEBUG_TILE), grid((N + DEBUG_TILE - 1) / DEBUG_TILE, (M + DEBUG_TILE - 1) / DEBUG_TILE);
     switch (bug) {
     case 0: matmul_kernel<0><<<grid, block>>>(d_a, d_b, d_c, M, N, K, probe_row, probe_col); break;
     case 1: matmul_kernel<1><<<grid, block>>>(d_a, d_b, d_c, M, N, K, probe_row, probe_col); break;

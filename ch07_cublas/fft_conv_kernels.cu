@@ -22,21 +22,20 @@ extern "C" cudaError_t pointwise_mul_launch(cufftComplex *d_spec, const cufftCom
     return cudaGetLastError();
 }
 
-#define T DIRECT_TILE
-
 __global__ void direct_conv_kernel(const float *img, float *out, int W, int H, const float *w, int r)
 {
-    extern __shared__ float tile[]; /* (T + 2r) x (T + 2r): the output tile and its halo */
-    int span = T + 2 * r;
-    int x0 = blockIdx.x * T - r, y0 = blockIdx.y * T - r; /* the tile's top-left, in the image */
+    extern __shared__ float tile[]; /* (FFT_CONV_TILE + 2r) x (FFT_CONV_TILE + 2r): the output tile and its halo */
+    int span = FFT_CONV_TILE + 2 * r;
+    int x0 = blockIdx.x * FFT_CONV_TILE - r,
+        y0 = blockIdx.y * FFT_CONV_TILE - r; /* the tile's top-left, in the image */
     /* the whole block loads the span x span pixels, zero outside the image */
-    for (int i = threadIdx.y * T + threadIdx.x; i < span * span; i += T * T) {
+    for (int i = threadIdx.y * FFT_CONV_TILE + threadIdx.x; i < span * span; i += FFT_CONV_TILE * FFT_CONV_TILE) {
         int ty = i / span, tx = i % span, y = y0 + ty, x = x0 + tx;
         tile[i] = (x >= 0 && x < W && y >= 0 && y < H) ? img[(size_t)y * W + x] : 0.0f;
     }
     __syncthreads(); /* every pixel of the halo is in place before anyone sums */
 
-    int x = blockIdx.x * T + threadIdx.x, y = blockIdx.y * T + threadIdx.y;
+    int x = blockIdx.x * FFT_CONV_TILE + threadIdx.x, y = blockIdx.y * FFT_CONV_TILE + threadIdx.y;
     if (x >= W || y >= H) return;
     float sum = 0.0f;
     int n = 2 * r + 1;
@@ -52,11 +51,12 @@ extern "C" cudaError_t direct_conv_launch(const float *d_img, float *d_out, int 
                                           cudaStream_t stream)
 {
     if (r < 0 || r > DIRECT_MAX_R) return cudaErrorInvalidValue;
-    size_t smem = sizeof(float) * (size_t)(T + 2 * r) * (T + 2 * r);
+    size_t smem = sizeof(float) * (size_t)(FFT_CONV_TILE + 2 * r) * (FFT_CONV_TILE + 2 * r);
     /* beyond 48 KB a kernel must opt in to the larger shared memory */
     cudaError_t e = cudaFuncSetAttribute(direct_conv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e) return e;
-    dim3 block(T, T), grid((W + T - 1) / T, (H + T - 1) / T);
+    dim3 block(FFT_CONV_TILE, FFT_CONV_TILE),
+        grid((W + FFT_CONV_TILE - 1) / FFT_CONV_TILE, (H + FFT_CONV_TILE - 1) / FFT_CONV_TILE);
     direct_conv_kernel<<<grid, block, smem, stream>>>(d_img, d_out, W, H, d_w, r);
     return cudaGetLastError();
 }

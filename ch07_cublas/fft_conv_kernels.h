@@ -8,8 +8,8 @@
 extern "C" {
 #endif
 
-#define DIRECT_TILE 16  /* the direct kernel's output tile: DIRECT_TILE x DIRECT_TILE pixels */
-#define DIRECT_MAX_R 96 /* its halo must fit in shared memory: (16 + 2r)^2 floats <= 227 KB */
+#define FFT_CONV_TILE 16 /* the direct kernel's output tile: FFT_CONV_TILE x FFT_CONV_TILE pixels */
+#define DIRECT_MAX_R 96  /* its halo must fit in shared memory: (16 + 2r)^2 floats <= 227 KB */
 
 /* spec[i] *= filter[i] * scale for n complex values: the convolution theorem's product,
  * with cuFFT's missing 1/(PH*PW) folded in as `scale` */

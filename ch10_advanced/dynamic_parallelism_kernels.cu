@@ -118,9 +118,9 @@ extern "C" cudaError_t quicksort_launch(int *d_data, int n, int max_depth, int *
  * mandel_dwell and mandelbrot_kernel, with one rounding per operation and no FMA. */
 #include "mandelbrot_kernel.cu"
 
-#define MS_BLOCK 16 /* threads per side of a block: 256 threads */
-#define MS_MIN 16   /* squares this small are computed pixel by pixel */
-#define DIFFERENT -1
+#define DP_MARIANI_BLOCK 16 /* threads per side of a block: 256 threads */
+#define DP_MARIANI_MIN 16   /* squares this small are computed pixel by pixel */
+#define DP_DIFFERENT -1
 
 /* Block (bx, by) of this grid owns the square of side d at (x0 + bx d, y0 + by d), cut to the
  * image: an ex x ey rectangle. Its border is what must agree: for a square that sticks out of
@@ -149,17 +149,17 @@ __global__ void mariani_kernel(int *dwell, int w, int h, float x_min, float y_mi
             py = y0 + 1 + m / cols;
         }
         int v = mandel_dwell(px, py, x_min, y_min, step, max_iter);
-        /* agree on one value: the first writer sets it, anyone different marks DIFFERENT */
+        /* agree on one value: the first writer sets it, anyone different marks DP_DIFFERENT */
         int old = atomicCAS(&common, -2, v);
-        if (old != -2 && old != v) atomicExch(&common, DIFFERENT);
+        if (old != -2 && old != v) atomicExch(&common, DP_DIFFERENT);
     }
     __syncthreads();
     int c = common;
     if (c >= 0) { /* one dwell all around: fill the rectangle */
         for (int k = tid; k < ex * ey; k += nt) dwell[(size_t)(y0 + k / ex) * w + x0 + k % ex] = c;
-    } else if (depth + 1 < max_depth && d / 2 > MS_MIN && d % 2 == 0) {
+    } else if (depth + 1 < max_depth && d / 2 > DP_MARIANI_MIN && d % 2 == 0) {
         if (tid == 0) /* four quarters, one block each */
-            mariani_kernel<<<dim3(2, 2), dim3(MS_BLOCK, MS_BLOCK), 0, cudaStreamFireAndForget>>>(
+            mariani_kernel<<<dim3(2, 2), dim3(DP_MARIANI_BLOCK, DP_MARIANI_BLOCK), 0, cudaStreamFireAndForget>>>(
                 dwell, w, h, x_min, y_min, step, max_iter, x0, y0, d / 2, depth + 1, max_depth);
     } else { /* small enough: every pixel */
         for (int k = tid; k < ex * ey; k += nt) {
@@ -180,7 +180,7 @@ extern "C" cudaError_t mandel_dp_launch(int mariani, int *d_dwell, int w, int h,
     /* the top level: squares of side d = 256 (a power of two, so quarters divide evenly) */
     int d = 256;
     dim3 grid((w + d - 1) / d, (h + d - 1) / d);
-    mariani_kernel<<<grid, dim3(MS_BLOCK, MS_BLOCK)>>>(d_dwell, w, h, x_min, y_min, step, max_iter, 0, 0, d, 0,
-                                                       max_depth);
+    mariani_kernel<<<grid, dim3(DP_MARIANI_BLOCK, DP_MARIANI_BLOCK)>>>(d_dwell, w, h, x_min, y_min, step, max_iter, 0,
+                                                                       0, d, 0, max_depth);
     return cudaGetLastError();
 }
