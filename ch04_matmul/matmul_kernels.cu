@@ -305,19 +305,29 @@ __device__ __forceinline__ void block_coords(int &pid_m, int &pid_n)
 
 /* cp.async (sm_80+): the copy engine moves global memory straight to shared memory, no
  * registers in between, and the thread goes on. src_bytes < size fills the rest with
- * zeros: that is how out-of-range elements become 0 without a branch. */
+ * zeros: that is how out-of-range elements become 0 without a branch.
+ * A build for an older GPU (make ARCH=sm_75) has no cp.async: there these helpers stop the
+ * kernel, and version 6 is listed as unavailable (its min_sm in matmul.c), so it never runs. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define MATMUL_CP_ASYNC(...) __trap()
+#else
+#define MATMUL_CP_ASYNC(...) asm volatile(__VA_ARGS__)
+#endif
 __device__ __forceinline__ void cp_async16(float *smem, const float *gmem, int src_bytes)
 {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+    MATMUL_CP_ASYNC("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async4(float *smem, const float *gmem, int src_bytes)
 {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+    MATMUL_CP_ASYNC("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void cp_async_commit() { MATMUL_CP_ASYNC("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    MATMUL_CP_ASYNC("cp.async.wait_group %0;\n" ::"n"(N));
+}
 
 /* Copy 4 floats p[r][c..c+3] of a rows x cols matrix to dst, zeros outside. */
 template <bool VEC> __device__ __forceinline__ void copy4(float *dst, const float *p, int r, int c, int rows, int cols)

@@ -112,8 +112,7 @@ int main(int argc, char **argv)
                      .base = "cub",
                      .base_head = "vs CUB",
                      .ceiling_head = "vs memcpy"};
-    float mc_ms = 0.0f;
-    if (!args.check_only) rep.ceiling_value = lb_memcpy_ceiling_gbps(n, args.iters, &mc_ms);
+    lb_report_ceiling(&rep, n, args.iters);
     lb_rng rng;
     lb_rng_seed(&rng, args.seed);
     char sz[48], heading[48];
@@ -124,7 +123,6 @@ int main(int argc, char **argv)
         snprintf(sz, sizeof sz, "%zu_%s", n, inputs[kind]);
         snprintf(heading, sizeof heading, "input: %s", inputs[kind]);
         lb_report_table(&rep, sz, heading);
-        if (!args.check_only) lb_report_note(&rep, "cudaMemcpy D2D (same bytes)", mc_ms, rep.ceiling_value, NULL);
         for (int v = 0; v < HISTOGRAM_VERSIONS; v++) { /* CUB (version 0) always, first: the baseline */
             if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
             hist_job job = {v, d_in, n, d_hist, d_scratch};

@@ -125,11 +125,7 @@ int main(int argc, char **argv)
                      .base_head = "vs CUB",
                      .ceiling_head = "vs memcpy"};
     lb_report_table(&rep, sz, NULL);
-    if (!args.check_only) {
-        float mc_ms = 0.0f;
-        rep.ceiling_value = lb_memcpy_ceiling_gbps(n * sizeof(float), args.iters, &mc_ms);
-        lb_report_note(&rep, "cudaMemcpy D2D (same bytes)", mc_ms, rep.ceiling_value, NULL);
-    }
+    lb_report_ceiling(&rep, n * sizeof(float), args.iters);
 
     /* check and time each version; CUB (version 0) always, first: the baseline */
     for (int v = 0; v < REDUCE_VERSIONS; v++) {

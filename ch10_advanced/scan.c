@@ -150,8 +150,7 @@ int main(int argc, char **argv)
                      .base = "cub",
                      .base_head = "vs CUB",
                      .ceiling_head = "vs memcpy"};
-    float mc_ms = 0.0f;
-    if (!args.check_only) rep.ceiling_value = lb_memcpy_ceiling_gbps(8 * n, args.iters, &mc_ms);
+    lb_report_ceiling(&rep, 8 * n, args.iters);
     lb_rng rng;
     lb_rng_seed(&rng, args.seed);
     for (int type = t0; type <= t1; type++) {
@@ -175,7 +174,6 @@ int main(int argc, char **argv)
                      excl ? "exclusive" : "inclusive");
             snprintf(sz, sizeof sz, "%zu_%s_%s", n, type == SCAN_INT ? "int" : "float", excl ? "excl" : "incl");
             lb_report_table(&rep, sz, what);
-            if (!args.check_only) lb_report_note(&rep, "cudaMemcpy D2D (same bytes)", mc_ms, rep.ceiling_value, NULL);
             for (int v = 0; v < SCAN_VERSIONS; v++) { /* CUB (version 0) always, first: the baseline */
                 if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
                 scan_job job = {v, type, excl, d_in, d_out, n, d_scratch};

@@ -99,10 +99,11 @@ void lb_gpu_init(lb_gpu *gpu)
     CUDA_CHECK(cudaSetDevice(gpu->device));
     CUDA_CHECK(cudaGetDeviceProperties(&gpu->prop, gpu->device));
     snprintf(gpu->sm, sizeof gpu->sm, "sm_%d%d", gpu->prop.major, gpu->prop.minor);
+    gpu->cc = gpu->prop.major * 10 + gpu->prop.minor;
     /* The build embeds machine code for LB_ARCH and PTX for it; a newer GPU can compile that
      * PTX, an older one cannot run it at all, so say so now rather than at the first launch. */
-    int built = sm_number(LB_ARCH_NAME), have = gpu->prop.major * 10 + gpu->prop.minor;
-    if (built > 0 && have < built) wrong_arch_exit();
+    int built = sm_number(LB_ARCH_NAME);
+    if (built > 0 && gpu->cc < built) wrong_arch_exit();
     CUDA_CHECK(cudaFree(0)); /* create the context now, so its cost stays out of timings */
 }
 
@@ -143,13 +144,20 @@ int lb_version_wanted(const lb_program *prog, const lb_args *args, const lb_gpu 
 {
     const lb_version *v = lb_version_of(prog, number);
     if (!v || (args->version >= 0 && args->version != number)) return 0;
-    int have = gpu->prop.major * 10 + gpu->prop.minor;
-    if (v->min_sm <= have) return 1;
+    /* too old a GPU, or a build for an older target than the version needs: that build left the
+     * version's instructions out, and its PTX, compiled for a newer GPU, still lacks them */
+    char why[320];
+    int built = sm_number(LB_ARCH_NAME);
+    if (v->min_sm > gpu->cc)
+        snprintf(why, sizeof why, "this GPU (%s) is %s", gpu->prop.name, gpu->sm);
+    else if (built > 0 && v->min_sm > built)
+        snprintf(why, sizeof why, "this program was built for %s (make clean && make ARCH=%s)", LB_ARCH_NAME, gpu->sm);
+    else
+        return 1;
     if (args->version == number) /* asked for by number: say why not, exit 2 */
-        lb_die(LB_EXIT_USAGE, "%s: version %d (%s) needs sm_%d or newer; this GPU (%s) is %s", prog->name, number,
-               v->title, v->min_sm, gpu->prop.name, gpu->sm);
-    if (!args->quiet)
-        printf("  %2d  %-30s skipped: needs sm_%d or newer; this GPU is %s\n", number, v->title, v->min_sm, gpu->sm);
+        lb_die(LB_EXIT_USAGE, "%s: version %d (%s) needs sm_%d or newer; %s", prog->name, number, v->title, v->min_sm,
+               why);
+    if (!args->quiet) printf("  %2d  %-30s skipped: needs sm_%d or newer; %s\n", number, v->title, v->min_sm, why);
     return 0;
 }
 
@@ -340,18 +348,6 @@ void lb_print_result(const lb_result *r, int quiet)
     fflush(stdout);
 }
 
-/* The column heads, printed before a table's first row. */
-static void report_head(lb_report *r)
-{
-    if (r->args->quiet || r->head_done) return;
-    r->head_done = 1;
-    if (r->heading) printf("%s\n", r->heading);
-    printf(" ver  %-30s %10s %10s", "version", "ms", r->unit_head);
-    if (r->ceiling_head) printf(" %10s", r->ceiling_head);
-    if (r->base_head) printf(" %10s", r->base_head);
-    printf("   check\n");
-}
-
 void lb_report_table(lb_report *r, const char *size, const char *heading)
 {
     r->size = size;
@@ -360,11 +356,9 @@ void lb_report_table(lb_report *r, const char *size, const char *heading)
     r->base_value = 0.0;
 }
 
-/* One row: ver (or "-"), label, ms, value, the ratios, the verdict. */
-static void report_line(lb_report *r, int ver, const char *label, double ms, double value, const char *verdict)
+/* One row as it stands in the table: ver (or "-"), label, ms, value, the ratios, the verdict. */
+static void print_row(const lb_report *r, int ver, const char *label, double ms, double value, const char *verdict)
 {
-    report_head(r);
-    if (r->args->quiet) return;
     char num[16] = "   -";
     if (ver >= 0) snprintf(num, sizeof num, "  %2d", ver);
     if (r->args->check_only) {
@@ -389,6 +383,35 @@ static void report_line(lb_report *r, int ver, const char *label, double ms, dou
     printf("   %s\n", verdict);
 }
 
+/* The column heads, printed before a table's first row, and the memcpy ceiling's row when
+ * lb_report_ceiling measured one. */
+static void report_head(lb_report *r)
+{
+    if (r->args->quiet || r->head_done) return;
+    r->head_done = 1;
+    if (r->heading) printf("%s\n", r->heading);
+    printf(" ver  %-30s %10s %10s", "version", "ms", r->unit_head);
+    if (r->ceiling_head) printf(" %10s", r->ceiling_head);
+    if (r->base_head) printf(" %10s", r->base_head);
+    printf("   check\n");
+    if (r->ceiling_value > 0) print_row(r, -1, "cudaMemcpy D2D (same bytes)", r->ceiling_ms, r->ceiling_value, "-");
+}
+
+/* A row of the current table, after its heads. */
+static void report_line(lb_report *r, int ver, const char *label, double ms, double value, const char *verdict)
+{
+    report_head(r);
+    if (!r->args->quiet) print_row(r, ver, label, ms, value, verdict);
+}
+
+void lb_report_ceiling(lb_report *r, size_t bytes_moved, int iters)
+{
+    if (r->args->check_only) return; /* nothing is timed */
+    float ms = 0.0f;
+    r->ceiling_value = lb_memcpy_ceiling_gbps(bytes_moved, iters, &ms);
+    r->ceiling_ms = ms;
+}
+
 void lb_report_note(lb_report *r, const char *label, double ms, double value, const char *verdict)
 {
     report_line(r, -1, label, ms, value, verdict ? verdict : "-");
@@ -400,6 +423,7 @@ static void report_result(lb_report *r, int ver, const char *name, const char *l
 {
     if (!verdict) verdict = pass > 0 ? "PASS" : pass == 0 ? "FAIL" : "-";
     if (pass == 0) r->failures++;
+    report_head(r); /* before the baseline is known: the ceiling's row has no ratio to it */
     /* the first row of a table is its baseline unless the program set one (< 0: none) */
     if (r->base_value == 0 && !r->args->check_only) r->base_value = value;
     report_line(r, ver, label, ms, value, verdict);

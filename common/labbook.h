@@ -153,6 +153,7 @@ typedef struct {
     int device; /* the device in use (0) */
     struct cudaDeviceProp prop;
     char sm[16]; /* "sm_90" */
+    int cc;      /* the same as a number: 90 (compared with lb_version's min_sm) */
 } lb_gpu;
 
 /* Find a usable GPU or exit 77 with the reason; select device 0. Call after parsing
@@ -355,7 +356,8 @@ typedef struct {
     const char *base;         /* the RESULT base= name: "cublas" (the first row of each table) */
     const char *base_head;    /* the ratio's column head: "vs cuBLAS" (NULL: no column) */
     const char *ceiling_head; /* optional second ratio: "vs memcpy" (NULL: none) */
-    double ceiling_value;     /* ... against this value */
+    double ceiling_value;     /* ... against this value (lb_report_ceiling measures it) */
+    double ceiling_ms;
     /* set by lb_report_table and the rows */
     const char *size, *heading;
     double base_value; /* the value of the table's first row, the baseline */
@@ -372,6 +374,9 @@ void lb_report_table(lb_report *r, const char *size, const char *heading);
  * (NULL: PASS/FAIL). A failed row counts towards the exit code. In --check-only mode the
  * timing columns are "-" and no RESULT line is printed. */
 void lb_report_row(lb_report *r, int ver, const char *name, double ms, double value, int pass, const char *verdict);
+/* Measure a device-to-device cudaMemcpy moving bytes_moved bytes (lb_memcpy_ceiling_gbps) for
+ * the ceiling_head column; every table then shows it as its first row. Nothing in --check-only. */
+void lb_report_ceiling(lb_report *r, size_t bytes_moved, int iters);
 /* A measured row that is not a version of the table (ver -1 in its RESULT line): name for the
  * RESULT line, label for the table. Otherwise as lb_report_row. */
 void lb_report_item(lb_report *r, const char *name, const char *label, double ms, double value, int pass,

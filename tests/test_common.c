@@ -61,8 +61,9 @@ static double opt_d = 1.5;
 static const char *opt_s = "default";
 static lb_dims opt_dims = {{2, 1}, 1};
 
-/* Run lb_parse_args in a child process: its exit code, or -1 when it returned normally. */
-static int exit_code_of_parse(const lb_program *prog, int argc, char **argv)
+/* Run fn(arg) in a child process with its output silenced: the child's exit code, or -1 when fn
+ * returned normally (for the helpers that exit on bad input). */
+static int exit_code_of(void (*fn)(void *), void *arg)
 {
     fflush(stdout);
     fflush(stderr);
@@ -70,13 +71,32 @@ static int exit_code_of_parse(const lb_program *prog, int argc, char **argv)
     if (pid == 0) {
         freopen("/dev/null", "w", stderr);
         freopen("/dev/null", "w", stdout);
-        lb_args a = {.size = {{1}, 1}, .max_size_dims = 1};
-        lb_parse_args(prog, &a, argc, argv);
+        fn(arg);
         _exit(100);
     }
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -2;
     return WEXITSTATUS(status) == 100 ? -1 : WEXITSTATUS(status);
+}
+
+typedef struct {
+    const lb_program *prog;
+    int argc;
+    char **argv;
+} parse_call;
+
+static void call_parse(void *p)
+{
+    parse_call *c = (parse_call *)p;
+    lb_args a = {.size = {{1}, 1}, .max_size_dims = 1};
+    lb_parse_args(c->prog, &a, c->argc, c->argv);
+}
+
+/* lb_parse_args in a child process: its exit code, or -1 when it returned normally. */
+static int exit_code_of_parse(const lb_program *prog, int argc, char **argv)
+{
+    parse_call c = {prog, argc, argv};
+    return exit_code_of(call_parse, &c);
 }
 
 static void test_args(void)
@@ -222,14 +242,27 @@ static void test_checkers(void)
 
 /* ---------------------------------------------------------------- versions on an older GPU */
 
+typedef struct {
+    const lb_program *prog;
+    const lb_args *args;
+    const lb_gpu *gpu;
+    int number;
+} wanted_call;
+
+static void call_wanted(void *p)
+{
+    wanted_call *c = (wanted_call *)p;
+    lb_version_wanted(c->prog, c->args, c->gpu, c->number);
+}
+
 static void test_version_wanted(void)
 {
     static const lb_version v[] = {{0, "base", "base", LB_OLDEST_SM, NULL}, {1, "new", "needs sm_90", 90, NULL}};
     static const lb_program prog = {"tsm", "test", NULL, LB_USE_ALL, NULL, 0, v, 2};
     lb_gpu old = {0}, h200 = {0};
-    old.prop.major = 7, old.prop.minor = 5;
+    old.prop.major = 7, old.prop.minor = 5, old.cc = 75;
     snprintf(old.sm, sizeof old.sm, "sm_75");
-    h200.prop.major = 9, h200.prop.minor = 0;
+    h200.prop.major = 9, h200.prop.minor = 0, h200.cc = 90;
     snprintf(h200.sm, sizeof h200.sm, "sm_90");
     lb_args all = {.version = -1, .quiet = 1}, one = {.version = 1, .quiet = 1};
     CHECK(lb_version_wanted(&prog, &all, &old, 0) == 1);
@@ -239,16 +272,8 @@ static void test_version_wanted(void)
     CHECK(lb_version_wanted(&prog, &one, &h200, 1) == 1);
     CHECK(lb_version_wanted(&prog, &all, &h200, 2) == 0); /* no such version */
     /* asked for by number on a GPU too old: exit 2 with the reason */
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        freopen("/dev/null", "w", stderr);
-        lb_version_wanted(&prog, &one, &old, 1);
-        _exit(100);
-    }
-    int status = 0;
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == LB_EXIT_USAGE);
+    wanted_call c = {&prog, &one, &old, 1};
+    CHECK(exit_code_of(call_wanted, &c) == LB_EXIT_USAGE);
 }
 
 /* ---------------------------------------------------------------- the report */
