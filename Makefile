@@ -4,6 +4,8 @@
 #   make ch04            build one chapter (or make ch04_matmul)
 #   make test            build, then run every test (host unit tests, bad input, no-GPU paths,
 #                        GPU checks; the GPU checks are skipped without a GPU)
+#   make test REQUIRE_GPU=1   the same, and a check skipped for want of a GPU fails (run this
+#                        on a GPU machine: a broken driver then cannot pass as "no GPU")
 #   make bench           build, then run every benchmark into bench/results-<gpu>.md
 #   make run             build, then run each chapter's demo (one summary line each)
 #   make sanitize        the GPU checks under compute-sanitizer (memcheck, racecheck, synccheck, initcheck)
@@ -30,8 +32,9 @@ $(CHAPTERS):
 # ch04 -> ch04_matmul
 $(foreach c,$(CHAPTERS),$(eval $(call short,$(c)): $(c)))
 
+REQUIRE_GPU ?= 0
 test: all
-	@bash tests/run.sh
+	@REQUIRE_GPU=$(REQUIRE_GPU) bash tests/run.sh
 
 sanitize: all
 	@bash tests/run.sh --sanitize

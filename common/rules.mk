@@ -92,7 +92,7 @@ run: all
 	@$(DEMO)
 
 test: all
-	@bash $(COMMON_DIR)/../tests/run.sh $(CHAPTER)
+	@REQUIRE_GPU=$(or $(REQUIRE_GPU),0) bash $(COMMON_DIR)/../tests/run.sh $(CHAPTER)
 
 clean:
 	rm -f $(PROGS) *.o *.png .build-flags .build-flags-host .build-flags-nvcc $(CLEAN_EXTRA)

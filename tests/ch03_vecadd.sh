@@ -2,23 +2,23 @@
 host_test test_mandelbrot
 
 for p in vecadd elementwise mandelbrot; do
-    bad_input 2 ./$p --bogus
-    bad_input 2 ./$p --size 0
-    bad_input 2 ./$p --size -5
-    bad_input 2 ./$p --size 12abc
-    bad_input 2 ./$p --iters 0
-    bad_input 0 ./$p --help
+    bad_input 2 "unknown argument '--bogus'" ./$p --bogus
+    bad_input 2 "--size must be positive (got 0)" ./$p --size 0
+    bad_input 2 "--size must be positive (got -5)" ./$p --size -5
+    bad_input 2 "--size: '12abc' is not a size" ./$p --size 12abc
+    bad_input 2 "--iters must be positive (got 0)" ./$p --iters 0
+    bad_input 0 "usage: $p " ./$p --help
     no_gpu ./$p
 done
-bad_input 2 ./vecadd 4
-bad_input 2 ./vecadd --block 0
-bad_input 2 ./elementwise --block x
-bad_input 2 ./mandelbrot 4
-bad_input 2 ./mandelbrot --size 16385
-bad_input 2 ./mandelbrot --size 100x0
-bad_input 2 ./mandelbrot --window 1,0,0,1
-bad_input 2 ./mandelbrot --window 1,2,3
-bad_input 2 ./mandelbrot --max-iter 0
+bad_input 2 "version '4' does not exist (0..3)" ./vecadd 4
+bad_input 2 '--block must be positive (got 0)' ./vecadd --block 0
+bad_input 2 "--block: 'x' is not a number" ./elementwise --block x
+bad_input 2 "version '4' does not exist (0..3)" ./mandelbrot 4
+bad_input 2 '--size: at most 16384x16384 pixels' ./mandelbrot --size 16385
+bad_input 2 '--size must be positive (got 100x0)' ./mandelbrot --size 100x0
+bad_input 2 "--window '1,0,0,1' is not xmin,xmax,ymin,ymax with min < max" ./mandelbrot --window 1,0,0,1
+bad_input 2 "--window '1,2,3' is not xmin,xmax,ymin,ymax with min < max" ./mandelbrot --window 1,2,3
+bad_input 2 '--max-iter must be positive' ./mandelbrot --max-iter 0
 
 gpu_expect 2 "not allowed" ./vecadd --block 2048
 gpu_expect 2 "needs" ./vecadd --size 2^40

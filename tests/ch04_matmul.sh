@@ -1,12 +1,12 @@
 # tests/ch04_matmul.sh - cases for ch04_matmul, sourced by tests/run.sh (helpers are defined there).
-bad_input 2 ./matmul --bogus
-bad_input 2 ./matmul --size 0
-bad_input 2 ./matmul --size 2,3
-bad_input 2 ./matmul --size 1,2,3,4
-bad_input 2 ./matmul --size 100000
-bad_input 2 ./matmul 8
-bad_input 2 ./matmul --block 33
-bad_input 0 ./matmul --help
+bad_input 2 "unknown argument '--bogus'" ./matmul --bogus
+bad_input 2 '--size must be positive (got 0)' ./matmul --size 0
+bad_input 2 '--size takes N or M,N,K' ./matmul --size 2,3
+bad_input 2 "--size: '1,2,3,4' is not a size (N or M,N,K)" ./matmul --size 1,2,3,4
+bad_input 2 '--size: each dimension at most 65536' ./matmul --size 100000
+bad_input 2 "version '8' does not exist (0..7)" ./matmul 8
+bad_input 2 "--block 33: the naive kernel's block is B x B threads, B at most 32" ./matmul --block 33
+bad_input 0 'usage: matmul ' ./matmul --help
 no_gpu ./matmul
 
 gpu_check ./matmul --check-only --size 1,1,1
@@ -20,15 +20,15 @@ gpu_check ./matmul 1 --check-only --size 100,200,50 --block 7
 gpu_check ./matmul --size 256 --iters 2
 
 host_test test_life
-bad_input 2 ./life --bogus
-bad_input 2 ./life --size 0
-bad_input 2 ./life --size 70000
-bad_input 2 ./life --gens 0
-bad_input 2 ./life --density 1.5
-bad_input 2 ./life --density x
-bad_input 2 ./life --frames -1
-bad_input 2 ./life 4
-bad_input 0 ./life --help
+bad_input 2 "unknown argument '--bogus'" ./life --bogus
+bad_input 2 '--size must be positive (got 0)' ./life --size 0
+bad_input 2 '--size: at most 65536x65536 cells' ./life --size 70000
+bad_input 2 '--gens must be positive' ./life --gens 0
+bad_input 2 '--density must be between 0 and 1' ./life --density 1.5
+bad_input 2 "--density: 'x' is not a number" ./life --density x
+bad_input 2 '--frames must be 0 or positive' ./life --frames -1
+bad_input 2 "version '4' does not exist (0..3)" ./life 4
+bad_input 0 'usage: life ' ./life --help
 no_gpu ./life
 
 gpu_check ./life --check-only --size 1 --gens 3 --no-png

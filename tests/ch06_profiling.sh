@@ -1,14 +1,14 @@
 # tests/ch06_profiling.sh - cases for ch06_profiling, sourced by tests/run.sh (helpers are defined there).
 for p in events bandwidth; do
-    bad_input 2 ./$p --bogus
-    bad_input 2 ./$p --size 0
-    bad_input 2 ./$p --iters 0
-    bad_input 0 ./$p --help
+    bad_input 2 "unknown argument '--bogus'" ./$p --bogus
+    bad_input 2 "--size must be positive (got 0)" ./$p --size 0
+    bad_input 2 "--iters must be positive (got 0)" ./$p --iters 0
+    bad_input 0 "usage: $p " ./$p --help
     no_gpu ./$p
 done
-bad_input 2 ./events --reps 0
-bad_input 2 ./events --block 0
-bad_input 2 ./bandwidth 1
+bad_input 2 '--reps must be positive' ./events --reps 0
+bad_input 2 '--block must be positive (got 0)' ./events --block 0
+bad_input 2 "unknown argument '1'" ./bandwidth 1
 
 gpu_expect 2 "not allowed" ./events --block 2048
 gpu_expect 2 "needs" ./bandwidth --size 2^44
@@ -19,23 +19,23 @@ gpu_check ./bandwidth --check-only --size 1
 gpu_check ./bandwidth --check-only --size 1000003
 gpu_check ./bandwidth --size 1M --iters 2
 
-bad_input 2 ./divergence --bogus
-bad_input 2 ./divergence --block 96
-bad_input 2 ./divergence --work 0
-bad_input 2 ./divergence 0
-bad_input 2 ./divergence 3
-bad_input 0 ./divergence --help
+bad_input 2 "unknown argument '--bogus'" ./divergence --bogus
+bad_input 2 '--block 96: must be a multiple of 64' ./divergence --block 96
+bad_input 2 '--work must be positive' ./divergence --work 0
+bad_input 2 "version '0' does not exist (1..2)" ./divergence 0
+bad_input 2 "version '3' does not exist (1..2)" ./divergence 3
+bad_input 0 'usage: divergence ' ./divergence --help
 no_gpu ./divergence
 gpu_check ./divergence --check-only --size 1
 gpu_check ./divergence --check-only --size 2^20+3 --block 128 --work 20
 gpu_check ./divergence --size 2^16 --work 16 --iters 3 --print
 
-bad_input 2 ./occupancy --bogus
-bad_input 2 ./occupancy 0
-bad_input 2 ./occupancy 3
-bad_input 2 ./occupancy --smem -1
-bad_input 2 ./occupancy --work 0
-bad_input 0 ./occupancy --help
+bad_input 2 "unknown argument '--bogus'" ./occupancy --bogus
+bad_input 2 "version '0' does not exist (1..2)" ./occupancy 0
+bad_input 2 "version '3' does not exist (1..2)" ./occupancy 3
+bad_input 2 '--smem must be 0 or positive' ./occupancy --smem -1
+bad_input 2 '--work must be positive' ./occupancy --work 0
+bad_input 0 'usage: occupancy ' ./occupancy --help
 no_gpu ./occupancy
 gpu_expect 2 "at most" ./occupancy --smem 1000000
 gpu_check ./occupancy --check-only --size 1
@@ -43,27 +43,27 @@ gpu_check ./occupancy --check-only --size 2^20+3 --work 3
 gpu_check ./occupancy 1 --check-only --size 100000 --smem 65536
 gpu_check ./occupancy 2 --size 2^16 --iters 2
 
-bad_input 2 ./streams --bogus
-bad_input 2 ./streams --streams 0
-bad_input 2 ./streams --chunks 0
-bad_input 2 ./streams --arrays -3
-bad_input 2 ./streams --size 0
-bad_input 0 ./streams --help
+bad_input 2 "unknown argument '--bogus'" ./streams --bogus
+bad_input 2 '--arrays, --streams and --chunks must be positive, --reps 0 or more' ./streams --streams 0
+bad_input 2 '--arrays, --streams and --chunks must be positive, --reps 0 or more' ./streams --chunks 0
+bad_input 2 '--arrays, --streams and --chunks must be positive, --reps 0 or more' ./streams --arrays -3
+bad_input 2 '--size must be positive (got 0)' ./streams --size 0
+bad_input 0 'usage: streams ' ./streams --help
 no_gpu ./streams
 gpu_check ./streams --check-only --arrays 1 --size 1
 gpu_check ./streams --check-only --arrays 7 --size 1000003 --streams 3 --chunks 5 --reps 10
 gpu_check ./streams --check-only --arrays 3 --size 100 --streams 8 --chunks 1000
 gpu_check ./streams --arrays 8 --size 2^16 --reps 50 --iters 2
 
-bad_input 2 ./debugging --bogus
-bad_input 2 ./debugging --bug 5
-bad_input 2 ./debugging --bug -1
-bad_input 2 ./debugging --probe 3
-bad_input 2 ./debugging --probe 1,2,3
-bad_input 2 ./debugging --probe 1008,0
-bad_input 2 ./debugging --size 5000
-bad_input 2 ./debugging --size 3,4
-bad_input 0 ./debugging --help
+bad_input 2 "unknown argument '--bogus'" ./debugging --bogus
+bad_input 2 '--bug must be 0..4' ./debugging --bug 5
+bad_input 2 '--bug must be 0..4' ./debugging --bug -1
+bad_input 2 '--probe takes ROW,COL' ./debugging --probe 3
+bad_input 2 '--probe takes ROW,COL' ./debugging --probe 1,2,3
+bad_input 2 '--probe 1008,0: no such thread (the grid covers 1008 rows and 704' ./debugging --probe 1008,0
+bad_input 2 '--size 5000x5000x5000: at most 2^32 multiply-adds (the CPU checks' ./debugging --size 5000
+bad_input 2 '--size takes N or M,N,K' ./debugging --size 3,4
+bad_input 0 'usage: debugging ' ./debugging --help
 no_gpu ./debugging
 no_gpu ./debugging --bug 2
 gpu_check ./debugging --check-only --size 1

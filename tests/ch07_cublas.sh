@@ -1,26 +1,26 @@
 # tests/ch07_cublas.sh - cases for ch07_cublas, sourced by tests/run.sh (helpers are defined there).
 for p in cublas_basics monte_carlo_pi monte_carlo_integral fft fft_conv; do
-    bad_input 2 ./$p --bogus
-    bad_input 0 ./$p --help
+    bad_input 2 "unknown argument '--bogus'" ./$p --bogus
+    bad_input 0 "usage: $p " ./$p --help
     no_gpu ./$p
 done
 
-bad_input 2 ./cublas_basics --size 0
-bad_input 2 ./cublas_basics --size 3,4
-bad_input 2 ./cublas_basics --size 70000,10,10
-bad_input 2 ./cublas_basics --vec 0
-bad_input 2 ./cublas_basics --vec 2^31
-bad_input 2 ./cublas_basics 1
+bad_input 2 '--size must be positive (got 0)' ./cublas_basics --size 0
+bad_input 2 '--size takes N or M,N,K' ./cublas_basics --size 3,4
+bad_input 2 '--size: each dimension at most 65536' ./cublas_basics --size 70000,10,10
+bad_input 2 '--vec must be 1..2^31-1 (cuBLAS counts in int)' ./cublas_basics --vec 0
+bad_input 2 '--vec must be 1..2^31-1 (cuBLAS counts in int)' ./cublas_basics --vec 2^31
+bad_input 2 "unknown argument '1'" ./cublas_basics 1
 gpu_check ./cublas_basics --check-only --size 1 --vec 1
 gpu_check ./cublas_basics --check-only --size 17,33,65 --vec 1000 --tf32
 gpu_check ./cublas_basics --check-only --size 1000,1023,777 --vec 2^20+3 --tf32
 gpu_check ./cublas_basics --size 256 --vec 4096 --iters 2 --tf32
 gpu_check_large ./cublas_basics --check-only
 
-bad_input 2 ./monte_carlo_pi 0
-bad_input 2 ./monte_carlo_pi 3
-bad_input 2 ./monte_carlo_pi --size 2^41
-bad_input 2 ./monte_carlo_pi --size 0
+bad_input 2 "version '0' does not exist (1..2)" ./monte_carlo_pi 0
+bad_input 2 "version '3' does not exist (1..2)" ./monte_carlo_pi 3
+bad_input 2 '--size: at most 2^40 points' ./monte_carlo_pi --size 2^41
+bad_input 2 '--size must be positive (got 0)' ./monte_carlo_pi --size 0
 gpu_check ./monte_carlo_pi --check-only --size 1
 gpu_check ./monte_carlo_pi --check-only --size 2^20+3
 gpu_check ./monte_carlo_pi --check-only --size 1000003 --seed 7
@@ -28,27 +28,27 @@ gpu_check ./monte_carlo_pi 2 --check-only --size 2^27+1
 gpu_check ./monte_carlo_pi --size 2^24 --iters 2
 gpu_check_large ./monte_carlo_pi --check-only --size 2^28+5
 
-bad_input 2 ./monte_carlo_integral --size 1
-bad_input 2 ./monte_carlo_integral --size 2^41
+bad_input 2 '--size: at least 2 points (the check needs a sample variance)' ./monte_carlo_integral --size 1
+bad_input 2 '--size: at most 2^40 points' ./monte_carlo_integral --size 2^41
 gpu_check ./monte_carlo_integral --check-only --size 1000
 gpu_check ./monte_carlo_integral --check-only --size 2^20+3 --seed 99
 gpu_check ./monte_carlo_integral --size 2^20 --iters 2
 
-bad_input 2 ./fft --size 1000
-bad_input 2 ./fft --size 2^28
-bad_input 2 ./fft --size 512
+bad_input 2 '--size must be a power of two from 1024 to 2^27' ./fft --size 1000
+bad_input 2 '--size must be a power of two from 1024 to 2^27' ./fft --size 2^28
+bad_input 2 '--size must be a power of two from 1024 to 2^27' ./fft --size 512
 gpu_check ./fft --check-only --size 1024
 gpu_check ./fft --size 2^14 --iters 2
 gpu_check_large ./fft --check-only
 
-bad_input 2 ./fft_conv --sigma 0
-bad_input 2 ./fft_conv --sigma 40
-bad_input 2 ./fft_conv --delta -1
-bad_input 2 ./fft_conv --input no-such-file.pgm
-bad_input 2 ./fft_conv --input ../tests/data/plain_p2.pgm
-bad_input 2 ./fft_conv --input ../tests/data/truncated.pgm
-bad_input 2 ./fft_conv --input ../tests/data/maxval_16bit.pgm
-bad_input 2 ./fft_conv --input ../tests/data/no_size.pgm
+bad_input 2 '--sigma must be in (0, 32]' ./fft_conv --sigma 0
+bad_input 2 '--sigma must be in (0, 32]' ./fft_conv --sigma 40
+bad_input 2 '--delta must be 1..8192' ./fft_conv --delta -1
+bad_input 2 'no-such-file.pgm: cannot open: No such file or directory (run from' ./fft_conv --input no-such-file.pgm
+bad_input 2 '../tests/data/plain_p2.pgm: not a binary PGM (the file must start' ./fft_conv --input ../tests/data/plain_p2.pgm
+bad_input 2 '../tests/data/truncated.pgm: truncated: 7 of 16 pixel bytes' ./fft_conv --input ../tests/data/truncated.pgm
+bad_input 2 '../tests/data/maxval_16bit.pgm: maxval 65535: only 8-bit PGM (maxval' ./fft_conv --input ../tests/data/maxval_16bit.pgm
+bad_input 2 '../tests/data/no_size.pgm: malformed PGM header (expected P5, width,' ./fft_conv --input ../tests/data/no_size.pgm
 gpu_check ./fft_conv --check-only --delta 1 --sigma 0.5 --output ""
 gpu_check ./fft_conv --check-only --delta 64 --sigma 3 --output ""
 gpu_check ./fft_conv --check-only --delta 37 --sigma 9 --output ""

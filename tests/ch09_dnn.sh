@@ -2,25 +2,25 @@
 host_test test_dnn_data
 host_test test_dnn
 
-bad_input 2 ./dnn --bogus
-bad_input 0 ./dnn --help
-bad_input 2 ./dnn --act tanh
-bad_input 2 ./dnn --epochs -5
-bad_input 2 ./dnn --batch 0
-bad_input 2 ./dnn --lr 0
-bad_input 2 ./dnn --momentum 1
-bad_input 2 ./dnn --test-frac 1
-bad_input 2 ./dnn --data no-such-file.csv
-bad_input 2 ./dnn --data ../tests/data/bad_field.csv
-bad_input 2 ./dnn --data ../tests/data/bad_label.csv
-bad_input 2 ./dnn --data ../tests/data/bad_count.csv
-bad_input 2 ./dnn --data ../tests/data/plain_p2.pgm
-bad_input 2 ./dnn --layers 4,8,2
-bad_input 2 ./dnn --layers 4
-bad_input 2 ./dnn --load no-such-weights.bin
-bad_input 2 ./dnn --load ../tests/data/plain_p2.pgm
-bad_input 2 ./dnn --predict ../datasets/digits.csv
-bad_input 2 ./dnn --synthetic 5
+bad_input 2 "unknown argument '--bogus'" ./dnn --bogus
+bad_input 0 'usage: dnn ' ./dnn --help
+bad_input 2 '--act must be relu or sigmoid' ./dnn --act tanh
+bad_input 2 '--epochs must be 0..1000000' ./dnn --epochs -5
+bad_input 2 '--batch must be 1..65536' ./dnn --batch 0
+bad_input 2 '--lr must be in (0, 100)' ./dnn --lr 0
+bad_input 2 '--momentum must be in [0, 1)' ./dnn --momentum 1
+bad_input 2 '--test-frac must be in (0, 1)' ./dnn --test-frac 1
+bad_input 2 'no-such-file.csv: cannot open: No such file or directory (run from' ./dnn --data no-such-file.csv
+bad_input 2 "../tests/data/bad_field.csv:3: field 2 ('x') is not a number" ./dnn --data ../tests/data/bad_field.csv
+bad_input 2 "../tests/data/bad_label.csv:2: label '5' is not a class number 0..1" ./dnn --data ../tests/data/bad_label.csv
+bad_input 2 '../tests/data/bad_count.csv:2: 4 fields, expected 4 features and a' ./dnn --data ../tests/data/bad_count.csv
+bad_input 2 '../tests/data/plain_p2.pgm:1: bad header (expected' ./dnn --data ../tests/data/plain_p2.pgm
+bad_input 2 'the network takes 4 features to 2 classes, ../datasets/iris.csv has 4' ./dnn --layers 4,8,2
+bad_input 2 '--layers takes 2 to 9 sizes, e.g. 4,16,16,3' ./dnn --layers 4
+bad_input 2 'no-such-weights.bin: cannot open: No such file or directory' ./dnn --load no-such-weights.bin
+bad_input 2 '../tests/data/plain_p2.pgm: not a weights file of this program (bad' ./dnn --load ../tests/data/plain_p2.pgm
+bad_input 2 '../datasets/digits.csv has 64 features and 10 classes, the training' ./dnn --predict ../datasets/digits.csv
+bad_input 2 '--synthetic takes sizes F,H,...,C (2 to 9 numbers)' ./dnn --synthetic 5
 no_gpu ./dnn
 no_gpu ./dnn --synthetic 784,1024,10
 

@@ -1,19 +1,19 @@
 # tests/ch10_advanced.sh - cases for ch10_advanced, sourced by tests/run.sh (helpers are defined there).
 for p in reduce histogram scan atomics shuffle; do
-    bad_input 2 ./$p --bogus
-    bad_input 0 ./$p --help
-    bad_input 2 ./$p --size 0
+    bad_input 2 "unknown argument '--bogus'" ./$p --bogus
+    bad_input 0 "usage: $p " ./$p --help
+    bad_input 2 "--size must be positive (got 0)" ./$p --size 0
     no_gpu ./$p
 done
-bad_input 2 ./reduce 9
-bad_input 2 ./reduce --exact --size 2^23
-bad_input 2 ./histogram 4
-bad_input 2 ./histogram --input skewed
-bad_input 2 ./scan 6
-bad_input 2 ./scan --type double
-bad_input 2 ./scan --mode both-ways
-bad_input 2 ./shuffle --size 33
-bad_input 2 ./shuffle --reps 0
+bad_input 2 "version '9' does not exist (0..8)" ./reduce 9
+bad_input 2 '--exact needs n <= 2^22 (3 n < 2^24 keeps float sums exact)' ./reduce --exact --size 2^23
+bad_input 2 "version '4' does not exist (0..3)" ./histogram 4
+bad_input 2 '--input must be uniform, one, band or all' ./histogram --input skewed
+bad_input 2 "version '6' does not exist (0..5)" ./scan 6
+bad_input 2 '--type must be int, float or both' ./scan --type double
+bad_input 2 '--mode must be inclusive, exclusive or both' ./scan --mode both-ways
+bad_input 2 '--size must be a multiple of 32 (whole warps)' ./shuffle --size 33
+bad_input 2 '--reps must be 1..100000' ./shuffle --reps 0
 
 # every version at awkward sizes; exact integer sums prove each element is counted once
 for n in 1 31 1000 2^20+3 2^22-5; do
@@ -48,12 +48,12 @@ gpu_check ./shuffle --size 2^20 --reps 8 --iters 2
 # part 2
 host_test test_ptx
 for p in vector_types ptx; do
-    bad_input 2 ./$p --bogus
-    bad_input 0 ./$p --help
-    bad_input 2 ./$p --size 0
+    bad_input 2 "unknown argument '--bogus'" ./$p --bogus
+    bad_input 0 "usage: $p " ./$p --help
+    bad_input 2 "--size must be positive (got 0)" ./$p --size 0
     no_gpu ./$p
 done
-bad_input 2 ./ptx --size 2^29
+bad_input 2 '--size: at most 2^28' ./ptx --size 2^29
 for n in 1 3 5 1000003; do
     gpu_check ./vector_types --check-only --size $n
 done
@@ -62,13 +62,13 @@ gpu_check ./ptx --size 1
 gpu_check ./ptx --size 33
 gpu_check ./ptx
 
-bad_input 2 ./compiled_code --bogus
-bad_input 0 ./compiled_code --help
-bad_input 2 ./compiled_code --max-iter 0
-bad_input 2 ./compiled_code --size 20000
-bad_input 2 ./compiled_code --lib no-such-lib.so
-bad_input 2 ./compiled_code --module no-such-module.fatbin
-bad_input 2 ./compiled_code --source no-such-kernel.cu
+bad_input 2 "unknown argument '--bogus'" ./compiled_code --bogus
+bad_input 0 'usage: compiled_code ' ./compiled_code --help
+bad_input 2 '--max-iter must be 1..1000000' ./compiled_code --max-iter 0
+bad_input 2 '--size: each side at most 16384' ./compiled_code --size 20000
+bad_input 2 'no-such-lib.so (the shared library): cannot open: No such file or' ./compiled_code --lib no-such-lib.so
+bad_input 2 'no-such-module.fatbin (the module): cannot open: No such file or' ./compiled_code --module no-such-module.fatbin
+bad_input 2 'no-such-kernel.cu: cannot open: No such file or directory (the kernel' ./compiled_code --source no-such-kernel.cu
 # a kernel that does not compile: the NVRTC log, exit 2 (no GPU needed to compile)
 run_case "$CHAPTER: NVRTC shows the compile log" 2 "expected an expression" "" ./compiled_code --source ../tests/data/bad_kernel.cu
 no_gpu ./compiled_code
@@ -77,14 +77,14 @@ gpu_check ./compiled_code --size 1x1 --output ""
 gpu_check ./compiled_code --size 37x23 --max-iter 1000 --output ""
 gpu_check ./compiled_code
 
-bad_input 2 ./dynamic_parallelism --bogus
-bad_input 0 ./dynamic_parallelism --help
-bad_input 2 ./dynamic_parallelism --depth 0
-bad_input 2 ./dynamic_parallelism --depth 25
-bad_input 2 ./dynamic_parallelism --max-depth 0
-bad_input 2 ./dynamic_parallelism --max-depth 24
-bad_input 2 ./dynamic_parallelism --image 20000x10
-bad_input 2 ./dynamic_parallelism --max-iter 0
+bad_input 2 "unknown argument '--bogus'" ./dynamic_parallelism --bogus
+bad_input 0 'usage: dynamic_parallelism ' ./dynamic_parallelism --help
+bad_input 2 '--depth must be 1..24 (launches nest at most 24 deep)' ./dynamic_parallelism --depth 0
+bad_input 2 '--depth must be 1..24 (launches nest at most 24 deep)' ./dynamic_parallelism --depth 25
+bad_input 2 '--max-depth must be 1..23' ./dynamic_parallelism --max-depth 0
+bad_input 2 '--max-depth must be 1..23' ./dynamic_parallelism --max-depth 24
+bad_input 2 '--image: each side at most 16384' ./dynamic_parallelism --image 20000x10
+bad_input 2 '--max-iter must be 1..100000' ./dynamic_parallelism --max-iter 0
 no_gpu ./dynamic_parallelism
 # quicksort from n = 1 up, each run on random, sorted, reversed and all-equal inputs
 for n in 1 2 31 33 1000 65537; do

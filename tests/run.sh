@@ -5,14 +5,19 @@
 #   bash tests/run.sh ch03_vecadd      one chapter (what `make test` inside a chapter runs)
 #   bash tests/run.sh --sanitize       only the GPU checks, each under compute-sanitizer's
 #                                      memcheck, racecheck, synccheck and initcheck
+#   REQUIRE_GPU=1 bash tests/run.sh    on a GPU machine: a check skipped for want of a GPU fails
 #
 # It runs, in order:
 #   1. host-only unit tests (tests/*.c, built by tests/Makefile): run everywhere
 #   2. every program's bad-input cases (exit 2) and, with the GPU hidden by
 #      CUDA_VISIBLE_DEVICES="", its no-GPU path (exit 77 and the message): run everywhere
 #   3. GPU checks: every program in --check-only mode on small and awkward sizes, every
-#      version, expecting exit 0; skipped (and counted as skipped) when there is no GPU
+#      version, expecting exit 0; skipped (and counted as skipped) when there is no GPU;
+#      and mutants: a program broken on purpose, whose own checks must catch it (exit 1)
 # The cases live in tests/<chapter>.sh. The last line is "N passed, N failed, N skipped".
+# "No GPU" means device_query exited 77 and nothing else: if it crashes, or a CUDA call fails
+# on a GPU machine, the GPU checks run (and fail) instead of being skipped. A case file that
+# stops on an error (a syntax error, a misspelt helper) fails the run.
 set -u
 cd "$(dirname "$0")/.." || exit 3
 ROOT=$PWD
@@ -34,16 +39,8 @@ done
 passed=0 failed=0 skipped=0
 failures=()
 
-# Is there a usable GPU? device_query exits 0 when there is one and 77 when not.
-HAVE_GPU=0
-if [ -x ch01_setup/device_query ]; then
-    ch01_setup/device_query --quiet >"$LOG_DIR/gpu.txt" 2>&1 && HAVE_GPU=1
-fi
-if [ $HAVE_GPU = 1 ]; then
-    echo "GPU: $(head -n 1 "$LOG_DIR/gpu.txt")"
-else
-    echo "no usable GPU here: GPU checks are skipped ($(tail -n 1 "$LOG_DIR/gpu.txt" 2>/dev/null))"
-fi
+REQUIRE_GPU=${REQUIRE_GPU:-0}
+
 SANITIZER=${COMPUTE_SANITIZER:-compute-sanitizer}
 if ! command -v "$SANITIZER" >/dev/null 2>&1; then
     [ -x /usr/local/cuda/bin/compute-sanitizer ] && SANITIZER=/usr/local/cuda/bin/compute-sanitizer
@@ -55,24 +52,27 @@ n_case=0
 record() {   # record <PASS|FAIL|SKIP> <name> [log]
     case $1 in
         PASS) passed=$((passed + 1)); echo "  ok    $2" ;;
-        SKIP) skipped=$((skipped + 1)); echo "  skip  $2" ;;
+        SKIP) if [ "$REQUIRE_GPU" = 1 ]; then record FAIL "$2: skipped, and REQUIRE_GPU=1"; return 0; fi
+              skipped=$((skipped + 1)); echo "  skip  $2" ;;
         FAIL) failed=$((failed + 1)); failures+=("$2"); echo "  FAIL  $2"
-              [ -n "${3:-}" ] && sed -n '1,25p' "$3" | sed 's/^/        | /' ;;
+              if [ -n "${3:-}" ]; then sed -n '1,25p' "$3" | sed 's/^/        | /'; fi ;;
     esac
+    return 0
 }
 
 # run_case <name> <expected exit> <grep pattern or ""> <env-prefix or ""> <command...>
+# (the pattern is a grep regular expression; GREP_MODE=-F, set by a caller, makes it a fixed string)
 run_case() {
     local name=$1 want=$2 pattern=$3 envp=$4
     shift 4
     n_case=$((n_case + 1))
     local log="$LOG_DIR/case$n_case.log"
-    ( cd "$ROOT/$CHAPTER" && env $envp timeout "$TIMEOUT" "$@" ) >"$log" 2>&1
+    ( cd "${RUN_DIR:-$ROOT/$CHAPTER}" && env $envp timeout "$TIMEOUT" "$@" ) >"$log" 2>&1
     local got=$?
     if [ "$got" != "$want" ]; then
         echo "(exit $got, expected $want: $*)" >>"$log"
         record FAIL "$name" "$log"
-    elif [ -n "$pattern" ] && ! grep -q -- "$pattern" "$log"; then
+    elif [ -n "$pattern" ] && ! grep -q ${GREP_MODE:-} -- "$pattern" "$log"; then
         echo "(output lacks '$pattern': $*)" >>"$log"
         record FAIL "$name" "$log"
     else
@@ -82,17 +82,21 @@ run_case() {
 
 # ---- the helpers the case files use ----
 
-# host_test <binary in tests/bin> : a host-only unit test, runs everywhere
+# host_test <binary in tests/bin, or a script in tests/> : a host-only test, runs everywhere
 host_test() {
     [ $SANITIZE = 1 ] && return
-    run_case "host: $1" 0 "" "" "$ROOT/tests/bin/$1"
+    case $1 in
+        *.sh) run_case "host: $1" 0 "" "" bash "$ROOT/tests/$1" ;;
+        *) run_case "host: $1" 0 "" "" "$ROOT/tests/bin/$1" ;;
+    esac
 }
 
-# bad_input <expected exit> <command...> : argument errors need no GPU; must be one clear line
+# bad_input <expected exit> <message> <command...> : argument errors need no GPU; the exit code
+# and the message (a fixed string) that says what was wrong: exit 2 alone could be another error
 bad_input() {
     [ $SANITIZE = 1 ] && return
-    local want=$1; shift
-    run_case "$CHAPTER: bad input: $*" "$want" "" "" "$@"
+    local want=$1 message=$2 GREP_MODE=-F; shift 2
+    run_case "$CHAPTER: bad input: $*" "$want" "$message" "" "$@"
 }
 
 # no_gpu <command...> : with every GPU hidden, exit 77 with the clear message
@@ -142,6 +146,73 @@ sanitizer_expect() {
     run_case "$name" "$want" "$pattern" "" "$SANITIZER" --tool "$tool" --error-exitcode 99 "$@"
 }
 
+# mutant <name> <file> <sed expression> <command...> : the chapter copied (with common/), <file>
+# edited by the sed expression (it must change the file: else the test no longer fits the code)
+# and the program built; the command, run in the copy, must exit 1 with FAIL in its output:
+# the program's own checks catch the planted bug. The copies build in the background while the
+# chapter's other cases run; finish_mutants runs them after the chapter's case file.
+MUTANTS=()
+mutant() {
+    [ $SANITIZE = 1 ] && return
+    if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: mutant: $1 (no GPU)"; return; fi
+    local name=$1 file=$2 expr=$3; shift 3
+    local dir="$LOG_DIR/mutant-$CHAPTER-${#MUTANTS[@]}" prog=${1#./}
+    rm -rf "$dir" && mkdir -p "$dir/$CHAPTER" && cp -r "$ROOT/common" "$dir/common" &&
+        cp "$ROOT/$CHAPTER"/Makefile "$ROOT/$CHAPTER"/*.[ch] "$dir/$CHAPTER/" &&
+        cp "$ROOT/$CHAPTER"/*.cu "$dir/$CHAPTER/" 2>/dev/null
+    ln -s "$ROOT/datasets" "$dir/datasets"
+    ln -s "$ROOT/tests" "$dir/tests"
+    (
+        cd "$dir/$CHAPTER" && cp "$file" "$file.orig" && sed -i "$expr" "$file" || exit 1
+        if cmp -s "$file" "$file.orig"; then echo "the edit '$expr' no longer changes $file"; exit 1; fi
+        diff "$file.orig" "$file"
+        make -s "$prog"
+    ) >"$dir/build.log" 2>&1 &
+    MUTANTS+=("$!|$dir|$name|$*")
+    return 0
+}
+
+finish_mutants() {
+    local m pid dir name cmd
+    for m in "${MUTANTS[@]}"; do
+        IFS='|' read -r pid dir name cmd <<<"$m"
+        if ! wait "$pid"; then
+            record FAIL "$CHAPTER: mutant: $name (the edit or the build failed)" "$dir/build.log"
+            continue
+        fi
+        # shellcheck disable=SC2086  # the command's words, as the case file gave them
+        RUN_DIR="$dir/$CHAPTER" run_case "$CHAPTER: mutant caught: $name" 1 "FAIL" "" $cmd
+    done
+    MUTANTS=()
+}
+
+# a case file's own error (a misspelt helper, a failing command): the ERR trap, set while the
+# file runs, turns it into a failure instead of a case silently left out
+case_file_error() {
+    record FAIL "tests/$CHAPTER.sh: line $1 failed (exit $2): $3"
+}
+
+# ---- is there a GPU? ----
+# device_query exits 0 when there is a usable GPU and 77 when there is none. Anything else
+# (a crash, a CUDA error) is a GPU machine with a problem: that fails, and the GPU checks run.
+HAVE_GPU=0
+[ -x ch01_setup/device_query ] || make -s -C ch01_setup device_query >"$LOG_DIR/gpu.txt" 2>&1
+if [ ! -x ch01_setup/device_query ]; then
+    record FAIL "GPU detection: ch01_setup/device_query does not build" "$LOG_DIR/gpu.txt"
+else
+    ch01_setup/device_query --quiet >"$LOG_DIR/gpu.txt" 2>&1
+    gpu_rc=$?
+    case $gpu_rc in
+        0) HAVE_GPU=1; echo "GPU: $(head -n 1 "$LOG_DIR/gpu.txt")" ;;
+        77) echo "no usable GPU here: GPU checks are skipped ($(tail -n 1 "$LOG_DIR/gpu.txt"))" ;;
+        *) HAVE_GPU=1
+           record FAIL "GPU detection: device_query exited $gpu_rc (only 77 means no GPU; the GPU checks run)" "$LOG_DIR/gpu.txt" ;;
+    esac
+fi
+if [ "$REQUIRE_GPU" = 1 ] && [ $HAVE_GPU = 0 ]; then
+    record FAIL "REQUIRE_GPU=1, but there is no usable GPU"
+fi
+
 # ---- host-only unit tests ----
 if [ $SANITIZE = 0 ]; then
     echo "building host unit tests"
@@ -156,8 +227,15 @@ for ch in "${CHAPTERS[@]}"; do
     fi
     echo "$ch"
     CHAPTER=$ch
+    if ! bash -n "tests/$ch.sh" 2>"$LOG_DIR/syntax.log"; then
+        record FAIL "tests/$ch.sh does not parse" "$LOG_DIR/syntax.log"
+        continue
+    fi
+    trap 'case_file_error $LINENO $? "$BASH_COMMAND"' ERR
     # shellcheck source=/dev/null
     . "tests/$ch.sh"
+    trap - ERR
+    finish_mutants
 done
 
 if [ ${#failures[@]} -gt 0 ]; then

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# tests/test_runner.sh - the test runner's own test: tests/run.sh, copied into a scratch tree
+# with a fake device_query and a fake chapter, must not turn a broken machine or a broken case
+# file into a green run. Each scenario states the exit code and the output it must give.
+#   bash tests/test_runner.sh        exit 0: every scenario as expected
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/tests" "$WORK/ch01_setup" "$WORK/ch98_fake"
+cp "$ROOT/tests/run.sh" "$WORK/tests/run.sh"
+printf 'all:\n\t@true\n' >"$WORK/tests/Makefile"
+# the fake device_query exits with $FAKE_GPU_EXIT (0: a GPU, 77: none, else: broken)
+printf '#!/bin/sh\necho "fake GPU"\nexit ${FAKE_GPU_EXIT:-0}\n' >"$WORK/ch01_setup/device_query"
+# the fake program: `prog bad` is a usage error (exit 2, one line), `prog ok` passes
+printf '#!/bin/sh\n[ "$1" = bad ] && { echo "prog: --size must be positive" >&2; exit 2; }\nexit 0\n' >"$WORK/ch98_fake/prog"
+chmod +x "$WORK/ch01_setup/device_query" "$WORK/ch98_fake/prog"
+printf '' >"$WORK/tests/ch01_setup.sh"
+
+failed=0
+# scenario <name> <expected exit> <pattern that must appear> <case file text> [VAR=value...]
+scenario() {
+    local name=$1 want=$2 pattern=$3 cases=$4
+    shift 4
+    printf '%s\n' "$cases" >"$WORK/tests/ch98_fake.sh"
+    local out got
+    out=$(cd "$WORK" && env "$@" TEST_LOG_DIR="$WORK/logs" bash tests/run.sh 2>&1)
+    got=$?
+    if [ "$got" != "$want" ] || ! grep -q -- "$pattern" <<<"$out"; then
+        echo "FAIL  $name: exit $got (want $want), output must contain '$pattern':"
+        sed 's/^/      | /' <<<"$out"
+        failed=$((failed + 1))
+    else
+        echo "ok    $name"
+    fi
+}
+
+good='bad_input 2 "--size must be positive" ./prog bad
+gpu_check ./prog ok'
+scenario "a GPU, every case passes" 0 "^2 passed, 0 failed, 0 skipped$" "$good" FAKE_GPU_EXIT=0
+scenario "no GPU (exit 77): GPU checks skipped" 0 "^1 passed, 0 failed, 1 skipped$" "$good" FAKE_GPU_EXIT=77
+scenario "device_query crashes: a failure, and the GPU checks run" 1 "^2 passed, 1 failed, 0 skipped$" "$good" FAKE_GPU_EXIT=139
+scenario "device_query fails with a CUDA error (exit 3): a failure" 1 "device_query exited 3" "$good" FAKE_GPU_EXIT=3
+scenario "REQUIRE_GPU=1 without a GPU fails" 1 "REQUIRE_GPU=1" "$good" FAKE_GPU_EXIT=77 REQUIRE_GPU=1
+scenario "REQUIRE_GPU=1 with a GPU passes" 0 "^2 passed, 0 failed, 0 skipped$" "$good" FAKE_GPU_EXIT=0 REQUIRE_GPU=1
+scenario "bad input: the right exit code with the wrong message fails" 1 "output lacks" \
+    'bad_input 2 "--iters must be positive" ./prog bad' FAKE_GPU_EXIT=0
+scenario "a case file that does not parse fails" 1 "does not parse" \
+    'gpu_check ./prog ok
+if [ 1 = 1 ]; then' FAKE_GPU_EXIT=0
+scenario "a misspelt helper fails the run" 1 "line 2 failed (exit 127)" \
+    'gpu_check ./prog ok
+gpu_chek ./prog ok' FAKE_GPU_EXIT=0
+scenario "a case file's failing command fails the run" 1 "failed (exit 1): false" 'false' FAKE_GPU_EXIT=0
+
+[ $failed = 0 ] && echo "test_runner: all scenarios as expected"
+[ $failed = 0 ]
