@@ -42,12 +42,13 @@ typedef struct {
     size_t n;
     unsigned int *hist;
     void *scratch;
+    size_t scratch_bytes; /* asked once, at setup: the query is not part of what is timed */
 } hist_job;
 
 static cudaError_t run_hist(void *ctx)
 {
     hist_job *j = (hist_job *)ctx;
-    return histogram_launch(j->v, j->in, j->n, j->hist, j->scratch);
+    return histogram_launch(j->v, j->in, j->n, j->hist, j->scratch, j->scratch_bytes);
 }
 
 /* Every version: number, RESULT name, title, oldest GPU, what runs it (histogram_launch runs
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
         lb_report_table(&rep, sz, heading);
         for (int v = 0; v < HISTOGRAM_VERSIONS; v++) { /* CUB (version 0) always, first: the baseline */
             if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
-            hist_job job = {v, d_in, n, d_hist, d_scratch};
+            hist_job job = {v, d_in, n, d_hist, d_scratch, scratch};
             lb_poison_device(d_hist, sizeof got);
             CUDA_CHECK(versions[v].run(&job));
             CUDA_CHECK(cudaMemcpy(got, d_hist, sizeof got, cudaMemcpyDeviceToHost));

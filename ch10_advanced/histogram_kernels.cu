@@ -84,21 +84,25 @@ extern "C" size_t histogram_scratch_bytes(int version, size_t n)
 }
 
 extern "C" cudaError_t histogram_launch(int version, const unsigned char *d_in, size_t n, unsigned int *d_hist,
-                                        void *d_scratch)
+                                        void *d_scratch, size_t scratch_bytes)
 {
-    if (version == 0) {
-        size_t bytes = histogram_scratch_bytes(0, n);
-        /* levels 0, 1, ..., 256: bin b holds the samples in [b, b + 1) */
-        return cub::DeviceHistogram::HistogramEven(d_scratch, bytes, d_in, d_hist, HISTOGRAM_BINS + 1, 0,
+    /* levels 0, 1, ..., 256: bin b holds the samples in [b, b + 1) */
+    if (version == 0)
+        return cub::DeviceHistogram::HistogramEven(d_scratch, scratch_bytes, d_in, d_hist, HISTOGRAM_BINS + 1, 0,
                                                    HISTOGRAM_BINS, (int64_t)n);
-    }
+    static const void *const kernels[HISTOGRAM_VERSIONS] = {
+        NULL, (const void *)histogram_kernel1, (const void *)histogram_kernel2, (const void *)histogram_kernel3};
+    if (version < 1 || version >= HISTOGRAM_VERSIONS) return cudaErrorInvalidValue;
+    /* each version's grid, asked once and kept: the occupancy query is setup, not part of the
+     * time of a histogram */
+    static unsigned int grids[HISTOGRAM_VERSIONS];
+    if (!grids[version]) grids[version] = full_grid(kernels[version]);
     cudaError_t e = cudaMemsetAsync(d_hist, 0, HISTOGRAM_BINS * sizeof(unsigned int), 0);
     if (e) return e;
     switch (version) {
-    case 1: histogram_kernel1<<<full_grid((const void *)histogram_kernel1), HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
-    case 2: histogram_kernel2<<<full_grid((const void *)histogram_kernel2), HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
-    case 3: histogram_kernel3<<<full_grid((const void *)histogram_kernel3), HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
-    default: return cudaErrorInvalidValue;
+    case 1: histogram_kernel1<<<grids[1], HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
+    case 2: histogram_kernel2<<<grids[2], HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
+    case 3: histogram_kernel3<<<grids[3], HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
     }
     return cudaGetLastError();
 }

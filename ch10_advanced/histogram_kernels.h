@@ -13,8 +13,9 @@ extern "C" {
 size_t histogram_scratch_bytes(int version, size_t n);
 
 /* d_hist[b] = how many of the n bytes equal b, by version v (0 = cub::DeviceHistogram::HistogramEven);
- * d_scratch holds histogram_scratch_bytes(v, n) bytes. */
-cudaError_t histogram_launch(int version, const unsigned char *d_in, size_t n, unsigned int *d_hist, void *d_scratch);
+ * d_scratch holds scratch_bytes >= histogram_scratch_bytes(v, n) bytes. */
+cudaError_t histogram_launch(int version, const unsigned char *d_in, size_t n, unsigned int *d_hist, void *d_scratch,
+                             size_t scratch_bytes);
 
 #ifdef __cplusplus
 }

@@ -231,23 +231,25 @@ extern "C" size_t reduce_scratch_bytes(int version, size_t n)
     return sizeof(float) * ((size_t)grid_for(version, n) + grid_for(version, grid_for(version, n)) + 64);
 }
 
-extern "C" cudaError_t reduce_launch(int version, const float *d_in, size_t n, float *d_out, void *d_scratch)
+extern "C" cudaError_t reduce_launch(int version, const float *d_in, size_t n, float *d_out, void *d_scratch,
+                                     size_t scratch_bytes)
 {
-    if (version == 0) {
-        size_t bytes = reduce_scratch_bytes(0, n);
-        return cub::DeviceReduce::Sum(d_scratch, bytes, d_in, d_out, (int64_t)n);
-    }
+    if (version == 0) return cub::DeviceReduce::Sum(d_scratch, scratch_bytes, d_in, d_out, (int64_t)n);
+    /* the grids of versions 7 and 8, asked once and kept: the occupancy query is setup, not
+     * part of the time of a reduction */
+    static unsigned int grid7, grid8;
     if (version == 7) {
+        if (!grid7) grid7 = full_grid((const void *)reduce_kernel7);
         cudaError_t e = cudaMemsetAsync(d_out, 0, sizeof(float), 0);
         if (e) return e;
-        reduce_kernel7<<<full_grid((const void *)reduce_kernel7), REDUCE_BLOCK>>>(d_in, n, d_out);
+        reduce_kernel7<<<grid7, REDUCE_BLOCK>>>(d_in, n, d_out);
         return cudaGetLastError();
     }
     if (version == 8) {
         float *partial = (float *)d_scratch;
         unsigned int *ticket = (unsigned int *)(partial + 65536);
-        unsigned int grid = full_grid((const void *)reduce_kernel8);
-        if (grid > 65536) grid = 65536;
+        if (!grid8) grid8 = full_grid((const void *)reduce_kernel8);
+        unsigned int grid = grid8 < 65536 ? grid8 : 65536; /* the partials' room */
         /* the ticket starts at 0 on every run: the scratch area is shared with the other
          * versions, whose partial sums may have left anything there */
         cudaError_t e = cudaMemsetAsync(ticket, 0, sizeof(unsigned int), 0);

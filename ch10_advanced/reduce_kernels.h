@@ -13,8 +13,9 @@ extern "C" {
 size_t reduce_scratch_bytes(int version, size_t n);
 
 /* *d_out = sum of d_in[0..n), by version v (0 = cub::DeviceReduce::Sum); d_scratch holds
- * reduce_scratch_bytes(v, n) bytes. Queued on stream 0; returns the launch error. */
-cudaError_t reduce_launch(int version, const float *d_in, size_t n, float *d_out, void *d_scratch);
+ * scratch_bytes >= reduce_scratch_bytes(v, n) bytes. Queued on stream 0; returns the launch error. */
+cudaError_t reduce_launch(int version, const float *d_in, size_t n, float *d_out, void *d_scratch,
+                          size_t scratch_bytes);
 
 #ifdef __cplusplus
 }

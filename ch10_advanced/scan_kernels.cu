@@ -487,15 +487,13 @@ static cudaError_t scan_propagate(int version, const T *in, T *out, size_t n, in
 }
 
 template <typename T>
-static cudaError_t scan_t(int version, int exclusive, const T *in, T *out, size_t n, void *scratch)
+static cudaError_t scan_t(int version, int exclusive, const T *in, T *out, size_t n, void *scratch, size_t bytes)
 {
     size_t tiles = tiles_of(n, SCAN_TILE);
     switch (version) {
-    case 0: {
-        size_t bytes = scan_scratch_bytes(0, n);
+    case 0:
         return exclusive ? cub::DeviceScan::ExclusiveSum(scratch, bytes, in, out, (int64_t)n)
                          : cub::DeviceScan::InclusiveSum(scratch, bytes, in, out, (int64_t)n);
-    }
     case 1:
     case 2: return scan_propagate<T>(version, in, out, n, exclusive, (T *)scratch);
     case 3: {
@@ -544,8 +542,9 @@ extern "C" size_t scan_scratch_bytes(int version, size_t n)
 }
 
 extern "C" cudaError_t scan_launch(int version, int type, int exclusive, const void *d_in, void *d_out, size_t n,
-                                   void *d_scratch)
+                                   void *d_scratch, size_t scratch_bytes)
 {
-    if (type == SCAN_INT) return scan_t<int>(version, exclusive, (const int *)d_in, (int *)d_out, n, d_scratch);
-    return scan_t<float>(version, exclusive, (const float *)d_in, (float *)d_out, n, d_scratch);
+    if (type == SCAN_INT)
+        return scan_t<int>(version, exclusive, (const int *)d_in, (int *)d_out, n, d_scratch, scratch_bytes);
+    return scan_t<float>(version, exclusive, (const float *)d_in, (float *)d_out, n, d_scratch, scratch_bytes);
 }

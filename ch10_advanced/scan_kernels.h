@@ -14,8 +14,10 @@ size_t scan_scratch_bytes(int version, size_t n);
 
 /* out = the inclusive (exclusive = 0) or exclusive (exclusive = 1) prefix sums of n values of
  * type `type` (SCAN_INT: int32, added with wrap-around; SCAN_FLOAT: float), by version v
- * (0 = cub::DeviceScan). d_in may equal d_out. d_scratch holds scan_scratch_bytes(v, n). */
-cudaError_t scan_launch(int version, int type, int exclusive, const void *d_in, void *d_out, size_t n, void *d_scratch);
+ * (0 = cub::DeviceScan). d_in may equal d_out. d_scratch holds scratch_bytes >=
+ * scan_scratch_bytes(v, n) bytes. */
+cudaError_t scan_launch(int version, int type, int exclusive, const void *d_in, void *d_out, size_t n, void *d_scratch,
+                        size_t scratch_bytes);
 
 #ifdef __cplusplus
 }

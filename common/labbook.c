@@ -276,6 +276,18 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* one sample: `calls` calls of fn back to back between two events, in ms */
+static float time_calls(lb_work_fn fn, void *ctx, int calls, cudaEvent_t start, cudaEvent_t stop)
+{
+    float ms;
+    CUDA_CHECK(cudaEventRecord(start, 0));
+    for (int c = 0; c < calls; c++) CUDA_CHECK(fn(ctx));
+    CUDA_CHECK(cudaEventRecord(stop, 0));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return ms;
+}
+
 float lb_time_ms(lb_work_fn fn, void *ctx, int warmup, int iters)
 {
     cudaEvent_t start, stop;
@@ -285,13 +297,14 @@ float lb_time_ms(lb_work_fn fn, void *ctx, int warmup, int iters)
     CUDA_CHECK(cudaEventCreate(&stop));
     for (int i = 0; i < warmup; i++) CUDA_CHECK(fn(ctx));
     CUDA_CHECK(cudaDeviceSynchronize());
-    for (int i = 0; i < iters; i++) {
-        CUDA_CHECK(cudaEventRecord(start, 0));
-        CUDA_CHECK(fn(ctx));
-        CUDA_CHECK(cudaEventRecord(stop, 0));
-        CUDA_CHECK(cudaEventSynchronize(stop));
-        CUDA_CHECK(cudaEventElapsedTime(&ms[i], start, stop));
-    }
+    /* A sample lasts at least LB_MIN_SAMPLE_MS: a call of tens of microseconds is timed as
+     * several calls back to back, divided by their number. Timed alone, the gap between one
+     * sample's end and the next launch, and the events' own resolution (about 0.5 us), would
+     * be a large part of what is measured, and of the kernel and its baseline alike. */
+    float one = time_calls(fn, ctx, 1, start, stop);
+    int calls = one >= LB_MIN_SAMPLE_MS ? 1 : (int)(LB_MIN_SAMPLE_MS / (one > 1e-3f ? one : 1e-3f)) + 1;
+    if (calls > 1000) calls = 1000;
+    for (int i = 0; i < iters; i++) ms[i] = time_calls(fn, ctx, calls, start, stop) / calls;
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
     qsort(ms, (size_t)iters, sizeof(float), cmp_float);

@@ -313,8 +313,10 @@ const char *lb_check_summary(const lb_check *c, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- timing */
 
-/* Run fn `warmup` times, then `iters` times each between two CUDA events; return the
- * median in milliseconds (median, not mean: one slow outlier does not move it). */
+/* Run fn `warmup` times, then take `iters` samples, each between two CUDA events; return the
+ * median time of one call in milliseconds (median, not mean: one slow outlier does not move
+ * it). A call shorter than LB_MIN_SAMPLE_MS is repeated back to back within each sample. */
+#define LB_MIN_SAMPLE_MS 1.0f
 float lb_time_ms(lb_work_fn fn, void *ctx, int warmup, int iters);
 
 /* The in-run ceiling for memory-bound kernels: a device-to-device cudaMemcpy that moves

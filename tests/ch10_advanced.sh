@@ -12,6 +12,7 @@ bad_input 2 '--input must be uniform, one, band or all' ./histogram --input skew
 bad_input 2 "version '6' does not exist (0..5)" ./scan 6
 bad_input 2 '--type must be int, float or both' ./scan --type double
 bad_input 2 '--mode must be inclusive, exclusive or both' ./scan --mode both-ways
+bad_input 2 '--exact needs n <= 2^24' ./scan --exact --size 2^24+1
 bad_input 2 '--size must be a multiple of 32 (whole warps)' ./shuffle --size 33
 bad_input 2 '--reps must be 1..100000' ./shuffle --reps 0
 
@@ -22,6 +23,11 @@ done
 gpu_check ./reduce --check-only --size 2^20+3
 gpu_check ./reduce --size 2^20 --iters 2
 gpu_check_large ./reduce --check-only --size 2^28+1
+# planted bugs the checks must catch. Version 8 loses one block's partial sum: at 2^28 inputs
+# in [0, 1) that is 1/1000 of the sum (on a large GPU), 15x the tolerance; with inputs in
+# [-1, 1) (sum near 0) and a tolerance relative to sum |x| it passed.
+mutant "reduce 8 loses block 7's partial sum" reduce_kernels.cu \
+    's/partial\[blockIdx.x\] = v;/partial[blockIdx.x] = blockIdx.x == 7 ? 0.0f : v;/' ./reduce 8 --check-only --size 2^28
 
 for n in 1 31 1000 2^20+3; do
     gpu_check ./histogram --check-only --size $n
@@ -36,6 +42,16 @@ for n in 1 31 129 1023 1024 1025 3071 3073 4097 8191 8193 9217 2^20+3 3145805; d
 done
 gpu_check ./scan --size 2^20 --iters 2
 gpu_check_large ./scan --check-only --size 2^28+1
+# float paths checked exactly: inputs 0 or 1 keep every float prefix an exact integer
+for n in 1 4097 2^20+3; do
+    gpu_check ./scan --check-only --exact --type float --size $n
+done
+gpu_check_large ./scan --check-only --exact --type float --size 2^24
+# a planted bug: version 3's tile sums miss each tile's last element, so every carry is short
+# by a little (a few hundred at 2^24, inside 2^-12 of the prefix); --exact catches it
+mutant "scan 3 tile sums miss their last element" scan_kernels.cu \
+    '/scan_kernel3_tile_sums/,/^}/s/if (i < n) acc = add(acc, in\[i\]);/if (i < n \&\& i + 1 != base + SCAN_TILE) acc = add(acc, in[i]);/' \
+    ./scan 3 --check-only --exact --type float --mode inclusive --size 2^24
 
 gpu_check ./atomics --check-only --size 1
 gpu_check ./atomics --check-only --size 2^20+3
