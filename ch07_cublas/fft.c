@@ -10,7 +10,8 @@
  *   the round trip at n up to NMAX (default 2^24): forward then inverse equals n times the input
  *   a batch of transforms in one plan (cufftPlanMany) against the DFT of each
  *   throughput for n = 2^10 .. NMAX, batched to 2^24 points a call: ms, GFLOP/s (5 n log2 n per
- *   complex transform, the usual convention), and GB/s if the data crossed memory once
+ *   complex transform, the usual convention), and GB/s if the data crossed memory once; random
+ *   input, and every timed plan's output checked (round trip of each batch, sampled DFT bins)
  */
 #include <cufft.h>
 #include "labbook.h"
@@ -231,27 +232,102 @@ static cudaError_t run_fft(void *ctx)
     return cudaGetLastError();
 }
 
-static void throughput(int n_max, int iters, int quiet)
+/* The timed plan's output, checked: every batch transformed back (C2C inverse, or C2R) must
+ * give n x, element by element, and the first, middle and last batch's bin k = batch mod n
+ * must equal its DFT. A wrong batch count, stride or distance leaves batches untouched
+ * (poison) or wrong. Returns the number of wrong values. */
+static size_t check_throughput(int n, int batch, int real, const float *h_x, const void *d_out, void *d_back,
+                               float *h_back, int quiet)
+{
+    int dist_out = real ? n / 2 + 1 : n;
+    size_t points = (size_t)n * batch, floats = real ? points : 2 * points;
+    cufftHandle inv;
+    CUFFT_CHECK(cufftPlanMany(&inv, 1, &n, NULL, 1, dist_out, NULL, 1, n, real ? CUFFT_C2R : CUFFT_C2C, batch));
+    lb_poison_device(d_back, sizeof(float) * floats);
+    if (real)
+        CUFFT_CHECK(cufftExecC2R(inv, (cufftComplex *)d_out, (cufftReal *)d_back)); /* overwrites d_out */
+    else
+        CUFFT_CHECK(cufftExecC2C(inv, (cufftComplex *)d_out, (cufftComplex *)d_back, CUFFT_INVERSE));
+    CUFFT_CHECK(cufftDestroy(inv));
+    CUDA_CHECK(cudaMemcpy(h_back, d_back, sizeof(float) * floats, cudaMemcpyDeviceToHost));
+    double tol = 2.0 * fft_tol(n) * sqrt((double)n); /* as check_round_trip */
+    size_t bad = 0;
+    for (size_t i = 0; i < floats; i++) {
+        double e = fabs(h_back[i] - (double)n * h_x[i]);
+        if (!(e <= tol)) {
+            if (!quiet && bad < 3)
+                fprintf(stderr, "  %s n=%d batch %zu: value %zu back as %.6g, want %.6g\n", real ? "R2C" : "C2C", n,
+                        i / (real ? (size_t)n : 2 * (size_t)n), i, h_back[i], (double)n * h_x[i]);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+/* bin k of the DFT of signal b (complex or real) in double */
+static void dft_bin(const float *x, int n, int real, int k, double *re, double *im)
+{
+    *re = *im = 0.0;
+    for (int j = 0; j < n; j++) {
+        double a = -2.0 * PI * (double)(((long long)j * k) % n) / n;
+        double xr = real ? x[j] : x[2 * j], xi = real ? 0.0 : x[2 * j + 1];
+        *re += xr * cos(a) - xi * sin(a);
+        *im += xr * sin(a) + xi * cos(a);
+    }
+}
+
+/* Throughput: forward transforms of n = 1024 .. n_max, batched to `points` points a call, on
+ * random input; each timed plan's output is checked afterwards (check_throughput, and one DFT
+ * bin in three batches). Returns 1 if every check passed. */
+static int throughput(int n_max, int iters, lb_rng *rng, int quiet)
 {
     size_t points = n_max > THROUGHPUT_POINTS ? (size_t)n_max : THROUGHPUT_POINTS;
-    void *d_in, *d_out;
+    void *d_in, *d_out, *d_back;
+    float *h_x = lb_host_alloc(sizeof(cufftComplex) * points, "the signals"),
+          *h_back = lb_host_alloc(sizeof(cufftComplex) * points, "the signals back"),
+          *h_bin = lb_host_alloc(sizeof(cufftComplex) * 4, "DFT bins");
     CUDA_CHECK(cudaMalloc(&d_in, sizeof(cufftComplex) * points));
     CUDA_CHECK(cudaMalloc(&d_out, sizeof(cufftComplex) * (points + points / 1024 + 1)));
-    CUDA_CHECK(cudaMemset(d_in, 0, sizeof(cufftComplex) * points)); /* the values do not change the time */
+    CUDA_CHECK(cudaMalloc(&d_back, sizeof(cufftComplex) * points));
     if (!quiet) {
-        printf("throughput: forward transforms, batched to %zu points a call (out of place)\n", points);
-        printf("        n    batch   C2C ms   C2C GFLOP/s   C2C GB/s    R2C ms   R2C GFLOP/s   R2C GB/s\n");
+        printf("throughput: forward transforms, batched to %zu points a call (out of place), random input, each\n"
+               "batch checked afterwards (transformed back, and one DFT bin of the first, middle, last batch)\n",
+               points);
+        printf("        n    batch   C2C ms   C2C GFLOP/s   C2C GB/s    R2C ms   R2C GFLOP/s   R2C GB/s   check\n");
     }
+    /* random signals, the same for every n: complex ones read 2 floats a point, real ones 1 */
+    lb_fill_uniform(h_x, 2 * points, -1.0f, 1.0f, rng);
+    CUDA_CHECK(cudaMemcpy(d_in, h_x, sizeof(cufftComplex) * points, cudaMemcpyHostToDevice));
+    int all_ok = 1;
     for (int n = 1024; n <= n_max; n *= 2) {
-        int batch = (int)(points / (size_t)n);
+        int batch = (int)(points / (size_t)n), ok = 1;
         double res[2][3];
         for (int real = 0; real <= 1; real++) {
             fft_job j = {0, real, d_in, d_out};
             int dist_out = real ? n / 2 + 1 : n;
             CUFFT_CHECK(
                 cufftPlanMany(&j.plan, 1, &n, NULL, 1, n, NULL, 1, dist_out, real ? CUFFT_R2C : CUFFT_C2C, batch));
+            lb_poison_device(d_out, sizeof(cufftComplex) * (size_t)dist_out * batch);
             float ms = lb_time_ms(run_fft, &j, 2, iters);
             CUFFT_CHECK(cufftDestroy(j.plan));
+            /* one DFT bin of three batches, before the C2R of the round trip overwrites d_out */
+            size_t bad = 0;
+            const int probe[3] = {0, batch / 2, batch - 1};
+            for (int p = 0; p < 3; p++) {
+                int b = probe[p], k = b % dist_out;
+                double re, im;
+                CUDA_CHECK(cudaMemcpy(h_bin, (cufftComplex *)d_out + (size_t)b * dist_out + k, sizeof(cufftComplex),
+                                      cudaMemcpyDeviceToHost));
+                dft_bin(h_x + (size_t)b * n * (real ? 1 : 2), n, real, k, &re, &im);
+                if (!(fmax(fabs(h_bin[0] - re), fabs(h_bin[1] - im)) <= fft_tol(n))) {
+                    if (!quiet)
+                        fprintf(stderr, "  %s n=%d batch %d: bin %d = (%.6g, %.6g), DFT (%.6g, %.6g)\n",
+                                real ? "R2C" : "C2C", n, b, k, h_bin[0], h_bin[1], re, im);
+                    bad++;
+                }
+            }
+            bad += check_throughput(n, batch, real, h_x, d_out, d_back, h_back, quiet);
+            ok &= bad == 0;
             /* 5 n log2 n flops per complex transform; a real one is counted as half of that */
             double flops = (real ? 2.5 : 5.0) * n * log2((double)n) * batch;
             double bytes = real ? (double)batch * (4.0 * n + 8.0 * (n / 2 + 1)) : 16.0 * n * batch;
@@ -260,12 +336,13 @@ static void throughput(int n_max, int iters, int quiet)
             res[real][2] = bytes / (ms * 1e6);
             char sz[32];
             snprintf(sz, sizeof sz, "%d", n);
-            lb_result r = {"fft", -1, real ? "r2c" : "c2c", sz, ms, "gflops", res[real][1], NULL, 0.0, -1};
+            lb_result r = {"fft", -1, real ? "r2c" : "c2c", sz, ms, "gflops", res[real][1], NULL, 0.0, bad == 0};
             lb_print_result(&r, quiet);
         }
+        all_ok &= ok;
         if (!quiet)
-            printf(" %8d %8d %8.4f %13.0f %10.0f  %8.4f %13.0f %10.0f\n", n, batch, res[0][0], res[0][1], res[0][2],
-                   res[1][0], res[1][1], res[1][2]);
+            printf(" %8d %8d %8.4f %13.0f %10.0f  %8.4f %13.0f %10.0f   %s\n", n, batch, res[0][0], res[0][1],
+                   res[0][2], res[1][0], res[1][1], res[1][2], ok ? "PASS" : "FAIL");
     }
     float mc_ms;
     double mc = lb_memcpy_ceiling_gbps(2 * sizeof(cufftComplex) * points, iters, &mc_ms);
@@ -275,6 +352,11 @@ static void throughput(int n_max, int iters, int quiet)
             mc);
     CUDA_CHECK(cudaFree(d_in));
     CUDA_CHECK(cudaFree(d_out));
+    CUDA_CHECK(cudaFree(d_back));
+    free(h_x);
+    free(h_back);
+    free(h_bin);
+    return all_ok;
 }
 
 /* ---------------------------------------------------------------- main */
@@ -300,7 +382,7 @@ int main(int argc, char **argv)
     lb_gpu gpu;
     lb_gpu_init(&gpu);
     size_t points = n_max > THROUGHPUT_POINTS ? (size_t)n_max : THROUGHPUT_POINTS;
-    lb_require_device_memory(2 * sizeof(cufftComplex) * points + 64 * 1024 * 1024, "the signals and cuFFT's work area");
+    lb_require_device_memory(3 * sizeof(cufftComplex) * points + 64 * 1024 * 1024, "the signals and cuFFT's work area");
     if (!args.quiet)
         printf("fft: cuFFT %d, %s (%s), seed %llu\nchecks\n", CUFFT_VERSION, gpu.prop.name, gpu.sm, args.seed);
     lb_rng rng;
@@ -311,7 +393,7 @@ int main(int argc, char **argv)
     ok &= check_batched(1000, 5, &rng, args.quiet);
     ok &= check_round_trip(12345, &rng, args.quiet);
     ok &= check_round_trip((int)n_max, &rng, args.quiet);
-    if (!args.check_only) throughput((int)n_max, args.iters, args.quiet);
+    if (!args.check_only) ok &= throughput((int)n_max, args.iters, &rng, args.quiet);
     if (args.quiet)
         printf("fft: checks up to n=%lld, %s\n", n_max, ok ? "PASS" : "FAIL");
     else

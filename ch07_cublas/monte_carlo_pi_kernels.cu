@@ -12,8 +12,14 @@
 
 #define MC_PI_BLOCK 256
 
-/* x^2 + y^2 <= 1 for u in (0, 1]: the point lies in the unit quarter circle */
-__device__ __forceinline__ unsigned int inside(float x, float y) { return x * x + y * y <= 1.0f; }
+/* x^2 + y^2 <= 1 for u in (0, 1]: the point lies in the unit quarter circle. __fmul_rn and
+ * __fadd_rn round each operation as written: nvcc would otherwise fuse a multiply and the add
+ * into one FMA (one rounding, not two), and a point a hair from the circle could then count
+ * differently here and in the CPU's count that checks this one exactly. */
+__device__ __forceinline__ unsigned int inside(float x, float y)
+{
+    return __fadd_rn(__fmul_rn(x, x), __fmul_rn(y, y)) <= 1.0f;
+}
 
 /* Sum a per-thread count over the warp, then one lane adds it: 32x fewer atomics */
 __device__ __forceinline__ void add_warp_count(unsigned int c, unsigned long long *d_count)

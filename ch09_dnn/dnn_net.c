@@ -246,8 +246,35 @@ double loss_cpu(const network *net, const float *params, const float *x, const i
     return total / n;
 }
 
-/* Compare every analytic gradient (up to 4000 of them, evenly spaced) with the central
- * difference (L(p + h) - L(p - h)) / 2h of the CPU's double-precision loss. */
+/* One parameter's analytic gradient against the central difference (L(p + h) - L(p - h)) / 2h
+ * of the CPU's double-precision loss; returns the relative error. */
+static double check_one(const network *net, float *params, const float *grads, size_t i, const dataset *train, int rows,
+                        int quiet, int *n_reported)
+{
+    float p = params[i];
+    /* h small enough that no ReLU input crosses 0 (h = 1e-3 did, at a few parameters in
+     * 400: the difference quotient then straddles the kink), large enough that the double
+     * loss's rounding (1e-16) stays far below h times the gradient */
+    double h = 1e-5 * (fabs(p) > 1.0 ? fabs(p) : 1.0);
+    /* perturb in float, as the network stores it; use the step actually taken */
+    params[i] = (float)(p + h);
+    double hp = (double)params[i] - p, lp = loss_cpu(net, params, train->x, train->y, rows);
+    params[i] = (float)(p - h);
+    double hm = p - (double)params[i], lm = loss_cpu(net, params, train->x, train->y, rows);
+    params[i] = p;
+    double fd = (lp - lm) / (hp + hm), an = grads[i];
+    /* relative error, with a floor: a gradient of 1e-9 against 3e-9 is agreement */
+    double rel = fabs(an - fd) / fmax(fabs(an) + fabs(fd), 1e-4);
+    if (!quiet && !(rel <= 1e-3) && (*n_reported)++ < 5)
+        fprintf(stderr, "  parameter %zu: analytic %.6g, finite difference %.6g\n", i, an, fd);
+    return rel;
+}
+
+/* Compare analytic gradients with finite differences, in every layer's weights and biases
+ * separately: all of a block's parameters when it has at most GRADCHECK_PER_BLOCK, else that
+ * many chosen at random (a fixed stride could keep to even units, or to one row's columns,
+ * and never see a bug in the others). */
+#define GRADCHECK_PER_BLOCK 1000
 double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int quiet)
 {
     network *net = t->net;
@@ -262,33 +289,28 @@ double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int
     CUDA_CHECK(cudaMemcpyAsync(grads, net->d_grads, sizeof(float) * net->n_params, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
 
-    size_t step = net->n_params > 4000 ? net->n_params / 4000 : 1, checked = 0;
+    size_t checked = 0;
     double worst = 0.0;
-    for (size_t i = 0; i < net->n_params; i += step) {
-        float p = params[i];
-        /* h small enough that no ReLU input crosses 0 (h = 1e-3 did, at a few parameters in
-         * 400: the difference quotient then straddles the kink), large enough that the double
-         * loss's rounding (1e-16) stays far below h times the gradient */
-        double h = 1e-5 * (fabs(p) > 1.0 ? fabs(p) : 1.0);
-        /* perturb in float, as the network stores it; use the step actually taken */
-        params[i] = (float)(p + h);
-        double hp = (double)params[i] - p, lp = loss_cpu(net, params, train->x, train->y, rows);
-        params[i] = (float)(p - h);
-        double hm = p - (double)params[i], lm = loss_cpu(net, params, train->x, train->y, rows);
-        params[i] = p;
-        double fd = (lp - lm) / (hp + hm), an = grads[i];
-        /* relative error, with a floor: a gradient of 1e-9 against 3e-9 is agreement */
-        double rel = fabs(an - fd) / fmax(fabs(an) + fabs(fd), 1e-4);
-        if (!(rel <= worst)) worst = rel; /* NaN sticks */
-        if (!quiet && rel > 1e-3)
-            fprintf(stderr, "  parameter %zu: analytic %.6g, finite difference %.6g\n", i, an, fd);
-        checked++;
+    int reported = 0; /* mismatches printed: the first 5 */
+    lb_rng pick;
+    lb_rng_seed(&pick, 12345);
+    for (int l = 0; l < net->n_layers; l++) {
+        for (int part = 0; part < 2; part++) { /* W, then b */
+            size_t first = part ? net->b_off[l] : net->w_off[l],
+                   count = part ? (size_t)net->size[l + 1] : (size_t)net->size[l] * net->size[l + 1];
+            size_t n_checks = count <= GRADCHECK_PER_BLOCK ? count : GRADCHECK_PER_BLOCK;
+            for (size_t k = 0; k < n_checks; k++) {
+                size_t i = first + (count <= GRADCHECK_PER_BLOCK ? k : (size_t)(lb_rng_next(&pick) % count));
+                double rel = check_one(net, params, grads, i, train, rows, quiet, &reported);
+                if (!(rel <= worst)) worst = rel; /* NaN sticks */
+                checked++;
+            }
+        }
     }
     if (!quiet)
-        printf(
-            "gradcheck: %zu of %zu parameters on %d samples, max relative error %.2e (finite differences of the CPU's "
-            "double-precision loss, h = 1e-5)\n",
-            checked, net->n_params, rows, worst);
+        printf("gradcheck: %zu of %zu parameters (every layer's W and b: all, or %d at random) on %d samples, max "
+               "relative error %.2e (finite differences of the CPU's double-precision loss, h = 1e-5)\n",
+               checked, net->n_params, GRADCHECK_PER_BLOCK, rows, worst);
     free(perm);
     free(params);
     free(grads);

@@ -181,6 +181,26 @@ uint64_t lb_rng_next(lb_rng *r)
     return z ^ (z >> 31);
 }
 
+/* Philox4x32-10 (Salmon, Moraes, Dror, Shaw, "Parallel random numbers: as easy as 1, 2, 3",
+ * SC 2011), as cuRAND computes it: ten rounds, each two 32x32 -> 64-bit multiplications whose
+ * halves are mixed with the other words and the key; the key is bumped by two Weyl constants
+ * between rounds. A counter-based generator: any element of any stream is one call away. */
+void lb_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+{
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+}
+
 float lb_rng_uniform(lb_rng *r, float lo, float hi)
 {
     /* top 24 bits -> [0, 1) exactly representable in float */

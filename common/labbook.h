@@ -284,6 +284,10 @@ void lb_rng_seed(lb_rng *r, unsigned long long seed);
 uint64_t lb_rng_next(lb_rng *r);
 float lb_rng_uniform(lb_rng *r, float lo, float hi); /* [lo, hi) */
 void lb_fill_uniform(float *x, size_t n, float lo, float hi, lb_rng *r);
+/* cuRAND's Philox4_32_10 on the CPU: the four 32-bit words for one counter and key. A device
+ * state from curand_init(seed, subsequence, 0, &st) returns, on its k-th curand4 call (k from 0),
+ * the words for ctr = {k, 0, subsequence low, high 32 bits} and key = {seed low, high 32 bits}. */
+void lb_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
 /* Fill with 0xFF bytes: as float that is NaN, as int -1; an element a kernel forgot to write
  * then fails the check instead of passing with leftover data. */

@@ -27,6 +27,11 @@ gpu_check ./monte_carlo_pi --check-only --size 1000003 --seed 7
 gpu_check ./monte_carlo_pi 2 --check-only --size 2^27+1
 gpu_check ./monte_carlo_pi --size 2^24 --iters 2
 gpu_check_large ./monte_carlo_pi --check-only --size 2^28+5
+gpu_check ./monte_carlo_pi 2 --check-only --size 2^24 --seed 99
+# a planted bug: version 2 draws from the next thread's stream. The count stays within 5 sd of
+# pi and reproducible; only the CPU's exact count from the right streams catches it
+mutant "monte_carlo_pi 2 draws from the wrong Philox streams" monte_carlo_pi_kernels.cu \
+    's/curand_init(seed, tid, 0, &state);/curand_init(seed, tid + 1, 0, \&state);/' ./monte_carlo_pi 2 --check-only --size 1000003
 
 bad_input 2 '--size: at least 2 points (the check needs a sample variance)' ./monte_carlo_integral --size 1
 bad_input 2 '--size: at most 2^40 points' ./monte_carlo_integral --size 2^41
@@ -40,6 +45,9 @@ bad_input 2 '--size must be a power of two from 1024 to 2^27' ./fft --size 512
 gpu_check ./fft --check-only --size 1024
 gpu_check ./fft --size 2^14 --iters 2
 gpu_check_large ./fft --check-only
+# a planted bug: the timed plan transforms one batch too few; the throughput check catches it
+mutant "fft throughput plan one batch short" fft.c \
+    's/dist_out, real ? CUFFT_R2C : CUFFT_C2C, batch)/dist_out, real ? CUFFT_R2C : CUFFT_C2C, batch - 1)/' ./fft --size 2^12 --iters 1
 
 bad_input 2 '--sigma must be in (0, 32]' ./fft_conv --sigma 0
 bad_input 2 '--sigma must be in (0, 32]' ./fft_conv --sigma 40

@@ -30,14 +30,28 @@ gpu_check ./dnn --gradcheck --act sigmoid
 gpu_check ./dnn --gradcheck --layers 4,3
 gpu_check ./dnn --gradcheck --layers 4,7,5,6,3 --seed 3
 gpu_check ./dnn --gradcheck --data ../datasets/digits.csv
+gpu_check ./dnn --gradcheck --layers 4,5,3 --adam --seed 5
+# a planted bug: the gradient of every odd hidden unit is halved. A gradcheck that samples
+# every second parameter of rows of even length never looks at them
+mutant "dnn backward halves the odd units' gradients" dnn_kernels.cu \
+    's/float g = da\[i\] \* activate_grad(a\[i\], act);/float g = da[i] * activate_grad(a[i], act) * (c \& 1 ? 0.5f : 1.0f);/' \
+    ./dnn --gradcheck --data ../datasets/digits.csv
 # it learns: accuracy bounds on both data sets, with SGD and with Adam
 gpu_check_large ./dnn --quiet --min-accuracy 93
 gpu_check_large ./dnn --quiet --adam --epochs 100 --min-accuracy 90
 gpu_check_large ./dnn --quiet --act sigmoid --epochs 300 --min-accuracy 90
-gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95
+gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --vs-linear
+# a planted bug: the hidden layer passes only 8 of its units; the network must then lose to
+# logistic regression trained on the same split
+mutant "dnn hidden layer with 8 live units" dnn_kernels.cu \
+    's/z\[i\] = activate(z\[i\] + b\[i % cols\], act);/z[i] = i % cols < 8 ? activate(z[i] + b[i % cols], act) : 0.0f;/' \
+    ./dnn --quiet --data ../datasets/digits.csv --vs-linear
 # the same seed gives the same weights, bit for bit, with or without the CUDA graph
 gpu_check_large bash -c 'a=$(mktemp) b=$(mktemp) c=$(mktemp); ./dnn --quiet --epochs 20 --save $a && ./dnn --quiet --epochs 20 --save $b && ./dnn --quiet --epochs 20 --no-graph --save $c && cmp $a $b && cmp $a $c; r=$?; rm -f $a $b $c; exit $r'
 # save, load: the same predictions
 gpu_check_large bash -c 'w=$(mktemp); a=$(./dnn --quiet --epochs 30 --save $w --predict ../datasets/iris.csv | grep " row ") && b=$(./dnn --quiet --load $w --predict ../datasets/iris.csv | grep " row ") && [ -n "$a" ] && [ "$a" = "$b" ]; r=$?; rm -f $w; exit $r'
 gpu_check ./dnn --synthetic 64,32,10 --batch 16 --iters 2
+# a planted bug: the optimizer computes its step but never applies it; the loss must fall
+mutant "dnn SGD never updates the weights" dnn_kernels.cu 's/        w\[i\] += vi;/        w[i] += 0.0f * vi;/' \
+    ./dnn --synthetic 64,32,10 --batch 16 --iters 2
 gpu_check ./dnn --synthetic 20,17,9,3 --batch 7 --iters 2 --adam

@@ -342,6 +342,20 @@ static void test_rng(void)
     CHECK(in_range);
     CHECK(zeros < 5);
     CHECK(fabs(mean) < 0.05); /* 5 sigma of 1/sqrt(3*10000) */
+
+    /* Philox4x32-10: the known-answer vectors published with the algorithm (Random123) */
+    static const uint32_t ctr[3][4] = {{0, 0, 0, 0},
+                                       {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
+                                       {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}};
+    static const uint32_t key[3][2] = {{0, 0}, {0xffffffffu, 0xffffffffu}, {0xa4093822u, 0x299f31d0u}};
+    static const uint32_t want[3][4] = {{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u},
+                                        {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu},
+                                        {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}};
+    for (int t = 0; t < 3; t++) {
+        uint32_t got[4];
+        lb_philox4x32_10(ctr[t], key[t], got);
+        CHECK(got[0] == want[t][0] && got[1] == want[t][1] && got[2] == want[t][2] && got[3] == want[t][3]);
+    }
 }
 
 /* ---------------------------------------------------------------- PNG */
