@@ -28,10 +28,10 @@ gpu_check ./monte_carlo_pi 2 --check-only --size 2^27+1
 gpu_check ./monte_carlo_pi --size 2^24 --iters 2
 gpu_check_large ./monte_carlo_pi --check-only --size 2^28+5
 gpu_check ./monte_carlo_pi 2 --check-only --size 2^24 --seed 99
-# a planted bug: version 2 draws from the next thread's stream. The count stays within 5 sd of
-# pi and reproducible; only the CPU's exact count from the right streams catches it
+# a planted bug: version 2 draws from the wrong streams (subsequence 2 x thread id). The count
+# stays within 5 sd of pi and reproducible; only the CPU's exact count catches it
 mutant "monte_carlo_pi 2 draws from the wrong Philox streams" monte_carlo_pi_kernels.cu \
-    's/curand_init(seed, tid, 0, &state);/curand_init(seed, tid + 1, 0, \&state);/' ./monte_carlo_pi 2 --check-only --size 1000003
+    's/curand_init(seed, tid, 0, &state);/curand_init(seed, 2ull * tid, 0, \&state);/' ./monte_carlo_pi 2 --check-only --size 1000003
 
 bad_input 2 '--size: at least 2 points (the check needs a sample variance)' ./monte_carlo_integral --size 1
 bad_input 2 '--size: at most 2^40 points' ./monte_carlo_integral --size 2^41

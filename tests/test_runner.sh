@@ -24,7 +24,7 @@ scenario() {
     shift 4
     printf '%s\n' "$cases" >"$WORK/tests/ch98_fake.sh"
     local out got
-    out=$(cd "$WORK" && env "$@" TEST_LOG_DIR="$WORK/logs" bash tests/run.sh 2>&1)
+    out=$(cd "$WORK" && env -u REQUIRE_GPU "$@" TEST_LOG_DIR="$WORK/logs" bash tests/run.sh 2>&1)
     got=$?
     if [ "$got" != "$want" ] || ! grep -q -- "$pattern" <<<"$out"; then
         echo "FAIL  $name: exit $got (want $want), output must contain '$pattern':"
