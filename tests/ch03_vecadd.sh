@@ -39,3 +39,5 @@ gpu_check ./mandelbrot --check-only --size 17x1 --no-png
 gpu_check ./mandelbrot --check-only --no-png
 gpu_check ./mandelbrot --check-only --size 300x200 --max-iter 1000 --window -0.75,-0.73,0.1,0.12 --no-png
 gpu_check ./mandelbrot --size 64 --iters 2 --png "$LOG_DIR/mandelbrot-test.png"
+# vectors that fit in L2 are reported as L2 speeds, never as the memory's
+gpu_expect 0 "size=65536_l2" ./vecadd --size 2^16 --iters 2

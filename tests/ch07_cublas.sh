@@ -63,3 +63,6 @@ gpu_check ./fft_conv --check-only --delta 37 --sigma 9 --output ""
 gpu_check ./fft_conv --check-only --sigma 2 --output ""
 gpu_check_large ./fft_conv --check-only
 gpu_check ./fft_conv --sigma 4 --iters 3 --output ""
+# each path against its own FFTs timed the same way (launched, or as a graph): never faster
+gpu_check_large bash ../tests/like_for_like.sh fft_path cufft_alone ./fft_conv --iters 5 --output ""
+gpu_check_large bash ../tests/like_for_like.sh fft_path_graph cufft_alone_graph ./fft_conv --iters 5 --output ""
