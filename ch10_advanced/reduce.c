@@ -103,12 +103,13 @@ int main(int argc, char **argv)
     /* Tolerance: 2^-14 of the sum. The inputs are in [0, 1), not [-1, 1): a sum of values of
      * both signs is near zero, and a tolerance relative to sum|x| would then be far larger
      * than the sum itself (a kernel returning 0 would pass). Rounding: the longest chain of
-     * float additions behind any version's result is a few thousand long (a thread's share,
-     * or version 7's atomics, one per warp); each rounds by at most 2^-24 of the running
-     * sum, with random signs, so the chain errs by about sqrt(length) * 2^-24 of the sum,
-     * under 2^-17 for chains up to 2^14. 2^-14 leaves 8x room and still fails a result that
-     * lacks one block of version 8 (1/1000 of the data on a large GPU: see tests). --exact
-     * (small integers, every sum exact) checks that each element is counted exactly once. */
+     * float additions behind any version's result is version 7's, a thread's share plus the
+     * atomics (one per warp): about 10^4 additions at 2^28 on a large GPU, 2.5 * 10^4 at 2^32.
+     * Each rounds by at most 2^-24 of the running sum, with random signs, so the chain errs by
+     * about sqrt(length) * 2^-24 of the sum: under 2^-17 at 2^28, 2^-16.5 at 2^32. 2^-14
+     * leaves 8x and 5x room and still fails a result that lacks one block of version 8
+     * (1/1000 of the data on a large GPU: see tests). --exact (small integers, every sum
+     * exact) checks that each element is counted exactly once. */
     double tol = exact ? 0.0 : abs_sum * 6.103515625e-5;
 
     float *d_in, *d_out;
