@@ -47,7 +47,6 @@ int main(int argc, char **argv)
 {
     lb_args args = {.version = -1};
     lb_parse_args(&program, &args, argc, argv);
-    if (grid.n > 2 || block.n > 2) lb_usage_error(&program, "--grid and --block take X or XxY (2D)");
     long long gx = grid.v[0], gy = grid.n > 1 ? grid.v[1] : 1;
     long long bx = block.v[0], by = block.n > 1 ? block.v[1] : 1;
     if (gx < 1 || gy < 1 || bx < 1 || by < 1) lb_usage_error(&program, "grid and block sizes must be positive");

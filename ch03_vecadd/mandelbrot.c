@@ -134,6 +134,7 @@ int main(int argc, char **argv)
 {
     lb_args args = {.size = {{512}, 1}, .max_size_dims = 2, .iters = 10};
     lb_parse_args(&program, &args, argc, argv);
+    if (!no_png) lb_check_output_path(&program, "--png", png_path);
     int width = (int)fmin((double)args.size.v[0], MAX_SIDE + 1.0);
     int height = args.size.n > 1 ? (int)fmin((double)args.size.v[1], MAX_SIDE + 1.0) : width;
     if (width > MAX_SIDE || height > MAX_SIDE)
@@ -144,6 +145,9 @@ int main(int argc, char **argv)
     if (sscanf(window_text, "%lf,%lf,%lf,%lf%c", &xmin, &xmax, &ymin, &ymax, &extra) != 4 || !(xmin < xmax) ||
         !(ymin < ymax))
         lb_usage_error(&program, "--window '%s' is not xmin,xmax,ymin,ymax with min < max", window_text);
+    /* 1e400 reads as infinity; a window must be finite (and its width a finite number too) */
+    if (!isfinite(xmax - xmin) || !isfinite(ymax - ymin))
+        lb_usage_error(&program, "--window '%s': the corners must be finite numbers", window_text);
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);

@@ -94,7 +94,7 @@ int main(int argc, char **argv)
     int M, N, K;
     lb_size_mnk(&program, &args, &M, &N, &K);
     if (bug < 0 || bug > DEBUG_BUGS) lb_usage_error(&program, "--bug must be 0..%d", DEBUG_BUGS);
-    if (probe.n == 1 || probe.n == 3) lb_usage_error(&program, "--probe takes ROW,COL");
+    if (probe.n == 1) lb_usage_error(&program, "--probe takes ROW,COL");
     if ((double)M * N * K > 4294967296.0)
         lb_usage_error(&program, "--size %dx%dx%d: at most 2^32 multiply-adds (the CPU checks every element)", M, N, K);
     int pr = probe.n ? (int)probe.v[0] : -1, pc = probe.n ? (int)probe.v[1] : -1;

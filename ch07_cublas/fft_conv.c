@@ -294,6 +294,7 @@ int main(int argc, char **argv)
 {
     lb_args args = {.iters = 20, .version = -1};
     lb_parse_args(&program, &args, argc, argv);
+    lb_check_output_path(&program, "--output", output);
     if (!(sigma > 0.0 && sigma <= 32.0)) lb_usage_error(&program, "--sigma must be in (0, 32]");
     if (delta < 0 || delta > 8192) lb_usage_error(&program, "--delta must be 1..8192");
 

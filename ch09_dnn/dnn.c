@@ -27,6 +27,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "dnn_net.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -40,16 +41,22 @@ typedef struct {
     double lr, momentum, test_frac, min_accuracy;
 } dnn_options;
 
+/* "Not given on the command line": values no flag can produce (an integer flag stops at
+ * -(2^31 - 1), a number flag refuses infinities). So --epochs -1 is an error, not a silent
+ * request for the default. */
+#define UNSET_INT INT_MIN
+#define UNSET_DOUBLE (-HUGE_VAL)
+
 static dnn_options default_options(void)
 {
     dnn_options o = {.data_path = "../datasets/iris.csv",
                      .act = "relu",
-                     .epochs = -1,
-                     .batch = -1,
-                     .lr = -1.0,
+                     .epochs = UNSET_INT,
+                     .batch = UNSET_INT,
+                     .lr = UNSET_DOUBLE,
                      .momentum = 0.9,
                      .test_frac = 1.0 / 3.0,
-                     .min_accuracy = -1.0};
+                     .min_accuracy = UNSET_DOUBLE};
     return o;
 }
 
@@ -95,9 +102,14 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
     *program = p;
     lb_parse_args(program, args, argc, argv);
     if (strcmp(o->act, "relu") && strcmp(o->act, "sigmoid")) lb_usage_error(program, "--act must be relu or sigmoid");
-    if (o->epochs < -1 || o->epochs > 1000000) lb_usage_error(program, "--epochs must be 0..1000000");
-    if (o->batch == 0 || o->batch < -1 || o->batch > 65536) lb_usage_error(program, "--batch must be 1..65536");
-    if (o->lr != -1.0 && !(o->lr > 0.0 && o->lr < 100.0)) lb_usage_error(program, "--lr must be in (0, 100)");
+    if (o->epochs != UNSET_INT && (o->epochs < 0 || o->epochs > 1000000))
+        lb_usage_error(program, "--epochs must be 0..1000000");
+    if (o->batch != UNSET_INT && (o->batch < 1 || o->batch > 65536))
+        lb_usage_error(program, "--batch must be 1..65536");
+    if (o->lr != UNSET_DOUBLE && !(o->lr > 0.0 && o->lr < 100.0)) lb_usage_error(program, "--lr must be in (0, 100)");
+    if (o->min_accuracy != UNSET_DOUBLE && !(o->min_accuracy >= 0.0 && o->min_accuracy <= 100.0))
+        lb_usage_error(program, "--min-accuracy must be a percentage, 0..100");
+    lb_check_output_path(program, "--save", o->save_path);
     if (!(o->momentum >= 0.0 && o->momentum < 1.0)) lb_usage_error(program, "--momentum must be in [0, 1)");
     if (!(o->test_frac > 0.0 && o->test_frac < 1.0)) lb_usage_error(program, "--test-frac must be in (0, 1)");
 }
@@ -201,7 +213,7 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
     net.act = strcmp(o->act, "sigmoid") == 0 ? ACT_SIGMOID : ACT_RELU;
     net.n_layers = parse_layers(o->synthetic, &net);
     if (net.n_layers < 1)
-        lb_usage_error(prog, "--synthetic takes sizes F,H,...,C (2 to %d numbers)", DNN_MAX_LAYERS + 1);
+        lb_usage_error(prog, "--synthetic takes sizes F,H,...,C (2 to %d numbers, each 1..65536)", DNN_MAX_LAYERS + 1);
     if (net.size[net.n_layers] > DNN_MAX_CLASSES)
         lb_usage_error(prog, "--synthetic: at most %d classes", DNN_MAX_CLASSES);
     int rows = o->batch > 0 ? o->batch : 128, steps = 64, n = rows * steps, F = net.size[0], C = net.size[net.n_layers];
@@ -342,7 +354,8 @@ static float *choose_shape(const dnn_options *o, const lb_program *prog, const d
             lb_die(LB_EXIT_USAGE, "dnn: %s holds a network of another shape than --layers %s", o->load_path, o->layers);
     } else if (o->layers) {
         net->n_layers = parse_layers(o->layers, net);
-        if (net->n_layers < 1) lb_usage_error(prog, "--layers takes 2 to %d sizes, e.g. 4,16,16,3", DNN_MAX_LAYERS + 1);
+        if (net->n_layers < 1)
+            lb_usage_error(prog, "--layers takes 2 to %d sizes, each 1..65536, e.g. 4,16,16,3", DNN_MAX_LAYERS + 1);
     } else { /* a default for the data set */
         net->size[0] = all->features;
         if (all->features <= 16)
@@ -381,10 +394,10 @@ static void split_and_normalize(dnn_options *o, const dataset *all, lb_rng *rng,
     normalize(test, *mean, *sd);
     if (o->predict_path) normalize(to_predict, *mean, *sd);
     int small = n_train < 500;
-    if (o->epochs < 0) o->epochs = o->load_path ? 0 : small ? 200 : 30;
-    if (o->batch < 0) o->batch = small ? 16 : 32;
+    if (o->epochs == UNSET_INT) o->epochs = o->load_path ? 0 : small ? 200 : 30;
+    if (o->batch == UNSET_INT) o->batch = small ? 16 : 32;
     if (o->batch > n_train) o->batch = n_train;
-    if (o->lr < 0) o->lr = o->adam ? 1e-3 : 0.05;
+    if (o->lr == UNSET_DOUBLE) o->lr = o->adam ? 1e-3 : 0.05;
 }
 
 /* The epochs: a fresh shuffle each, the step replayed as a graph (or launched), the loss and

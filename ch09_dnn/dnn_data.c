@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void free_dataset(dataset *d)
 {
@@ -62,6 +63,12 @@ int load_csv(const char *path, dataset *d, int labels_optional, char *err, size_
         snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
+    struct stat st; /* a folder opens for reading on Linux, and then reads as nothing */
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(err, err_len, "%s: is a folder, not a CSV file", path);
+        fclose(f);
+        return -1;
+    }
     char *line = NULL, **fields = NULL;
     size_t cap = 0;
     int lineno = 1, rc = -1;
@@ -78,8 +85,12 @@ int load_csv(const char *path, dataset *d, int labels_optional, char *err, size_
             feat_f < 1 || n_f > 1e8 || feat_f > 1e6) {
             snprintf(err, err_len,
                      "%s:1: bad header (expected n_samples,n_features,class names..., with at least 1 sample, "
-                     "1 feature and 1 class)",
+                     "1 feature and 2 classes)",
                      path);
+            goto done;
+        }
+        if (nh == 3) {
+            snprintf(err, err_len, "%s:1: one class ('%s'): a classifier needs at least 2", path, trim(hdr[2]));
             goto done;
         }
         d->n = (int)n_f, d->features = (int)feat_f, d->classes = nh - 2;

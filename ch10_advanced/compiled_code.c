@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define X_MIN -2.0f
 #define Y_MIN -1.25f
@@ -50,14 +51,24 @@ static void mandelbrot_cpu(int *iters, int width, int height, float x_min, float
 
 /* ---------------------------------------------------------------- files */
 
-/* a file's bytes, NUL-terminated; NULL with the reason in err */
-static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
+/* fopen for reading a file that must be a file: a folder opens too on Linux, then reads as
+ * nothing. NULL with the reason in err. */
+static FILE *open_file(const char *path, char *err, size_t err_len)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) {
+    struct stat st;
+    if (!f)
         snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    else if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(err, err_len, "%s: is a folder, not a file", path), fclose(f), f = NULL;
+    return f;
+}
+
+/* a file's bytes, NUL-terminated; NULL with the reason in err (an empty file is an error) */
+static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
+{
+    FILE *f = open_file(path, err, err_len);
+    if (!f) return NULL;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     for (;;) {
@@ -73,6 +84,11 @@ static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
         snprintf(err, err_len, "%s: out of memory", path);
         return NULL;
     }
+    if (n == 0) {
+        snprintf(err, err_len, "%s: the file is empty", path);
+        free(buf);
+        return NULL;
+    }
     buf[n] = 0;
     *len = n;
     return buf;
@@ -80,10 +96,9 @@ static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
 
 static void require_file(const char *path, const char *what)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        lb_die(LB_EXIT_USAGE, "compiled_code: %s (%s): cannot open: %s; build it with `make` in ch10_advanced", path,
-               what, strerror(errno));
+    char err[512];
+    FILE *f = open_file(path, err, sizeof err);
+    if (!f) lb_die(LB_EXIT_USAGE, "compiled_code: %s (%s); build it with `make` in ch10_advanced", err, what);
     fclose(f);
 }
 
@@ -203,6 +218,7 @@ int main(int argc, char **argv)
 {
     lb_args args = {.size = {{1024, 768}, 2}, .max_size_dims = 2, .version = -1};
     lb_parse_args(&program, &args, argc, argv);
+    lb_check_output_path(&program, "--output", png_path);
     int width = (int)args.size.v[0], height = args.size.n == 2 ? (int)args.size.v[1] : width;
     if (width > 16384 || height > 16384) lb_usage_error(&program, "--size: each side at most 16384");
     if (max_iter < 1 || max_iter > 1000000) lb_usage_error(&program, "--max-iter must be 1..1000000");

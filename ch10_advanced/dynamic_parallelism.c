@@ -69,7 +69,7 @@ int main(int argc, char **argv)
     if (args.size.v[0] > (1 << 30)) lb_usage_error(&program, "--size: at most 2^30");
     int n = (int)args.size.v[0];
     int w = (int)image.v[0], h = image.n == 2 ? (int)image.v[1] : w;
-    if (w > 16384 || h > 16384) lb_usage_error(&program, "--image: each side at most 16384");
+    if (w < 1 || h < 1 || w > 16384 || h > 16384) lb_usage_error(&program, "--image: each side 1 to 16384");
     if (max_iter < 1 || max_iter > 100000) lb_usage_error(&program, "--max-iter must be 1..100000");
     lb_gpu gpu;
     lb_gpu_init(&gpu);

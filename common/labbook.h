@@ -258,6 +258,11 @@ LB_NORETURN void lb_usage_error(const lb_program *prog, const char *fmt, ...) LB
 int lb_parse_i64(const char *s, long long *out);
 int lb_parse_dims(const char *s, lb_dims *out, int max_dims);
 
+/* An output file's folder must exist and be writable: checked at start-up, so that a typo in
+ * --png out/x.png stops the program before the GPU work, not after it. NULL or "" (no file):
+ * nothing to check. Exits 2 with the reason. */
+void lb_check_output_path(const lb_program *prog, const char *flag, const char *path);
+
 /* A matrix product's --size: "N" (square) or "M,N,K", each 1..65536; exits 2 otherwise. */
 void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, int *K);
 

@@ -9,6 +9,8 @@
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define LB_MAX_VALUE (1LL << 62)
 
@@ -19,8 +21,10 @@ static int parse_term(const char **p, long long *out)
     if (!isdigit((unsigned char)*s)) return -1;
     long long v = 0;
     while (isdigit((unsigned char)*s)) {
+        /* checked before the multiply: a number that does not fit is an error, not wrapped
+         * around (18446744073709551621 would otherwise read as 5) */
+        if (v > (LB_MAX_VALUE - (*s - '0')) / 10) return -1;
         v = v * 10 + (*s - '0');
-        if (v > LB_MAX_VALUE) return -1;
         s++;
     }
     if (*s == '^' || *s == 'e' || *s == 'E') {
@@ -63,6 +67,8 @@ int lb_parse_i64(const char *s, long long *out)
         char op = *s++;
         long long t;
         if (parse_term(&s, &t)) return -1;
+        /* |v| and t are at most 2^62: refuse a result beyond that before computing it */
+        if (op == '+' ? (v > 0 && t > LB_MAX_VALUE - v) : (v < 0 && t > LB_MAX_VALUE + v)) return -1;
         v = (op == '+') ? v + t : v - t;
         if (v > LB_MAX_VALUE || v < -LB_MAX_VALUE) return -1;
     }
@@ -216,10 +222,13 @@ static void parse_own_option(const lb_program *prog, const lb_opt *o, const char
         *(double *)o->dst = v;
         break;
     }
-    case LB_OPT_DIMS: {
+    case LB_OPT_DIMS: { /* X or XxY (or X,Y), each a count or an index: 0 .. 2^31 - 1 */
         lb_dims *d = (lb_dims *)o->dst;
         lb_dims parsed;
-        if (lb_parse_dims(val, &parsed, 3)) lb_usage_error(prog, "%s: '%s' is not X, XxY or XxYxZ", o->name, val);
+        if (lb_parse_dims(val, &parsed, 2)) lb_usage_error(prog, "%s: '%s' is not X or XxY", o->name, val);
+        for (int k = 0; k < parsed.n; k++)
+            if (parsed.v[k] < 0 || parsed.v[k] > 2147483647LL)
+                lb_usage_error(prog, "%s: '%s': each number must be 0 to 2^31-1", o->name, val);
         *d = parsed;
         break;
     }
@@ -264,9 +273,9 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
         } else if ((u & LB_USE_SIZE) && (!strcmp(flag, "-n") || !strcmp(flag, "--size"))) {
             const char *v = take_value(prog, flag, inline_val, argc, argv, &i);
             lb_dims d;
+            static const char *const forms[] = {"", "one number, e.g. 2^20+3", "N or WxH", "N or M,N,K"};
             if (lb_parse_dims(v, &d, a->max_size_dims))
-                lb_usage_error(prog, "%s: '%s' is not a size (%s)", flag, v,
-                               a->max_size_dims > 1 ? "N or M,N,K" : "one number, e.g. 2^20+3");
+                lb_usage_error(prog, "%s: '%s' is not a size (%s)", flag, v, forms[a->max_size_dims]);
             for (int k = 0; k < d.n; k++)
                 if (d.v[k] <= 0) lb_usage_error(prog, "%s must be positive (got %s)", flag, v);
             a->size = d;
@@ -280,12 +289,15 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
             if (lb_parse_i64(v, &s) || s < 0) lb_usage_error(prog, "--seed: '%s' is not a non-negative integer", v);
             a->seed = (unsigned long long)s;
         } else if ((u & LB_USE_CHECK_ONLY) && !strcmp(flag, "--check-only")) {
+            if (inline_val) lb_usage_error(prog, "%s takes no value", flag);
             a->check_only = 1;
         } else if ((u & LB_USE_QUIET) && !strcmp(flag, "--quiet")) {
+            if (inline_val) lb_usage_error(prog, "%s takes no value", flag);
             a->quiet = 1;
         } else if (prog->n_versions > 0 && isdigit((unsigned char)arg[0])) {
             long long v;
             int lo = lb_first_version(prog), hi = lb_last_version(prog);
+            if (a->version != -1) lb_usage_error(prog, "one version at a time (got %d, then '%s')", a->version, arg);
             if (lb_parse_i64(arg, &v) || v < lo || v > hi)
                 lb_usage_error(prog, "version '%s' does not exist (%d..%d)", arg, lo, hi);
             a->version = (int)v;
@@ -302,6 +314,25 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
             }
         }
     }
+}
+
+void lb_check_output_path(const lb_program *prog, const char *flag, const char *path)
+{
+    if (!path || !path[0]) return;
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (strlen(path) >= sizeof dir) lb_usage_error(prog, "%s: the path is too long", flag);
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == path)
+        strcpy(dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (slash && slash[1] == '\0') lb_usage_error(prog, "%s '%s' names a folder, not a file", flag, path);
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) lb_usage_error(prog, "%s '%s': no folder '%s'", flag, path, dir);
+    if (access(dir, W_OK)) lb_usage_error(prog, "%s '%s': the folder '%s' is not writable", flag, path, dir);
+    if (!stat(path, &st) && S_ISDIR(st.st_mode)) lb_usage_error(prog, "%s '%s' is a folder, not a file", flag, path);
 }
 
 void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, int *K)

@@ -6,8 +6,9 @@ bad_input 2 "unknown argument '--bogus'" ./device_query --bogus
 bad_input 2 "unknown argument '--size'" ./device_query --size 5
 bad_input 0 'usage: device_query ' ./device_query --help
 bad_input 2 'grid and block sizes must be positive' ./hello_threads --grid 0
-bad_input 2 "--grid: 'abc' is not X, XxY or XxYxZ" ./hello_threads --grid abc
-bad_input 2 '--grid and --block take X or XxY (2D)' ./hello_threads --block 2x2x2
+bad_input 2 "--grid: 'abc' is not X or XxY" ./hello_threads --grid abc
+bad_input 2 "--block: '2x2x2' is not X or XxY" ./hello_threads --block 2x2x2
+bad_input 2 "--grid: '1x1x1x1' is not X or XxY" ./hello_threads --grid 1x1x1x1
 bad_input 2 '--grid needs a value' ./hello_threads --grid
 no_gpu ./device_query
 no_gpu ./hello_threads

@@ -28,6 +28,7 @@ bad_input 2 '--density must be between 0 and 1' ./life --density 1.5
 bad_input 2 "--density: 'x' is not a number" ./life --density x
 bad_input 2 '--frames must be 0 or positive' ./life --frames -1
 bad_input 2 "version '4' does not exist (0..3)" ./life 4
+bad_input 2 "--png '../tests/data' is a folder, not a file" ./life --png ../tests/data
 bad_input 0 'usage: life ' ./life --help
 no_gpu ./life
 

@@ -59,7 +59,8 @@ bad_input 2 "unknown argument '--bogus'" ./debugging --bogus
 bad_input 2 '--bug must be 0..4' ./debugging --bug 5
 bad_input 2 '--bug must be 0..4' ./debugging --bug -1
 bad_input 2 '--probe takes ROW,COL' ./debugging --probe 3
-bad_input 2 '--probe takes ROW,COL' ./debugging --probe 1,2,3
+bad_input 2 "--probe: '1,2,3' is not X or XxY" ./debugging --probe 1,2,3
+bad_input 2 "--probe: '2^40,1': each number must be 0 to 2^31-1" ./debugging --probe 2^40,1
 bad_input 2 '--probe 1008,0: no such thread (the grid covers 1008 rows and 704' ./debugging --probe 1008,0
 bad_input 2 '--size 5000x5000x5000: at most 2^32 multiply-adds (the CPU checks' ./debugging --size 5000
 bad_input 2 '--size takes N or M,N,K' ./debugging --size 3,4

@@ -57,6 +57,7 @@ bad_input 2 '../tests/data/plain_p2.pgm: not a binary PGM (the file must start' 
 bad_input 2 '../tests/data/truncated.pgm: truncated: 7 of 16 pixel bytes' ./fft_conv --input ../tests/data/truncated.pgm
 bad_input 2 '../tests/data/maxval_16bit.pgm: maxval 65535: only 8-bit PGM (maxval' ./fft_conv --input ../tests/data/maxval_16bit.pgm
 bad_input 2 '../tests/data/no_size.pgm: malformed PGM header (expected P5, width,' ./fft_conv --input ../tests/data/no_size.pgm
+bad_input 2 "--output 'no-such-folder/b.png': no folder 'no-such-folder'" ./fft_conv --output no-such-folder/b.png
 gpu_check ./fft_conv --check-only --delta 1 --sigma 0.5 --output ""
 gpu_check ./fft_conv --check-only --delta 64 --sigma 3 --output ""
 gpu_check ./fft_conv --check-only --delta 37 --sigma 9 --output ""

@@ -16,11 +16,19 @@ bad_input 2 "../tests/data/bad_label.csv:2: label '5' is not a class number 0..1
 bad_input 2 '../tests/data/bad_count.csv:2: 4 fields, expected 4 features and a' ./dnn --data ../tests/data/bad_count.csv
 bad_input 2 '../tests/data/plain_p2.pgm:1: bad header (expected' ./dnn --data ../tests/data/plain_p2.pgm
 bad_input 2 'the network takes 4 features to 2 classes, ../datasets/iris.csv has 4' ./dnn --layers 4,8,2
-bad_input 2 '--layers takes 2 to 9 sizes, e.g. 4,16,16,3' ./dnn --layers 4
+bad_input 2 '--layers takes 2 to 9 sizes, each 1..65536, e.g. 4,16,16,3' ./dnn --layers 4
 bad_input 2 'no-such-weights.bin: cannot open: No such file or directory' ./dnn --load no-such-weights.bin
 bad_input 2 '../tests/data/plain_p2.pgm: not a weights file of this program (bad' ./dnn --load ../tests/data/plain_p2.pgm
 bad_input 2 '../datasets/digits.csv has 64 features and 10 classes, the training' ./dnn --predict ../datasets/digits.csv
-bad_input 2 '--synthetic takes sizes F,H,...,C (2 to 9 numbers)' ./dnn --synthetic 5
+bad_input 2 '--synthetic takes sizes F,H,...,C (2 to 9 numbers, each 1..65536)' ./dnn --synthetic 5
+bad_input 2 "one class ('alpha'): a classifier needs at least 2" ./dnn --data ../tests/data/one_class.csv
+bad_input 2 "../tests/data: is a folder, not a CSV file" ./dnn --data ../tests/data
+bad_input 2 '--epochs must be 0..1000000' ./dnn --epochs -1
+bad_input 2 '--batch must be 1..65536' ./dnn --batch -1
+bad_input 2 '--lr must be in (0, 100)' ./dnn --lr -1
+bad_input 2 '--min-accuracy must be a percentage, 0..100' ./dnn --min-accuracy 200
+bad_input 2 '--layers takes 2 to 9 sizes, each 1..65536' ./dnn --layers 4,1000000000,3
+bad_input 2 "--save 'no-such-folder/w.bin': no folder 'no-such-folder'" ./dnn --save no-such-folder/w.bin
 no_gpu ./dnn
 no_gpu ./dnn --synthetic 784,1024,10
 

@@ -82,8 +82,12 @@ bad_input 2 "unknown argument '--bogus'" ./compiled_code --bogus
 bad_input 0 'usage: compiled_code ' ./compiled_code --help
 bad_input 2 '--max-iter must be 1..1000000' ./compiled_code --max-iter 0
 bad_input 2 '--size: each side at most 16384' ./compiled_code --size 20000
-bad_input 2 'no-such-lib.so (the shared library): cannot open: No such file or' ./compiled_code --lib no-such-lib.so
-bad_input 2 'no-such-module.fatbin (the module): cannot open: No such file or' ./compiled_code --module no-such-module.fatbin
+bad_input 2 'no-such-lib.so: cannot open: No such file or directory (the shared library)' ./compiled_code --lib no-such-lib.so
+bad_input 2 'no-such-module.fatbin: cannot open: No such file or directory (the module)' ./compiled_code --module no-such-module.fatbin
+bad_input 2 '../tests/data: is a folder, not a file (the module)' ./compiled_code --module ../tests/data
+bad_input 2 '../tests/data: is a folder, not a file (the kernel source for NVRTC)' ./compiled_code --source ../tests/data
+bad_input 2 '../tests/data/empty.cu: the file is empty (the kernel source for NVRTC)' ./compiled_code --source ../tests/data/empty.cu
+bad_input 2 "--output 'no-such-folder/x.png': no folder 'no-such-folder'" ./compiled_code --output no-such-folder/x.png
 bad_input 2 'no-such-kernel.cu: cannot open: No such file or directory (the kernel' ./compiled_code --source no-such-kernel.cu
 # a kernel that does not compile: the NVRTC log, exit 2 (no GPU needed to compile)
 run_case "$CHAPTER: NVRTC shows the compile log" 2 "expected an expression" "" ./compiled_code --source ../tests/data/bad_kernel.cu
@@ -99,7 +103,9 @@ bad_input 2 '--depth must be 1..24 (launches nest at most 24 deep)' ./dynamic_pa
 bad_input 2 '--depth must be 1..24 (launches nest at most 24 deep)' ./dynamic_parallelism --depth 25
 bad_input 2 '--max-depth must be 1..23' ./dynamic_parallelism --max-depth 0
 bad_input 2 '--max-depth must be 1..23' ./dynamic_parallelism --max-depth 24
-bad_input 2 '--image: each side at most 16384' ./dynamic_parallelism --image 20000x10
+bad_input 2 '--image: each side 1 to 16384' ./dynamic_parallelism --image 20000x10
+bad_input 2 '--image: each side 1 to 16384' ./dynamic_parallelism --image 0x0
+bad_input 2 "--image: '-5x5': each number must be 0 to 2^31-1" ./dynamic_parallelism --image -5x5
 bad_input 2 '--max-iter must be 1..100000' ./dynamic_parallelism --max-iter 0
 no_gpu ./dynamic_parallelism
 # quicksort from n = 1 up, each run on random, sorted, reversed and all-equal inputs

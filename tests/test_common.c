@@ -41,6 +41,12 @@ static void test_numbers(void)
     CHECK(lb_parse_i64("2^", &v) != 0);
     CHECK(lb_parse_i64("2^63", &v) != 0);
     CHECK(lb_parse_i64("99999999999999999999", &v) != 0);
+    CHECK(lb_parse_i64("18446744073709551621", &v) != 0); /* 2^64 + 5: not 5 */
+    CHECK(lb_parse_i64("9223372036854775813", &v) != 0);  /* 2^63 + 5 */
+    CHECK(lb_parse_i64("2^62+2^62", &v) != 0);
+    CHECK(lb_parse_i64("2^62+1", &v) != 0);
+    CHECK(parsed("2^62-1+1") == (1LL << 62));
+    CHECK(parsed("4611686018427387904") == (1LL << 62));
     CHECK(lb_parse_i64("1.5", &v) != 0);
     CHECK(lb_parse_i64("+", &v) != 0);
 
