@@ -36,8 +36,12 @@ REQUIRE_GPU ?= 0
 test: all
 	@REQUIRE_GPU=$(REQUIRE_GPU) bash tests/run.sh
 
-sanitize: all
-	@bash tests/run.sh --sanitize
+# compute-sanitizer and ncu come with the toolkit; without them, one line and exit 2
+SANITIZER ?= $(shell command -v compute-sanitizer 2>/dev/null || echo $(CUDA_PATH)/bin/compute-sanitizer)
+sanitize:
+	@test -x "$(SANITIZER)" || { echo "make sanitize: compute-sanitizer not found (not on PATH, not $(SANITIZER)); it comes with the CUDA toolkit (Debian/Ubuntu package cuda-sanitizer-XX-Y), or pass SANITIZER=/path/to/compute-sanitizer"; exit 2; }
+	@$(MAKE) -s --no-print-directory all
+	@COMPUTE_SANITIZER="$(SANITIZER)" bash tests/run.sh --sanitize
 
 bench: all
 	@bash bench/run.sh
@@ -57,6 +61,7 @@ NCU ?= $(shell command -v ncu 2>/dev/null || echo $(CUDA_PATH)/bin/ncu)
 PROFILE_SECTIONS ?= SpeedOfLight MemoryWorkloadAnalysis Occupancy LaunchStats WarpStateStats
 COUNT ?= 1
 profile:
+	@test -x "$(NCU)" || { echo "make profile: ncu (Nsight Compute) not found (not on PATH, not $(NCU)); it comes with the CUDA toolkit (Debian/Ubuntu package cuda-nsight-compute-XX-Y), or pass NCU=/path/to/ncu"; exit 2; }
 	@test -n "$(PROG)" || { echo 'usage: make profile PROG=ch04_matmul/matmul ARGS="2 --size 2048 --iters 1" [KERNEL=regex] [COUNT=1]'; exit 2; }
 	@test -f "$(PROG).c" || { echo "make profile: no program $(PROG) (expected $(PROG).c)"; exit 2; }
 	@$(MAKE) -s --no-print-directory -C $(dir $(PROG)) $(notdir $(PROG))

@@ -4,15 +4,20 @@
 # Checks, each printed with ✓ or ✗ and, for ✗, the fix:
 #   the C compiler and make; nvcc and its version; the driver (nvidia-smi) and the CUDA
 #   version it supports against the toolkit's; every GPU's name and compute capability and
-#   the ARCH the build will use; cudart, cuBLAS, cuFFT, cuRAND and NVRTC; WSL and its libcuda;
-#   finally a tiny kernel compiled and run.
+#   the ARCH the build will use, and that each GPU is sm_75 or newer; python3, and the optional
+#   tools compute-sanitizer, ncu and cuda-gdb; cudart, cuBLAS, cuFFT, cuRAND and NVRTC; WSL and
+#   its libcuda; finally a tiny kernel compiled and run.
 # Exit 0 when everything is ready, 1 otherwise (with the reasons listed at the end).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 CUDA_PATH=${CUDA_PATH:-/usr/local/cuda}
 problems=()
 
+OLDEST_SM=75 # the oldest GPU every program builds and runs on (README, "What you need")
+
 ok()  { printf '  \342\234\223 %s\n' "$1"; }
+# a tool only some labs need: missing is a warning with the fix, not a failure
+opt() { printf '  - %s\n      fix: %s\n' "$1" "$2"; }
 bad() { printf '  \342\234\227 %s\n      fix: %s\n' "$1" "$2"; problems+=("$1"); }
 note() { printf '    %s\n' "$1"; }
 
@@ -44,6 +49,20 @@ else
     bad "nvcc not found (not on PATH, not in $CUDA_PATH/bin)" \
         "install the CUDA toolkit, then export PATH=/usr/local/cuda/bin:\$PATH (or make CUDA_PATH=/where/it/is)"
 fi
+
+# ---- the tools some labs use: make test needs python3; the debugging and profiling labs the others
+if command -v python3 >/dev/null 2>&1; then ok "python3 ($(python3 --version 2>&1))"
+else bad "python3 not found (make test checks device_query's JSON with it)" "install python3 (apt-get install python3)"; fi
+for tool in compute-sanitizer ncu cuda-gdb; do
+    path=$(command -v $tool 2>/dev/null || { [ -x "$CUDA_PATH/bin/$tool" ] && echo "$CUDA_PATH/bin/$tool"; })
+    case $tool in
+        compute-sanitizer) use="make sanitize and ch06's debugging lab"; pkg=cuda-sanitizer ;;
+        ncu) use="make profile (Nsight Compute)"; pkg=cuda-nsight-compute ;;
+        cuda-gdb) use="make debug and ch06's cuda-gdb walkthrough"; pkg=cuda-gdb ;;
+    esac
+    if [ -n "$path" ]; then ok "$tool ($path)"
+    else opt "$tool not found: only $use use it" "install the toolkit's $pkg package (Debian/Ubuntu: $pkg-XX-Y for your CUDA XX.Y), or put $CUDA_PATH/bin on PATH"; fi
+done
 
 # ---- CUDA libraries
 libdir=""
@@ -96,7 +115,13 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then
     fi
     i=0
     while IFS=, read -r name cap; do
-        ok "GPU $i: $name, compute capability ${cap# } (sm_$(echo "$cap" | tr -d ' .'))"
+        sm=$(echo "$cap" | tr -d ' .')
+        if [ "${sm:-0}" -ge "$OLDEST_SM" ] 2>/dev/null; then
+            ok "GPU $i: $name, compute capability ${cap# } (sm_$sm)"
+        else
+            bad "GPU $i: $name is sm_$sm, older than the oldest the lab book supports (sm_$OLDEST_SM: T4, RTX 20xx, GTX 16xx)" \
+                "use a GPU of compute capability 7.5 or newer (a free cloud notebook's T4 will do)"
+        fi
         i=$((i + 1))
     done < <(nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader)
 else

@@ -20,3 +20,8 @@ gpu_check ./hello_threads --grid 3x2 --block 7x5
 gpu_check ./hello_threads --grid 1 --block 1
 gpu_check ./hello_threads --grid 1000x3 --block 333 --check-only
 gpu_expect 2 "not allowed" ./hello_threads --block 2048
+# make sanitize and make profile without their tools: one line, exit 2 (checked before building)
+if [ $SANITIZE = 0 ]; then
+    run_case "make sanitize without compute-sanitizer" 2 "compute-sanitizer not found" "" make -s -C .. sanitize SANITIZER=/no/such/compute-sanitizer
+    run_case "make profile without ncu" 2 "ncu (Nsight Compute) not found" "" make -s -C .. profile NCU=/no/such/ncu PROG=ch04_matmul/matmul
+fi
