@@ -7,7 +7,8 @@
 #   make test REQUIRE_GPU=1   the same, and a check skipped for want of a GPU fails (run this
 #                        on a GPU machine: a broken driver then cannot pass as "no GPU")
 #   make bench           build, then run every benchmark into bench/results-<gpu>.md
-#   make run             build, then run each chapter's demo (one summary line each)
+#   make run             build, then the tour: each chapter's demo at small sizes, one line per
+#                        program (passed, FAILED, skipped: no GPU); exits 1 if any failed
 #   make sanitize        the GPU checks under compute-sanitizer (memcheck, racecheck, synccheck, initcheck)
 #   make env             check the machine: toolkit, driver, GPU, libraries (env/check.sh)
 #   make profile PROG=ch04_matmul/matmul ARGS="2 --size 2048 --iters 1" [KERNEL=matmul_kernel2] [COUNT=1]
@@ -46,9 +47,11 @@ sanitize:
 bench: all
 	@bash bench/run.sh
 
+# every chapter's demo, one line per program; a failure does not stop the tour, but fails it
 run:
 	@$(MAKE) -s --no-print-directory all
-	@for c in $(CHAPTERS); do $(MAKE) -s --no-print-directory -C $$c run || exit $$?; done
+	@status=0; for c in $(CHAPTERS); do echo "$$c"; $(MAKE) -s --no-print-directory -C $$c run || status=1; done; \
+	echo "(demo sizes; the full measurements: make bench, into bench/results-<gpu>.md)"; exit $$status
 
 env:
 	@bash env/check.sh

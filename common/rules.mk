@@ -9,7 +9,8 @@
 #     OBJS_dnn := dnn_data.o dnn_net.o    # more host objects for one program (from .c files here)
 #     TUNABLES := TILE                    # make TILE=32 passes -DTILE=32 to nvcc and rebuilds
 #                                         # the kernels (host objects are not rebuilt)
-#     DEMO := ./mandelbrot --quiet        # what `make run` runs
+#     DEMO := ./mandelbrot --quiet; ./vecadd --quiet --size 2^24   # what `make run` runs, one
+#                                         # line each (common/demo.sh): small demo sizes
 #     CLEAN_EXTRA := libx.so              # more files for `make clean` to remove
 #     include ../common/rules.mk
 #
@@ -91,7 +92,7 @@ debug:
 	$(MAKE) DEBUG=1
 
 run: all
-	@$(DEMO)
+	@bash $(COMMON_DIR)/demo.sh '$(DEMO)'
 
 test: all
 	@REQUIRE_GPU=$(or $(REQUIRE_GPU),0) bash $(COMMON_DIR)/../tests/run.sh $(CHAPTER)

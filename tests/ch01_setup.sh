@@ -20,6 +20,11 @@ gpu_check ./hello_threads --grid 3x2 --block 7x5
 gpu_check ./hello_threads --grid 1 --block 1
 gpu_check ./hello_threads --grid 1000x3 --block 333 --check-only
 gpu_expect 2 "not allowed" ./hello_threads --block 2048
+# make run's demo runner: a failed command is reported (and fails the tour), exit 77 is skipped
+if [ $SANITIZE = 0 ]; then
+    run_case "make run reports a failed demo" 1 "FAILED   sh -c 'exit 3'" "" bash ../common/demo.sh "true; sh -c 'exit 3'; true"
+    run_case "make run skips a demo without a GPU" 0 "skipped  sh -c 'exit 77'" "" bash ../common/demo.sh "sh -c 'exit 77'"
+fi
 # make sanitize and make profile without their tools: one line, exit 2 (checked before building)
 if [ $SANITIZE = 0 ]; then
     run_case "make sanitize without compute-sanitizer" 2 "compute-sanitizer not found" "" make -s -C .. sanitize SANITIZER=/no/such/compute-sanitizer
