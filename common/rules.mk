@@ -56,6 +56,14 @@ SHORT := $(firstword $(subst _, ,$(CHAPTER)))
 # differs from the last build's. So TILE=32 rebuilds the kernels and relinks, nothing more.
 HOST_FLAGS := $(CC) $(CPPFLAGS) $(CFLAGS)
 DEVICE_FLAGS := $(NVCC) $(CPPFLAGS) $(NVCCFLAGS)
+# A build with other tunables than the last one says so first: `make TILE=32`, then a plain
+# `make test`, rebuilds with the defaults and tests those (`make test TILE=32` tests TILE=32).
+LAST_TUNABLES := $(strip $(foreach t,$(TUNABLES),$(shell grep -o -- ' -D$(t)=[^ ]*' .build-flags-nvcc 2>/dev/null)))
+ifneq ($(LAST_TUNABLES),$(strip $(TUNABLE_DEFS)))
+ifneq ($(wildcard .build-flags-nvcc),)
+$(info $(CHAPTER): NOTE: rebuilding the kernels with $(or $(strip $(TUNABLE_DEFS)),the default tunables), not as last built ($(or $(LAST_TUNABLES),the defaults)))
+endif
+endif
 $(shell printf '%s\n' '$(HOST_FLAGS)' | cmp -s - .build-flags-host 2>/dev/null || printf '%s\n' '$(HOST_FLAGS)' > .build-flags-host)
 $(shell printf '%s\n' '$(DEVICE_FLAGS)' | cmp -s - .build-flags-nvcc 2>/dev/null || printf '%s\n' '$(DEVICE_FLAGS)' > .build-flags-nvcc)
 

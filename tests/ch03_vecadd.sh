@@ -1,6 +1,7 @@
 # tests/ch03_vecadd.sh - cases for ch03_vecadd, sourced by tests/run.sh (helpers are defined there).
 host_test test_mandelbrot
 
+host_test tunables_notice.sh
 for p in vecadd elementwise mandelbrot; do
     bad_input 2 "unknown argument '--bogus'" ./$p --bogus
     bad_input 2 "--size must be positive (got 0)" ./$p --size 0
