@@ -16,7 +16,7 @@ FNR == NR {
         parse(lines[i])
         if (f["prog"] != want_prog || (want_size != "" && f["size"] != want_size)) continue
         if (rows_out++ == 0) {
-            print "| ver | name | size | ms | rate | vs baseline | check |"
+            print "| ver | name | size | ms | rate | speed vs baseline | check |"
             print "|---|---|---|---|---|---|---|"
         }
         k = rate_key()

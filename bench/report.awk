@@ -27,10 +27,11 @@
 END {
     printf "# Benchmark results: %s\n\n", gpu > md
     printf "%s. Written by `make bench` (bench/run.sh) from the programs' RESULT lines; do not edit by hand.\n\n", header > md
+    printf "`speed vs baseline` is the baseline's time over the row's: higher is faster, 1.00x as fast as the baseline, 0.50x half its speed.\n\n" > md
     for (i = 1; i <= np; i++) {
         p = progs[i]
         printf "## %s (%s)\n\n", p, chap[p] > md
-        print "| ver | name | size | ms | rate | vs baseline | check | date |" > md
+        print "| ver | name | size | ms | rate | speed vs baseline | check | date |" > md
         print "|---|---|---|---|---|---|---|---|" > md
         printf "%s\n", rows[p] > md
         # a chart per size; a size sweep (more than two sizes, as bandwidth's) charts its last only
