@@ -9,7 +9,8 @@
 #   make bench           build, then run every benchmark into bench/results-<gpu>.md
 #   make run             build, then the tour: each chapter's demo at small sizes, one line per
 #                        program (passed, FAILED, skipped: no GPU); exits 1 if any failed
-#   make sanitize        the GPU checks under compute-sanitizer (memcheck, racecheck, synccheck, initcheck)
+#   make sanitize [CH=ch10]   the GPU checks under compute-sanitizer (memcheck, racecheck,
+#                        synccheck, initcheck), several at once; CH= for one chapter
 #   make env             check the machine: toolkit, driver, GPU, libraries (env/check.sh)
 #   make profile PROG=ch04_matmul/matmul ARGS="2 --size 2048 --iters 1" [KERNEL=matmul_kernel2] [COUNT=1]
 #                        build PROG, run it under Nsight Compute, print a short set of sections
@@ -41,8 +42,9 @@ test: all
 SANITIZER ?= $(shell command -v compute-sanitizer 2>/dev/null || echo $(CUDA_PATH)/bin/compute-sanitizer)
 sanitize:
 	@test -x "$(SANITIZER)" || { echo "make sanitize: compute-sanitizer not found (not on PATH, not $(SANITIZER)); it comes with the CUDA toolkit (Debian/Ubuntu package cuda-sanitizer-XX-Y), or pass SANITIZER=/path/to/compute-sanitizer"; exit 2; }
-	@$(MAKE) -s --no-print-directory all
-	@COMPUTE_SANITIZER="$(SANITIZER)" bash tests/run.sh --sanitize
+	@test -z "$(CH)" -o -n "$(wildcard $(CH)/Makefile $(CH)_*/Makefile)" || { echo "make sanitize: no chapter $(CH) (try CH=ch10 or CH=ch10_advanced)"; exit 2; }
+	@$(MAKE) -s --no-print-directory $(if $(CH),$(CH),all)
+	@COMPUTE_SANITIZER="$(SANITIZER)" bash tests/run.sh --sanitize $(CH)
 
 bench: all
 	@bash bench/run.sh

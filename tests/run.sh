@@ -2,9 +2,10 @@
 # tests/run.sh - the lab book's test runner (`make test` calls it after building everything).
 #
 #   bash tests/run.sh                  every chapter
-#   bash tests/run.sh ch03_vecadd      one chapter (what `make test` inside a chapter runs)
+#   bash tests/run.sh ch03_vecadd      one chapter (what `make test` inside a chapter runs; ch03 works too)
 #   bash tests/run.sh --sanitize       only the GPU checks, each under compute-sanitizer's
-#                                      memcheck, racecheck, synccheck and initcheck
+#                                      memcheck, racecheck, synccheck and initcheck, in parallel
+#                                      (SANITIZE_JOBS at a time, default: the CPU cores)
 #   REQUIRE_GPU=1 bash tests/run.sh    on a GPU machine: a check skipped for want of a GPU fails
 #
 # It runs, in order:
@@ -30,8 +31,11 @@ CHAPTERS=()
 for arg in "$@"; do
     case $arg in
         --sanitize) SANITIZE=1 ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-        *) CHAPTERS+=("${arg%/}") ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        *) chapter=${arg%/}
+           [ -d "$chapter" ] || chapter=$(ls -d "${chapter}"_* 2>/dev/null | head -n 1)   # ch10 -> ch10_advanced
+           [ -n "$chapter" ] && [ -d "$chapter" ] || { echo "tests/run.sh: no chapter $arg (try ch04 or ch04_matmul)"; exit 2; }
+           CHAPTERS+=("$chapter") ;;
     esac
 done
 [ ${#CHAPTERS[@]} -gt 0 ] || CHAPTERS=($(cd "$ROOT" && ls -d ch[0-9][0-9]_* | sort))
@@ -105,17 +109,58 @@ no_gpu() {
     run_case "$CHAPTER: no GPU: $*" 77 "no NVIDIA GPU/driver found" "CUDA_VISIBLE_DEVICES=" "$@"
 }
 
-# gpu_check <command...> : must exit 0 on the GPU; skipped without one
+# gpu_check <command...> : must exit 0 on the GPU; skipped without one. Under --sanitize, the
+# command is queued once per tool and the queue runs in parallel at the end (sanitize_all)
 gpu_check() {
     if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: $* (no GPU)"; return; fi
     if [ $SANITIZE = 1 ]; then
         local tool
         for tool in memcheck racecheck synccheck initcheck; do
-            run_case "$CHAPTER: $tool: $*" 0 "" "" "$SANITIZER" --tool "$tool" --error-exitcode 99 "$@"
+            SANITIZE_QUEUE+=("$CHAPTER|$tool|$*")
         done
     else
         run_case "$CHAPTER: $*" 0 "" "" "$@"
     fi
+}
+
+# sanitize_all : runs the queued sanitizer cases, SANITIZE_JOBS at a time (an instrumented
+# program keeps one CPU core busy and leaves most of the GPU idle, so several at once finish
+# sooner), then records them in the order they were queued, each with its time in seconds
+SANITIZE_QUEUE=()
+sanitize_all() {
+    [ ${#SANITIZE_QUEUE[@]} -gt 0 ] || return 0
+    local jobs=${SANITIZE_JOBS:-$(nproc 2>/dev/null || echo 4)} i entry chapter tool cmd dir
+    dir="$LOG_DIR/sanitize"
+    rm -rf "$dir" && mkdir -p "$dir"
+    echo "compute-sanitizer: ${#SANITIZE_QUEUE[@]} runs, $jobs at a time"
+    for i in "${!SANITIZE_QUEUE[@]}"; do
+        IFS='|' read -r chapter tool cmd <<<"${SANITIZE_QUEUE[$i]}"
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+        (
+            start=$SECONDS
+            # shellcheck disable=SC2086  # the command's words, as the case file gave them
+            (cd "$ROOT/$chapter" && timeout "$TIMEOUT" "$SANITIZER" --tool "$tool" --error-exitcode 99 $cmd) \
+                >"$dir/$i.log" 2>&1
+            echo "$? $((SECONDS - start))" >"$dir/$i.rc"
+        ) &
+    done
+    wait
+    local rc secs
+    for i in "${!SANITIZE_QUEUE[@]}"; do
+        IFS='|' read -r chapter tool cmd <<<"${SANITIZE_QUEUE[$i]}"
+        read -r rc secs <"$dir/$i.rc" || { rc=none secs=0; }
+        if [ "$rc" = 0 ]; then
+            record PASS "$chapter: $tool: $cmd (${secs} s)"
+        else
+            echo "(exit $rc, expected 0 after ${secs} s: $tool $cmd)" >>"$dir/$i.log"
+            record FAIL "$chapter: $tool: $cmd" "$dir/$i.log"
+        fi
+    done
+    echo "the slowest:"
+    for i in "${!SANITIZE_QUEUE[@]}"; do
+        read -r rc secs <"$dir/$i.rc" 2>/dev/null && echo "$secs ${SANITIZE_QUEUE[$i]}"
+    done | sort -rn | head -n 5 | sed 's/^/  /; s/|/: /g'
+    SANITIZE_QUEUE=()
 }
 
 # gpu_check_large <command...> : like gpu_check, but too slow to repeat under the sanitizer's
@@ -237,6 +282,8 @@ for ch in "${CHAPTERS[@]}"; do
     trap - ERR
     finish_mutants
 done
+
+sanitize_all
 
 if [ ${#failures[@]} -gt 0 ]; then
     echo

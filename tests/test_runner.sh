@@ -12,9 +12,12 @@ cp "$ROOT/tests/run.sh" "$WORK/tests/run.sh"
 printf 'all:\n\t@true\n' >"$WORK/tests/Makefile"
 # the fake device_query exits with $FAKE_GPU_EXIT (0: a GPU, 77: none, else: broken)
 printf '#!/bin/sh\necho "fake GPU"\nexit ${FAKE_GPU_EXIT:-0}\n' >"$WORK/ch01_setup/device_query"
-# the fake program: `prog bad` is a usage error (exit 2, one line), `prog ok` passes
+# the fake program: `prog bad` is a usage error (exit 2, one line), `prog ok` passes,
+# `prog leaks` passes but the fake sanitizer finds an error in it
 printf '#!/bin/sh\n[ "$1" = bad ] && { echo "prog: --size must be positive" >&2; exit 2; }\nexit 0\n' >"$WORK/ch98_fake/prog"
-chmod +x "$WORK/ch01_setup/device_query" "$WORK/ch98_fake/prog"
+# the fake compute-sanitizer: --tool T --error-exitcode N command...; exit N for `leaks`
+printf '#!/bin/sh\ncode=$4; shift 4\ncase "$*" in *leaks*) echo "fake: 1 error"; exit $code ;; esac\nexec "$@"\n' >"$WORK/fakesan"
+chmod +x "$WORK/ch01_setup/device_query" "$WORK/ch98_fake/prog" "$WORK/fakesan"
 printf '' >"$WORK/tests/ch01_setup.sh"
 
 failed=0
@@ -24,7 +27,8 @@ scenario() {
     shift 4
     printf '%s\n' "$cases" >"$WORK/tests/ch98_fake.sh"
     local out got
-    out=$(cd "$WORK" && env -u REQUIRE_GPU "$@" TEST_LOG_DIR="$WORK/logs" bash tests/run.sh 2>&1)
+    # shellcheck disable=SC2086  # ARGS: the runner's arguments, as words
+    out=$(cd "$WORK" && env -u REQUIRE_GPU "$@" TEST_LOG_DIR="$WORK/logs" bash tests/run.sh ${ARGS:-} 2>&1)
     got=$?
     if [ "$got" != "$want" ] || ! grep -q -- "$pattern" <<<"$out"; then
         echo "FAIL  $name: exit $got (want $want), output must contain '$pattern':"
@@ -52,6 +56,14 @@ scenario "a misspelt helper fails the run" 1 "line 2 failed (exit 127)" \
     'gpu_check ./prog ok
 gpu_chek ./prog ok' FAKE_GPU_EXIT=0
 scenario "a case file's failing command fails the run" 1 "failed (exit 1): false" 'false' FAKE_GPU_EXIT=0
+ARGS=--sanitize scenario "sanitize: every GPU check under the four tools, in parallel" 0 \
+    "^8 passed, 0 failed, 0 skipped$" "$good
+gpu_check ./prog ok 2" FAKE_GPU_EXIT=0 COMPUTE_SANITIZER="$WORK/fakesan" SANITIZE_JOBS=3
+ARGS=--sanitize scenario "sanitize: an error the sanitizer reports fails the run" 1 \
+    "^4 passed, 4 failed, 0 skipped$" "$good
+gpu_check ./prog leaks" FAKE_GPU_EXIT=0 COMPUTE_SANITIZER="$WORK/fakesan"
+ARGS=ch98 scenario "a chapter by its short name" 0 "^2 passed, 0 failed, 0 skipped$" "$good" FAKE_GPU_EXIT=0
+ARGS=ch97 scenario "a chapter that does not exist: exit 2" 2 "no chapter ch97" "$good" FAKE_GPU_EXIT=0
 
 [ $failed = 0 ] && echo "test_runner: all scenarios as expected"
 [ $failed = 0 ]
