@@ -7,7 +7,7 @@ set -eu
 txt=$1
 dir=$(cd "$(dirname "$0")" && pwd)
 results_md=bench/$(basename "${txt%.txt}").md
-for readme in "$dir"/../ch*/README.md "$dir"/../README.md; do
+for readme in "$dir"/../ch*/README.md "$dir"/../ch*/SOLUTIONS.md "$dir"/../README.md; do
     [ -f "$readme" ] || continue
     grep -q '<!-- results ' "$readme" || continue
     awk -f "$dir/fields.awk" -f "$dir/fill_readmes.awk" -v results_md="$results_md" "$txt" "$readme" >"$readme.tmp"

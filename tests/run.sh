@@ -191,6 +191,18 @@ sanitizer_expect() {
     run_case "$name" "$want" "$pattern" "" "$SANITIZER" --tool "$tool" --error-exitcode 99 "$@"
 }
 
+# copy_chapter <dir> : the chapter's sources (not its build) and common/ copied under <dir>,
+# with datasets/ and tests/ linked, so that an edited copy builds and runs like the original
+copy_chapter() {
+    local dir=$1
+    rm -rf "$dir" && mkdir -p "$dir/$CHAPTER" && cp -r "$ROOT/common" "$dir/common" &&
+        cp "$ROOT/$CHAPTER"/Makefile "$ROOT/$CHAPTER"/*.[ch] "$dir/$CHAPTER/" &&
+        { cp "$ROOT/$CHAPTER"/*.cu "$dir/$CHAPTER/" 2>/dev/null; true; }
+    rm -f "$dir"/common/*.o
+    ln -s "$ROOT/datasets" "$dir/datasets"
+    ln -s "$ROOT/tests" "$dir/tests"
+}
+
 # mutant <name> <file> <sed expression> <command...> : the chapter copied (with common/), <file>
 # edited by the sed expression (it must change the file: else the test no longer fits the code)
 # and the program built; the command, run in the copy, must exit 1 with FAIL in its output:
@@ -202,11 +214,7 @@ mutant() {
     if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: mutant: $1 (no GPU)"; return; fi
     local name=$1 file=$2 expr=$3; shift 3
     local dir="$LOG_DIR/mutant-$CHAPTER-${#MUTANTS[@]}" prog=${1#./}
-    rm -rf "$dir" && mkdir -p "$dir/$CHAPTER" && cp -r "$ROOT/common" "$dir/common" &&
-        cp "$ROOT/$CHAPTER"/Makefile "$ROOT/$CHAPTER"/*.[ch] "$dir/$CHAPTER/" &&
-        cp "$ROOT/$CHAPTER"/*.cu "$dir/$CHAPTER/" 2>/dev/null
-    ln -s "$ROOT/datasets" "$dir/datasets"
-    ln -s "$ROOT/tests" "$dir/tests"
+    copy_chapter "$dir"
     (
         cd "$dir/$CHAPTER" && cp "$file" "$file.orig" && sed -i "$expr" "$file" || exit 1
         if cmp -s "$file" "$file.orig"; then echo "the edit '$expr' no longer changes $file"; exit 1; fi
@@ -229,6 +237,71 @@ finish_mutants() {
         RUN_DIR="$dir/$CHAPTER" run_case "$CHAPTER: mutant caught: $name" 1 "FAIL" "" $cmd
     done
     MUTANTS=()
+}
+
+# solutions : the code solutions in the chapter's SOLUTIONS.md, each a ```diff block (paths
+# relative to the chapter folder) followed by a ```sh check block of `expect <exit> <command>`
+# lines (a check block without a diff checks the chapter as it is). Everywhere: every diff
+# still applies to the chapter. On the GPU: each is applied to a copy, the copy built (in the
+# background, while the chapter's other cases run) and its check block run there.
+SOLUTIONS=()
+solutions() {
+    local md="$ROOT/$CHAPTER/SOLUTIONS.md" dir="$LOG_DIR/solutions-$CHAPTER" i name
+    [ -f "$md" ] || return 0
+    [ $SANITIZE = 1 ] && return
+    rm -rf "$dir" && mkdir -p "$dir"
+    awk -v dir="$dir" '
+        /^#+ / { title = $0; sub(/^#+ /, "", title) }
+        /^```diff/ { n++; pending = 1; block = dir "/" n ".diff"; print title > (dir "/" n ".name"); next }
+        /^```sh check/ { if (!pending) { n++; print title > (dir "/" n ".name") }
+                         pending = 0; block = dir "/" n ".check"; next }
+        /^```/ && block != "" { close(block); block = ""; next }
+        block != "" { print > block }
+    ' "$md"
+    for name in "$dir"/*.name; do
+        [ -f "$name" ] || continue
+        i=$(basename "$name" .name)
+        local title; title=$(cat "$name")
+        if [ ! -f "$dir/$i.check" ]; then
+            record FAIL "$CHAPTER: solution \"$title\": a diff without a \`\`\`sh check block after it"
+            continue
+        fi
+        if [ -f "$dir/$i.diff" ]; then
+            copy_chapter "$dir/$i"
+            if ! (cd "$dir/$i/$CHAPTER" && git apply --check "$dir/$i.diff") >"$dir/$i.log" 2>&1; then
+                record FAIL "$CHAPTER: solution \"$title\" no longer applies" "$dir/$i.log"
+                continue
+            fi
+            record PASS "$CHAPTER: solution \"$title\" applies"
+        fi
+        if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: solution \"$title\" checked (no GPU)"; continue; fi
+        if [ -f "$dir/$i.diff" ]; then
+            (cd "$dir/$i/$CHAPTER" && git apply "$dir/$i.diff" && make -s) >"$dir/$i.build.log" 2>&1 &
+            SOLUTIONS+=("$!|$dir/$i/$CHAPTER|$title|$dir/$i.check")
+        else
+            SOLUTIONS+=("0|$ROOT/$CHAPTER|$title|$dir/$i.check")
+        fi
+    done
+}
+
+# `expect <exit> <command...>` in a check block: the command must exit with <exit>
+# (and `compute-sanitizer` is the one this runner found, on PATH or not)
+SOLUTION_PRELUDE='expect() { local want=$1; shift; "$@"; local got=$?; [ "$got" = "$want" ] || { echo "(exit $got, expected $want: $*)"; exit 1; }; }
+compute-sanitizer() { "$SANITIZER" "$@"; }'
+export SANITIZER
+
+finish_solutions() {
+    local s pid dir title check
+    for s in "${SOLUTIONS[@]}"; do
+        IFS='|' read -r pid dir title check <<<"$s"
+        if [ "$pid" != 0 ] && ! wait "$pid"; then
+            record FAIL "$CHAPTER: solution \"$title\" (the build failed)" "${check%.check}.build.log"
+            continue
+        fi
+        RUN_DIR="$dir" run_case "$CHAPTER: solution \"$title\" checked" 0 "" "" \
+            bash -c "$SOLUTION_PRELUDE; . '$check'"
+    done
+    SOLUTIONS=()
 }
 
 # a case file's own error (a misspelt helper, a failing command): the ERR trap, set while the
@@ -280,7 +353,9 @@ for ch in "${CHAPTERS[@]}"; do
     # shellcheck source=/dev/null
     . "tests/$ch.sh"
     trap - ERR
+    solutions
     finish_mutants
+    finish_solutions
 done
 
 sanitize_all
