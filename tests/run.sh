@@ -258,8 +258,7 @@ solutions() {
         /^```/ && block != "" { close(block); block = ""; next }
         block != "" { print > block }
     ' "$md"
-    for name in "$dir"/*.name; do
-        [ -f "$name" ] || continue
+    for name in $(ls "$dir"/*.name 2>/dev/null | sort -V); do
         i=$(basename "$name" .name)
         local title; title=$(cat "$name")
         if [ ! -f "$dir/$i.check" ]; then
@@ -278,7 +277,12 @@ solutions() {
         if [ -f "$dir/$i.diff" ] || grep -q 'make ' "$dir/$i.check"; then
             # an edit, or a check that rebuilds: in a copy, so the chapter's own build stays as it is
             [ -f "$dir/$i.diff" ] || { copy_chapter "$dir/$i"; : >"$dir/$i.diff"; }
-            (cd "$dir/$i/$CHAPTER" && { [ ! -s "$dir/$i.diff" ] || git apply "$dir/$i.diff"; } && make -s) \
+            # build what the check runs (./prog), or everything when the check itself runs make
+            local targets=""
+            grep -q 'make ' "$dir/$i.check" ||
+                targets=$(grep -o '\./[A-Za-z0-9_]*' "$dir/$i.check" | sed 's|^\./||' | sort -u | tr '\n' ' ')
+            # shellcheck disable=SC2086  # targets: several words
+            (cd "$dir/$i/$CHAPTER" && { [ ! -s "$dir/$i.diff" ] || git apply "$dir/$i.diff"; } && make -s -j4 $targets) \
                 >"$dir/$i.build.log" 2>&1 &
             SOLUTIONS+=("$!|$dir/$i/$CHAPTER|$title|$dir/$i.check")
         else
