@@ -135,6 +135,7 @@ sanitize_all() {
     echo "compute-sanitizer: ${#SANITIZE_QUEUE[@]} runs, $jobs at a time"
     for i in "${!SANITIZE_QUEUE[@]}"; do
         IFS='|' read -r chapter tool cmd <<<"${SANITIZE_QUEUE[$i]}"
+        echo "${SANITIZE_QUEUE[$i]}" >"$dir/$i.cmd"   # what each log is, also for a run cut short
         while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
         (
             start=$SECONDS
@@ -294,7 +295,7 @@ solutions() {
 # `expect <exit> <command...>` in a check block: the command must exit with <exit>
 # (and `compute-sanitizer` is the one this runner found, on PATH or not)
 SOLUTION_PRELUDE='expect() { local want=$1; shift; "$@"; local got=$?; [ "$got" = "$want" ] || { echo "(exit $got, expected $want: $*)"; exit 1; }; }
-compute-sanitizer() { "$SANITIZER" "$@"; }'
+compute-sanitizer() { command "$SANITIZER" "$@"; }'
 export SANITIZER
 
 finish_solutions() {
