@@ -115,8 +115,11 @@ gpu_check() {
     if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: $* (no GPU)"; return; fi
     if [ $SANITIZE = 1 ]; then
         local tool
+        # the words quoted (printf %q), so that an empty argument (--output "") survives the queue
+        local words
+        words=$(printf '%q ' "$@")
         for tool in memcheck racecheck synccheck initcheck; do
-            SANITIZE_QUEUE+=("$CHAPTER|$tool|$*")
+            SANITIZE_QUEUE+=("$CHAPTER|$tool|${words% }")
         done
     else
         run_case "$CHAPTER: $*" 0 "" "" "$@"
@@ -139,8 +142,7 @@ sanitize_all() {
         while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
         (
             start=$SECONDS
-            # shellcheck disable=SC2086  # the command's words, as the case file gave them
-            (cd "$ROOT/$chapter" && timeout "$TIMEOUT" "$SANITIZER" --tool "$tool" --error-exitcode 99 $cmd) \
+            (cd "$ROOT/$chapter" && eval "timeout \"\$TIMEOUT\" \"\$SANITIZER\" --tool $tool --error-exitcode 99 $cmd") \
                 >"$dir/$i.log" 2>&1
             echo "$? $((SECONDS - start))" >"$dir/$i.rc"
         ) &

@@ -14,7 +14,7 @@ printf 'all:\n\t@true\n' >"$WORK/tests/Makefile"
 printf '#!/bin/sh\necho "fake GPU"\nexit ${FAKE_GPU_EXIT:-0}\n' >"$WORK/ch01_setup/device_query"
 # the fake program: `prog bad` is a usage error (exit 2, one line), `prog ok` passes,
 # `prog leaks` passes but the fake sanitizer finds an error in it
-printf '#!/bin/sh\n[ "$1" = bad ] && { echo "prog: --size must be positive" >&2; exit 2; }\nexit 0\n' >"$WORK/ch98_fake/prog"
+printf '#!/bin/sh\n[ "$1" = bad ] && { echo "prog: --size must be positive" >&2; exit 2; }\n[ "${FAKE_WANT_EMPTY:-0}" = 1 ] && { [ $# = 2 ] && [ -z "$2" ] || exit 3; }\nexit 0\n' >"$WORK/ch98_fake/prog"
 # the fake compute-sanitizer: --tool T --error-exitcode N command...; exit N for `leaks`
 printf '#!/bin/sh\ncode=$4; shift 4\ncase "$*" in *leaks*) echo "fake: 1 error"; exit $code ;; esac\nexec "$@"\n' >"$WORK/fakesan"
 chmod +x "$WORK/ch01_setup/device_query" "$WORK/ch98_fake/prog" "$WORK/fakesan"
@@ -59,6 +59,9 @@ scenario "a case file's failing command fails the run" 1 "failed (exit 1): false
 ARGS=--sanitize scenario "sanitize: every GPU check under the four tools, in parallel" 0 \
     "^8 passed, 0 failed, 0 skipped$" "$good
 gpu_check ./prog ok 2" FAKE_GPU_EXIT=0 COMPUTE_SANITIZER="$WORK/fakesan" SANITIZE_JOBS=3
+ARGS=--sanitize scenario "sanitize: an empty argument reaches the program" 0 \
+    "^4 passed, 0 failed, 0 skipped$" 'bad_input 2 "--size must be positive" ./prog bad
+gpu_check ./prog ok ""' FAKE_GPU_EXIT=0 COMPUTE_SANITIZER="$WORK/fakesan" FAKE_WANT_EMPTY=1
 ARGS=--sanitize scenario "sanitize: an error the sanitizer reports fails the run" 1 \
     "^4 passed, 4 failed, 0 skipped$" "$good
 gpu_check ./prog leaks" FAKE_GPU_EXIT=0 COMPUTE_SANITIZER="$WORK/fakesan"
