@@ -49,7 +49,7 @@ typedef struct {
 
 static dnn_options default_options(void)
 {
-    dnn_options o = {.data_path = "../datasets/iris.csv",
+    dnn_options o = {.data_path = NULL, /* then DNN_DEFAULT_DATA, unless the run only predicts */
                      .act = "relu",
                      .epochs = UNSET_INT,
                      .batch = UNSET_INT,
@@ -61,13 +61,18 @@ static dnn_options default_options(void)
 }
 
 #define DNN_N_OPTIONS 17
+#define DNN_DEFAULT_DATA "../datasets/iris.csv"
+
+/* --load w.bin --predict rows.csv without --data: the weights file is all it needs */
+static int predict_only(const dnn_options *o) { return o->load_path && o->predict_path && !o->data_path; }
 
 /* The flags (pointing into o), the program's description, the parse, and the checks of
  * every value; bad input exits 2 here, before anything is loaded. */
 static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *program, int argc, char **argv)
 {
     const lb_opt table[DNN_N_OPTIONS] = {
-        {"--data", LB_OPT_STRING, &o->data_path, "the data set (CSV, datasets/ layout)"},
+        {"--data", LB_OPT_STRING, &o->data_path,
+         "the data set (CSV, datasets/ layout; default " DNN_DEFAULT_DATA ", none with --load and --predict)"},
         {"--layers", LB_OPT_STRING, &o->layers, "sizes F,H1,...,C (default: F,16,16,C for few features, else F,2F,C)"},
         {"--act", LB_OPT_STRING, &o->act, "hidden activation: relu or sigmoid"},
         {"--epochs", LB_OPT_INT, &o->epochs,
@@ -94,7 +99,9 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
         .name = "dnn",
         .synopsis = "a dense neural network on cuBLAS: training with backpropagation, gradcheck, save/load, benchmark",
         .details = "Data sets: ../datasets/iris.csv (default), ../datasets/digits.csv, or any CSV with the header\n"
-                   "n_samples,n_features,class names... and rows of features plus an integer label.\n",
+                   "n_samples,n_features,class names... and rows of features plus an integer label.\n"
+                   "A weights file (--save) holds the shape, the z-score and the class names: --load w.bin\n"
+                   "--predict rows.csv classifies rows without any --data.\n",
         .uses = LB_USE_SEED | LB_USE_QUIET | LB_USE_ITERS,
         .opts = opts,
         .n_opts = DNN_N_OPTIONS,
@@ -112,6 +119,9 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
     lb_check_output_path(program, "--save", o->save_path);
     if (!(o->momentum >= 0.0 && o->momentum < 1.0)) lb_usage_error(program, "--momentum must be in [0, 1)");
     if (!(o->test_frac > 0.0 && o->test_frac < 1.0)) lb_usage_error(program, "--test-frac must be in (0, 1)");
+    if (predict_only(o) && o->epochs != UNSET_INT && o->epochs > 0)
+        lb_usage_error(program, "--epochs: training needs --data (with --load and --predict alone, dnn only predicts)");
+    if (!predict_only(o) && !o->data_path) o->data_path = DNN_DEFAULT_DATA;
 }
 
 /* "4-16-16-3": the layer sizes, for titles and RESULT sizes */
@@ -346,8 +356,10 @@ static float *choose_shape(const dnn_options *o, const lb_program *prog, const d
     float *loaded = NULL;
     net->act = strcmp(o->act, "sigmoid") == 0 ? ACT_SIGMOID : ACT_RELU;
     if (o->load_path) {
-        if (!(loaded = load_weights(o->load_path, net, mean, sd, err, sizeof err)))
+        char **names;
+        if (!(loaded = load_weights(o->load_path, net, mean, sd, &names, err, sizeof err)))
             lb_die(LB_EXIT_USAGE, "dnn: %s", err);
+        free_names(names, net->size[net->n_layers]); /* the data set's own names are used */
         network want = {0};
         if (o->layers && (parse_layers(o->layers, &want) != net->n_layers ||
                           memcmp(want.size, net->size, sizeof(int) * (net->n_layers + 1))))
@@ -521,7 +533,7 @@ static int beat_linear(const dnn_options *o, const lb_args *args, const dataset 
 }
 
 /* --predict: each row's class and probability, and how many labelled rows came out right. */
-static void predict_rows(const dnn_options *o, network *net, const dataset *all, const dataset *to_predict,
+static void predict_rows(const dnn_options *o, network *net, char *const *class_names, const dataset *to_predict,
                          cudaStream_t s)
 {
     int *pred = lb_host_alloc(sizeof(int) * to_predict->n, "predictions");
@@ -529,14 +541,51 @@ static void predict_rows(const dnn_options *o, network *net, const dataset *all,
     predict_set(net, to_predict, pred, prob, s);
     int known = 0, ok = 0;
     for (int i = 0; i < to_predict->n; i++) {
-        printf("%s row %d: %s (p = %.3f)", o->predict_path, i + 1, all->class_names[pred[i]], prob[i]);
+        printf("%s row %d: %s (p = %.3f)", o->predict_path, i + 1, class_names[pred[i]], prob[i]);
         if (to_predict->y[i] >= 0)
-            printf(", labelled %s", all->class_names[to_predict->y[i]]), known++, ok += pred[i] == to_predict->y[i];
+            printf(", labelled %s", class_names[to_predict->y[i]]), known++, ok += pred[i] == to_predict->y[i];
         printf("\n");
     }
     if (known) printf("%d of %d labelled rows classified right\n", ok, known);
     free(pred);
     free(prob);
+}
+
+/* --load w.bin --predict rows.csv, no --data: shape, z-score and class names from the weights
+ * file; the rows must have its number of features (and, if labelled, its classes) */
+static int run_predict_only(const dnn_options *o)
+{
+    char err[512];
+    network net = {0};
+    float *mean, *sd;
+    char **names;
+    float *params = load_weights(o->load_path, &net, &mean, &sd, &names, err, sizeof err);
+    if (!params) lb_die(LB_EXIT_USAGE, "dnn: %s", err);
+    int classes = net.size[net.n_layers];
+    dataset rows = {0};
+    if (load_csv(o->predict_path, &rows, 1, err, sizeof err)) lb_die(LB_EXIT_USAGE, "dnn: %s", err);
+    if (rows.features != net.size[0] || rows.classes != classes)
+        lb_die(LB_EXIT_USAGE,
+               "dnn: %s has %d features and %d classes, the network in %s takes %d features to %d classes",
+               o->predict_path, rows.features, rows.classes, o->load_path, net.size[0], classes);
+    normalize(&rows, mean, sd);
+
+    lb_gpu gpu;
+    lb_gpu_init(&gpu);
+    net_alloc(&net, DNN_EVAL_ROWS);
+    CUDA_CHECK(cudaMemcpy(net.d_params, params, sizeof(float) * net.n_params, cudaMemcpyHostToDevice));
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasSetStream(net.h, s));
+    predict_rows(o, &net, names, &rows, s);
+    CUDA_CHECK(cudaStreamDestroy(s));
+    net_free(&net);
+    free(params);
+    free(mean);
+    free(sd);
+    free_names(names, classes);
+    free_dataset(&rows);
+    return LB_EXIT_PASS;
 }
 
 int main(int argc, char **argv)
@@ -548,6 +597,7 @@ int main(int argc, char **argv)
     lb_program program;
     parse_options(&o, &args, opts, &program, argc, argv);
     if (o.synthetic) return run_synthetic(&o, &program, &args);
+    if (predict_only(&o)) return run_predict_only(&o);
 
     /* ---- setup: data, shape, split (all checked before the GPU is touched), then the GPU */
     dataset all, to_predict = {0}, train_set, test;
@@ -609,10 +659,11 @@ int main(int argc, char **argv)
         }
         char err[512];
         if (o.save_path) {
-            if (save_weights(o.save_path, &net, mean, sd, err, sizeof err)) lb_die(LB_EXIT_USAGE, "dnn: %s", err);
+            if (save_weights(o.save_path, &net, mean, sd, all.class_names, err, sizeof err))
+                lb_die(LB_EXIT_USAGE, "dnn: %s", err);
             if (!args.quiet) printf("saved the weights to %s\n", o.save_path);
         }
-        if (o.predict_path) predict_rows(&o, &net, &all, &to_predict, s);
+        if (o.predict_path) predict_rows(&o, &net, all.class_names, &to_predict, s);
     }
 
     CUDA_CHECK(cudaStreamDestroy(s));

@@ -81,10 +81,13 @@ double loss_cpu(const network *net, const float *params, const float *x, const i
  * the largest relative error. */
 double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int quiet);
 
-/* The weights file: shape, the z-score and the parameters. 0 / a malloc'd parameter array on
- * success, else -1 / NULL with a one-line reason in err. */
-int save_weights(const char *path, const network *net, const float *mean, const float *sd, char *err, size_t len);
-float *load_weights(const char *path, network *net, float **mean, float **sd, char *err, size_t len);
+/* The weights file: shape, the z-score, the class names and the parameters. 0 / a malloc'd
+ * parameter array on success, else -1 / NULL with a one-line reason in err. */
+int save_weights(const char *path, const network *net, const float *mean, const float *sd, char *const *class_names,
+                 char *err, size_t len);
+float *load_weights(const char *path, network *net, float **mean, float **sd, char ***class_names, char *err,
+                    size_t len);
+void free_names(char **names, int n);
 /* "4,16,16,3" into net->size; returns the number of weight layers, or -1. */
 int parse_layers(const char *s, network *net);
 

@@ -29,6 +29,14 @@ bad_input 2 '--lr must be in (0, 100)' ./dnn --lr -1
 bad_input 2 '--min-accuracy must be a percentage, 0..100' ./dnn --min-accuracy 200
 bad_input 2 '--layers takes 2 to 9 sizes, each 1..65536' ./dnn --layers 4,1000000000,3
 bad_input 2 "--save 'no-such-folder/w.bin': no folder 'no-such-folder'" ./dnn --save no-such-folder/w.bin
+# a weights file is enough to predict (no --data); rows of another shape, an old or a damaged
+# file, and training without data are refused before the GPU is touched
+bad_input 2 'digits.csv has 64 features and 10 classes, the network in ../tests/data/iris_linear.bin takes 4 features to 3 classes' ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/digits.csv
+bad_input 2 'a weights file of version 1; this program reads version 2' ./dnn --load ../tests/data/weights_v1.bin --predict ../datasets/iris.csv
+bad_input 2 'size does not match its header' ./dnn --load ../tests/data/bad_names.bin --predict ../datasets/iris.csv
+bad_input 2 '--epochs: training needs --data' ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/iris.csv --epochs 5
+no_gpu ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/iris.csv
+gpu_expect 0 "of 150 labelled rows classified right" ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/iris.csv
 no_gpu ./dnn
 no_gpu ./dnn --synthetic 784,1024,10
 
@@ -56,7 +64,7 @@ mutant "dnn hidden layer with 8 live units" dnn_kernels.cu \
     ./dnn --quiet --data ../datasets/digits.csv --vs-linear
 # the same seed gives the same weights, bit for bit, with or without the CUDA graph
 gpu_check_large bash -c 'a=$(mktemp) b=$(mktemp) c=$(mktemp); ./dnn --quiet --epochs 20 --save $a && ./dnn --quiet --epochs 20 --save $b && ./dnn --quiet --epochs 20 --no-graph --save $c && cmp $a $b && cmp $a $c; r=$?; rm -f $a $b $c; exit $r'
-# save, load: the same predictions
+# save, then load and predict without --data: the same predictions as the run that trained
 gpu_check_large bash -c 'w=$(mktemp); a=$(./dnn --quiet --epochs 30 --save $w --predict ../datasets/iris.csv | grep " row ") && b=$(./dnn --quiet --load $w --predict ../datasets/iris.csv | grep " row ") && [ -n "$a" ] && [ "$a" = "$b" ]; r=$?; rm -f $w; exit $r'
 gpu_check ./dnn --synthetic 64,32,10 --batch 16 --iters 2
 # a planted bug: the optimizer computes its step but never applies it; the loss must fall
