@@ -1,6 +1,6 @@
 /* labbook.h - the helpers every program of the lab book uses (C11 and CUDA C).
  *
- *   error checks  CUDA_CHECK, CUBLAS_CHECK, CUFFT_CHECK, CURAND_CHECK, CU_CHECK, NVRTC_CHECK
+ *   error checks  CUDA_CHECK, CUBLAS_CHECK, CUFFT_CHECK, CURAND_CHECK, NVRTC_CHECK (CU_CHECK: lb_driver.h)
  *                 (the library ones exist once that library's header is included first)
  *   GPU presence  lb_gpu_init(): no driver / no device -> clear message, exit 77
  *   versions      lb_version: one table row per version of a program's kernel
@@ -123,20 +123,7 @@ static inline void lb_curand_check(curandStatus_t s, const char *call, const cha
 #define CURAND_CHECK(call) lb_curand_check((call), #call, __FILE__, __LINE__)
 #endif
 
-#ifdef CUDA_VERSION /* cuda.h: the driver API */
-static inline void lb_cu_check(CUresult r, const char *call, const char *file, int line)
-{
-    if (r == CUDA_SUCCESS) return;
-    /* Map the driver's "no driver / no device / no image" onto the runtime's wording. */
-    if (r == CUDA_ERROR_NO_DEVICE) lb_cuda_fail(cudaErrorNoDevice, call, file, line);
-    if (r == CUDA_ERROR_NO_BINARY_FOR_GPU) lb_cuda_fail(cudaErrorNoKernelImageForDevice, call, file, line);
-    const char *name = "CUDA_ERROR_UNKNOWN", *text = "unknown driver error";
-    cuGetErrorName(r, &name);
-    cuGetErrorString(r, &text);
-    lb_lib_fail("driver API", (int)r, name, text, call, file, line);
-}
-#define CU_CHECK(call) lb_cu_check((call), #call, __FILE__, __LINE__)
-#endif
+/* CU_CHECK, for the driver API, is in lb_driver.h with the driver functions themselves. */
 
 #ifdef __NVRTC_H__ /* nvrtc.h */
 #define NVRTC_CHECK(call)                                                                                           \

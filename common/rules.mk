@@ -6,7 +6,8 @@
 #     CFLAGS_mandelbrot := -fopenmp       # extra gcc flags for one program's host file
 #     LIBS_mandelbrot   := -lgomp         # extra libraries for one program (e.g. -lcublas)
 #     NVCCFLAGS_prog    := -rdc=true      # extra nvcc flags for one program's kernels
-#     OBJS_dnn := dnn_data.o dnn_net.o    # more host objects for one program (from .c files here)
+#     OBJS_dnn := dnn_data.o dnn_net.o    # more host objects for one program (from .c files here,
+#                                         # or lb_driver.o from common/: the driver API)
 #     TUNABLES := TILE                    # make TILE=32 passes -DTILE=32 to nvcc and rebuilds
 #                                         # the kernels (host objects are not rebuilt)
 #     DEMO := ./mandelbrot --quiet; ./vecadd --quiet --size 2^24   # what `make run` runs, one
@@ -73,13 +74,18 @@ $(shell printf '%s\n' '$(DEVICE_FLAGS)' | cmp -s - .build-flags-nvcc 2>/dev/null
 
 # common/: labbook.c (GPU, checks, timing, report), lb_args.c (command line), lb_image.c (PNG, PGM)
 COMMON_OBJS := labbook.o lb_args.o lb_image.o
-HOST_DEPS := $(COMMON_DIR)/labbook.h .build-flags-host
+HOST_DEPS := $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_driver.h .build-flags-host
 
 .PHONY: all clean debug run test print-arch $(SHORT) $(CHAPTER)
 all: $(PROGS)
 $(SHORT) $(CHAPTER): all
 
 $(COMMON_OBJS): %.o: $(COMMON_DIR)/%.c $(HOST_DEPS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# the driver API, looked up in libcuda at run time: for the programs that list it
+# (OBJS_prog := lb_driver.o, LIBS_prog := -ldl)
+lb_driver.o: $(COMMON_DIR)/lb_driver.c $(COMMON_DIR)/lb_driver.h $(HOST_DEPS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 %.o: %.c $(HOST_DEPS) $(wildcard *.h)
