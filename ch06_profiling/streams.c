@@ -14,6 +14,11 @@
  *   pipeline             the same data as one array cut into C chunks over S streams
  * The pipeline is compared with the bound: the goal is within 1.2x of it. NVTX ranges name
  * each schedule for Nsight Systems.
+ *
+ * --per-stream-events (the book's multi-kernel_events): the arrays over streams again, with a
+ * start and an end event around every kernel in its own stream; prints the mean and spread of
+ * the kernels' times and how many ran at once, then polls an event with cudaEventQuery and
+ * counts the CPU work done while the GPU was still busy.
  */
 #include "labbook.h"
 #include "streams_kernels.h"
@@ -106,14 +111,119 @@ static size_t check_output(const buffers *b, int quiet)
     return bad;
 }
 
+/* ---------------------------------------------------------------- events per stream */
+
+/* Arrays over streams as run_chunked does, with an event before and after each kernel in that
+ * kernel's stream: the pair times the kernel alone, however the streams interleave. */
+static cudaError_t run_with_events(const buffers *b, int n_arrays, int n_streams, cudaEvent_t *start,
+                                   cudaEvent_t *stop)
+{
+    size_t per = b->total / (size_t)n_arrays;
+    for (int k = 0; k < n_arrays; k++) {
+        size_t off = (size_t)k * per;
+        cudaStream_t s = b->streams[k % n_streams];
+        cudaError_t e = cudaMemcpyAsync(b->d + off, b->h_in + off, per * sizeof(float), cudaMemcpyHostToDevice, s);
+        if (!e) e = cudaEventRecord(start[k], s);
+        if (!e) e = work_launch(b->d + off, per, b->reps, s);
+        if (!e) e = cudaEventRecord(stop[k], s);
+        if (!e) e = cudaMemcpyAsync(b->h_out + off, b->d + off, per * sizeof(float), cudaMemcpyDeviceToHost, s);
+        if (e) return e;
+    }
+    return cudaSuccess;
+}
+
+/* How much can the CPU do while the GPU works? Queue one kernel and an event after it, then
+ * poll the event: cudaEventQuery returns cudaErrorNotReady until the GPU gets there, without
+ * waiting. Returns the units of CPU work done meanwhile; *gpu_ms is the kernel's time. */
+static long long cpu_work_while_gpu_runs(const buffers *b, cudaEvent_t start, cudaEvent_t stop, float *gpu_ms)
+{
+    volatile double sink = 0;
+    long long units = 0;
+    CUDA_CHECK(cudaEventRecord(start, 0));
+    CUDA_CHECK(work_launch(b->d, b->total, b->reps, 0));
+    CUDA_CHECK(cudaEventRecord(stop, 0));
+    cudaError_t e;
+    while ((e = cudaEventQuery(stop)) == cudaErrorNotReady) {
+        for (int i = 0; i < 1000; i++) sink = sink + i * 0.5; /* one unit of "CPU work" */
+        units++;
+    }
+    CUDA_CHECK(e);
+    CUDA_CHECK(cudaEventElapsedTime(gpu_ms, start, stop));
+    return units;
+}
+
+/* --per-stream-events: returns the number of sampled elements that were wrong. */
+static size_t per_stream_events(const buffers *b, int n_arrays, int n_streams, const char *size, const lb_args *args)
+{
+    cudaEvent_t *ev = lb_host_alloc(sizeof(cudaEvent_t) * 2 * (size_t)n_arrays, "the events");
+    cudaEvent_t *start = ev, *stop = ev + n_arrays;
+    for (int k = 0; k < 2 * n_arrays; k++) CUDA_CHECK(cudaEventCreate(&ev[k]));
+    size_t bytes = b->total * sizeof(float);
+    lb_poison_host(b->h_out, bytes);
+    lb_poison_device(b->d, bytes);
+    nvtxRangePushA("per-stream events");
+    CUDA_CHECK(run_with_events(b, n_arrays, n_streams, start, stop));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    nvtxRangePop();
+    size_t bad = check_output(b, args->quiet);
+
+    /* each kernel's time, and the span from the first kernel's start to the last one's end
+     * (events of one device share a clock, whatever their streams) */
+    double sum = 0, sum2 = 0, lo = 1e30, hi = 0, span = 0;
+    for (int k = 0; k < n_arrays; k++) {
+        float ms, end_ms;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start[k], stop[k]));
+        CUDA_CHECK(cudaEventElapsedTime(&end_ms, start[0], stop[k]));
+        sum += ms;
+        sum2 += (double)ms * ms;
+        lo = fmin(lo, ms);
+        hi = fmax(hi, ms);
+        span = fmax(span, end_ms);
+    }
+    double earliest = 0; /* a kernel of another stream may have started before array 0's */
+    for (int k = 0; k < n_arrays; k++) {
+        float before;
+        CUDA_CHECK(cudaEventElapsedTime(&before, start[k], start[0]));
+        earliest = fmax(earliest, before);
+    }
+    span += earliest;
+    double mean = sum / n_arrays, sd = sqrt(fmax(0.0, sum2 / n_arrays - mean * mean));
+    float gpu_ms;
+    long long units = cpu_work_while_gpu_runs(b, start[0], stop[0], &gpu_ms);
+    if (!args->quiet) {
+        printf("per-stream events: %d kernels over %d streams, each timed by its own start/end events\n", n_arrays,
+               n_streams);
+        printf("  kernel time: mean %.4f ms, spread (std) %.4f ms = %.1f%%, min %.4f, max %.4f\n", mean, sd,
+               100.0 * sd / mean, lo, hi);
+        printf("  first start to last end: %.3f ms for %.3f ms of kernels: %.1f at once on average\n", span, sum,
+               span > 0 ? sum / span : 0.0);
+        printf("  cudaEventQuery polling: the CPU did %lld units of work while one %.3f ms kernel ran\n", units,
+               gpu_ms);
+        printf("  output of every kernel (sampled) against the CPU: %s\n", bad ? "FAIL" : "PASS");
+    } else {
+        printf("streams: per-stream events, %d kernels, mean %.4f ms, spread %.1f%%, %s\n", n_arrays, mean,
+               100.0 * sd / mean, bad ? "FAIL" : "PASS");
+    }
+    lb_result r1 = {"streams", -1, "kernel_per_stream", size, mean, "spread_pct", 100.0 * sd / mean, NULL, 0.0, !bad};
+    lb_result r2 = {"streams", -1, "kernels_at_once", size, span, "x", span > 0 ? sum / span : 0.0, NULL, 0.0, !bad};
+    lb_result r3 = {"streams", -1, "cpu_while_gpu", size, gpu_ms, "cpu_units", (double)units, NULL, 0.0, -1};
+    lb_print_result(&r1, args->quiet);
+    lb_print_result(&r2, args->quiet);
+    lb_print_result(&r3, args->quiet);
+    for (int k = 0; k < 2 * n_arrays; k++) CUDA_CHECK(cudaEventDestroy(ev[k]));
+    free(ev);
+    return bad;
+}
+
 /* ---------------------------------------------------------------- main */
 
-static int arrays = 200, n_streams = 16, chunks = 64, reps = 2000;
+static int arrays = 200, n_streams = 16, chunks = 64, reps = 2000, per_stream = 0;
 static const lb_opt options[] = {
     {"--arrays", LB_OPT_INT, &arrays, "independent arrays (the book's experiment)"},
     {"--streams", LB_OPT_INT, &n_streams, "streams to spread the work over"},
     {"--chunks", LB_OPT_INT, &chunks, "pieces the pipeline cuts the data into"},
     {"--reps", LB_OPT_INT, &reps, "FMAs per element in the kernel (sets the kernel's share)"},
+    {"--per-stream-events", LB_OPT_FLAG, &per_stream, "time every kernel by events in its stream; poll an event"},
 };
 static const lb_program program = {
     .name = "streams",
@@ -122,7 +232,7 @@ static const lb_program program = {
     .details = "--size is M, the floats per array; the data is arrays x M floats in pinned memory.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
-    .n_opts = 4,
+    .n_opts = 5,
 };
 
 int main(int argc, char **argv)
@@ -155,6 +265,18 @@ int main(int argc, char **argv)
     if (!args.quiet)
         printf("streams: %d arrays x %lld floats = %.0f MB pinned, %d FMAs per element, %d streams, %s (%s)\n", arrays,
                args.size.v[0], bytes / 1e6, reps, n_streams, gpu.prop.name, gpu.sm);
+
+    if (per_stream) {
+        char sz[48];
+        snprintf(sz, sizeof sz, "%dx%lld", arrays, args.size.v[0]);
+        size_t wrong = per_stream_events(&b, arrays, n_streams, sz, &args);
+        for (int s = 0; s < n_streams; s++) CUDA_CHECK(cudaStreamDestroy(b.streams[s]));
+        free(b.streams);
+        CUDA_CHECK(cudaFreeHost(h_in));
+        CUDA_CHECK(cudaFreeHost(b.h_out));
+        CUDA_CHECK(cudaFree(b.d));
+        return wrong ? LB_EXIT_FAIL : LB_EXIT_PASS;
+    }
 
     /* every schedule: poison the output, run it once, check it, then time it */
     struct {
