@@ -115,8 +115,7 @@ static size_t check_output(const buffers *b, int quiet)
 
 /* Arrays over streams as run_chunked does, with an event before and after each kernel in that
  * kernel's stream: the pair times the kernel alone, however the streams interleave. */
-static cudaError_t run_with_events(const buffers *b, int n_arrays, int n_streams, cudaEvent_t *start,
-                                   cudaEvent_t *stop)
+static cudaError_t run_with_events(const buffers *b, int n_arrays, int n_streams, cudaEvent_t *start, cudaEvent_t *stop)
 {
     size_t per = b->total / (size_t)n_arrays;
     for (int k = 0; k < n_arrays; k++) {
