@@ -12,10 +12,21 @@
  *   3  bit-packed: 32 cells per 32-bit word, the 8 neighbour counts of 32 cells added at once
  *      with bitwise full adders, 4 rows per thread
  *
+ * All G generations in one launch (the book's conway_gpu_syncthreads and _shared), for small
+ * boards, where a launch per generation costs more than the generation:
+ *   4  one block of 32 x 32 threads over the whole board in global memory, __syncthreads()
+ *      between generations (a block can wait for itself; blocks cannot wait for each other)
+ *   5  the same with both boards in shared memory: the board must fit there
+ *   6  many blocks, one cell per thread, a cooperative-groups grid sync between generations:
+ *      every block must be resident at once, so the board is limited by the whole GPU
+ *
  * Versions 1 and 2 move at least 2 bytes per cell per generation (read the old cell, write
  * the new one): memory-bound. Version 3 moves 1/4 byte per cell.
  */
 #include "life_kernels.h"
+
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
 
 __device__ __forceinline__ uint8_t rule(int neighbours, uint8_t alive)
 {
@@ -207,6 +218,118 @@ __global__ void life_kernel3(const uint32_t *in, uint32_t *out, int W, int H)
     }
 }
 
+/* ---------------------------------------------------------------- 4-6: every generation in one launch */
+
+/* the live neighbours of cell (x, y) of a byte board on the torus */
+__device__ __forceinline__ int neighbours(const uint8_t *b, int x, int y, int W, int H)
+{
+    int xl = x == 0 ? W - 1 : x - 1, xr = x == W - 1 ? 0 : x + 1;
+    size_t up = (size_t)(y == 0 ? H - 1 : y - 1) * W, mid = (size_t)y * W, down = (size_t)(y == H - 1 ? 0 : y + 1) * W;
+    return b[up + xl] + b[up + x] + b[up + xr] + b[mid + xl] + b[mid + xr] + b[down + xl] + b[down + x] + b[down + xr];
+}
+
+/* one block; each thread updates every 32nd cell of every 32nd row */
+__device__ void one_block_generation(const uint8_t *in, uint8_t *out, int W, int H)
+{
+    for (int y = threadIdx.y; y < H; y += blockDim.y)
+        for (int x = threadIdx.x; x < W; x += blockDim.x)
+            out[(size_t)y * W + x] = rule(neighbours(in, x, y, W, H), in[(size_t)y * W + x]);
+}
+
+__global__ void life_kernel4(uint8_t *a, uint8_t *b, int W, int H, int gens)
+{
+    uint8_t *in = a, *out = b;
+    for (int g = 0; g < gens; g++) {
+        one_block_generation(in, out, W, H);
+        __syncthreads(); /* the new board is complete (and visible to the block) before it is read */
+        uint8_t *t = in;
+        in = out;
+        out = t;
+    }
+}
+
+__global__ void life_kernel5(uint8_t *a, uint8_t *b, int W, int H, int gens)
+{
+    extern __shared__ uint8_t boards[]; /* both boards, W*H bytes each */
+    uint8_t *in = boards, *out = boards + (size_t)W * H;
+    int t = threadIdx.y * blockDim.x + threadIdx.x, threads = blockDim.x * blockDim.y;
+    for (int i = t; i < W * H; i += threads) in[i] = a[i];
+    __syncthreads();
+    for (int g = 0; g < gens; g++) {
+        one_block_generation(in, out, W, H);
+        __syncthreads();
+        uint8_t *s = in;
+        in = out;
+        out = s;
+    }
+    uint8_t *result = gens % 2 ? b : a; /* where a launch per generation would leave it */
+    for (int i = t; i < W * H; i += threads) result[i] = in[i];
+}
+
+__global__ void life_kernel6(uint8_t *a, uint8_t *b, int W, int H, int gens)
+{
+    cg::grid_group grid = cg::this_grid();
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int x = (int)(i % (size_t)W), y = (int)(i / (size_t)W);
+    uint8_t *in = a, *out = b;
+    for (int g = 0; g < gens; g++) {
+        if (i < (size_t)W * H) out[i] = rule(neighbours(in, x, y, W, H), in[i]);
+        grid.sync(); /* every block of the grid waits here: only possible when all are resident */
+        uint8_t *t = in;
+        in = out;
+        out = t;
+    }
+}
+
+#define LIFE6_THREADS 256
+
+/* The largest board (in cells) versions 4-6 take on this GPU; 0 for the others (any); -1 when
+ * the GPU cannot run the version. */
+extern "C" long long life_max_cells(int version)
+{
+    int dev, value;
+    if (cudaGetDevice(&dev) != cudaSuccess) return -1;
+    switch (version) {
+    case 4: return LIFE_ONE_BLOCK_MAX_CELLS;
+    case 5: /* two byte boards in the block's shared memory (the opt-in maximum) */
+        if (cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) return -1;
+        return value / 2;
+    case 6: { /* one cell per thread, and every block resident at once */
+        int per_sm = 0, sms = 0;
+        if (cudaDeviceGetAttribute(&value, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess || !value) return -1;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, life_kernel6, LIFE6_THREADS, 0) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            return -1;
+        return (long long)per_sm * sms * LIFE6_THREADS;
+    }
+    default: return 0;
+    }
+}
+
+extern "C" cudaError_t life_launch_gens(int version, void *d_a, void *d_b, int w, int h, int gens)
+{
+    uint8_t *a = static_cast<uint8_t *>(d_a), *b = static_cast<uint8_t *>(d_b);
+    switch (version) {
+    case 4: life_kernel4<<<1, dim3(32, 32)>>>(a, b, w, h, gens); break;
+    case 5: {
+        size_t smem = 2 * (size_t)w * h;
+        cudaError_t e = cudaFuncSetAttribute(life_kernel5, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e) return e;
+        life_kernel5<<<1, dim3(32, 32), smem>>>(a, b, w, h, gens);
+        break;
+    }
+    case 6: {
+        unsigned int blocks = (unsigned int)(((size_t)w * h + LIFE6_THREADS - 1) / LIFE6_THREADS);
+        void *args[] = {&a, &b, &w, &h, &gens};
+        /* a cooperative launch fails (cudaErrorCooperativeLaunchTooLarge) rather than deadlock
+         * when the blocks cannot all be resident */
+        return cudaLaunchCooperativeKernel((const void *)life_kernel6, blocks, LIFE6_THREADS, args, 0, 0);
+    }
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
 /* ---------------------------------------------------------------- launchers */
 
 static unsigned int cdiv(long long a, int b) { return (unsigned int)((a + b - 1) / b); }
@@ -214,21 +337,27 @@ static unsigned int cdiv(long long a, int b) { return (unsigned int)((a + b - 1)
 /* One generation of version `version`; the boards are bytes (versions 1, 2) or words (3). */
 extern "C" cudaError_t life_launch(int version, const void *d_in, void *d_out, int w, int h)
 {
+    return life_launch_stream(version, d_in, d_out, w, h, 0);
+}
+
+extern "C" cudaError_t life_launch_stream(int version, const void *d_in, void *d_out, int w, int h, cudaStream_t stream)
+{
     const uint8_t *in8 = static_cast<const uint8_t *>(d_in);
     uint8_t *out8 = static_cast<uint8_t *>(d_out);
     switch (version) {
-    case 1: life_kernel1<<<dim3(cdiv(w, 32), cdiv(h, 8)), dim3(32, 8)>>>(in8, out8, w, h); break;
+    case 1: life_kernel1<<<dim3(cdiv(w, 32), cdiv(h, 8)), dim3(32, 8), 0, stream>>>(in8, out8, w, h); break;
     case 2:
         if (w % 4 == 0) /* whole words per row: 4 cells per thread-word */
-            life_kernel2<<<dim3(cdiv(w / 4, LIFE2_W), cdiv(h, LIFE2_H)), dim3(LIFE2_W, LIFE2_H / LIFE2_ROWS)>>>(
-                reinterpret_cast<const uint32_t *>(d_in), reinterpret_cast<uint32_t *>(d_out), w / 4, h);
+            life_kernel2<<<dim3(cdiv(w / 4, LIFE2_W), cdiv(h, LIFE2_H)), dim3(LIFE2_W, LIFE2_H / LIFE2_ROWS), 0,
+                           stream>>>(reinterpret_cast<const uint32_t *>(d_in), reinterpret_cast<uint32_t *>(d_out),
+                                     w / 4, h);
         else
-            life_kernel2_bytes<<<dim3(cdiv(w, LIFE2_W), cdiv(h, LIFE2_H)), dim3(LIFE2_W, LIFE2_H / LIFE2_ROWS)>>>(
-                in8, out8, w, h);
+            life_kernel2_bytes<<<dim3(cdiv(w, LIFE2_W), cdiv(h, LIFE2_H)), dim3(LIFE2_W, LIFE2_H / LIFE2_ROWS), 0,
+                                 stream>>>(in8, out8, w, h);
         break;
     case 3: {
         int nw = (w + 31) / 32;
-        life_kernel3<<<dim3(cdiv(nw, 32), cdiv(h, 8 * LIFE3_ROWS)), dim3(32, 8)>>>(
+        life_kernel3<<<dim3(cdiv(nw, 32), cdiv(h, 8 * LIFE3_ROWS)), dim3(32, 8), 0, stream>>>(
             static_cast<const uint32_t *>(d_in), static_cast<uint32_t *>(d_out), w, h);
         break;
     }

@@ -8,14 +8,28 @@
 extern "C" {
 #endif
 
-/* Versions 0 (the CPU, in life.c) .. 3; life.c's version table has one row for each. */
-#define LIFE_VERSIONS 4
+/* Versions 0 (the CPU, in life.c) .. 6; life.c's version table has one row for each. */
+#define LIFE_VERSIONS 7
+/* the first version that runs every generation in one launch */
+#define LIFE_ONE_LAUNCH 4
+/* version 4 (one block, global memory): beyond this many cells one block is hopelessly slow */
+#define LIFE_ONE_BLOCK_MAX_CELLS 65536
 
 /* One generation of version 1..LIFE_VERSIONS-1 from d_in to d_out. Versions 1 and 2: one byte
  * per cell (0 dead, 1 alive), row-major. Version 3: bit-packed, 32 cells per word, cell x of a
  * row is bit x % 32 of word x / 32 (least significant bit first); a row is ceil(w / 32) words
  * and the unused high bits of its last word stay 0. Returns the launch error. */
 cudaError_t life_launch(int version, const void *d_in, void *d_out, int w, int h);
+/* The same, queued on `stream` (life --boards runs one board per stream). */
+cudaError_t life_launch_stream(int version, const void *d_in, void *d_out, int w, int h, cudaStream_t stream);
+
+/* Versions 4-6 (byte boards): all `gens` generations in one launch, ping-ponging between d_a
+ * (the start) and d_b; the result is in d_a when gens is even, else in d_b, as with a launch
+ * per generation. */
+cudaError_t life_launch_gens(int version, void *d_a, void *d_b, int w, int h, int gens);
+/* The largest board in cells that version 4, 5 or 6 takes on the current GPU; 0 for the other
+ * versions (any board); -1 when the GPU cannot run it (version 6 without cooperative launch). */
+long long life_max_cells(int version);
 
 #ifdef __cplusplus
 }
