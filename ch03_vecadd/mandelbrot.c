@@ -9,6 +9,11 @@
  * ./mandelbrot --help; the kernels are in mandelbrot_kernels.cu.
  *   A single-thread CPU run is timed too, for the speed-up (skipped above 2048x2048: --cpu1).
  *
+ * --amdahl (the book's chapter 1): time the phases of the CPU-only run (compute on one thread,
+ * colouring, PNG), take the compute's share p, and set the speed-up Amdahl's law predicts,
+ * 1 / ((1 - p) + p / s), beside the one measured, for s = this machine's cores and s = the GPU
+ * kernel's own speed-up: the parts left on the CPU bound what any s can give.
+ *
  * Speed is counted in iterations actually performed (the sum of all pixels' counts) per
  * second. GPU and CPU do the same fused multiply-adds in the same order (fmaf here,
  * __fmaf_rn there), so the images must be equal pixel for pixel.
@@ -108,15 +113,52 @@ static const lb_version versions[] = {
 _Static_assert(sizeof versions / sizeof versions[0] == MANDELBROT_VERSIONS,
                "one row in versions[] per version: MANDELBROT_VERSIONS in mandelbrot_kernels.h");
 
+/* ---------------------------------------------------------------- Amdahl's law */
+
+/* The whole run on one CPU thread is compute + colour + png; only the compute is parallel. */
+static double amdahl_predict(double p, double s) { return 1.0 / ((1.0 - p) + p / s); }
+
+static void print_amdahl(double cpu1_ms, double omp_ms, int threads, double kernel_ms, double copy_ms, double colour_ms,
+                         double png_ms, const char *size, int quiet)
+{
+    double serial = colour_ms + png_ms, whole_cpu1 = cpu1_ms + serial;
+    double p = cpu1_ms / whole_cpu1;
+    struct {
+        const char *label, *name;
+        double s, whole;
+    } row[2] = {
+        {"CPU, every core", "amdahl_cores", (double)threads, omp_ms + serial},
+        {"GPU kernel", "amdahl_gpu", cpu1_ms / kernel_ms, kernel_ms + copy_ms + serial},
+    };
+    if (!quiet) {
+        printf("Amdahl's law: one CPU thread takes %.2f ms = compute %.2f + colouring %.2f + PNG %.2f;\n"
+               "  the compute is p = %.4f of it, so no speed-up of the compute alone gives more than %.1fx\n",
+               whole_cpu1, cpu1_ms, colour_ms, png_ms, p, 1.0 / (1.0 - p));
+        printf(" compute on                s (compute)   predicted whole   measured whole\n");
+    }
+    for (int k = 0; k < 2; k++) {
+        /* for the cores, s is their count (the ideal); for the GPU, its kernel's measured speed-up */
+        double predicted = amdahl_predict(p, row[k].s), measured = whole_cpu1 / row[k].whole;
+        if (!quiet) printf(" %-24s %10.1fx %16.1fx %16.1fx\n", row[k].label, row[k].s, predicted, measured);
+        lb_result r = {"mandelbrot", -1,       row[k].name,          size, row[k].whole, "speedup",
+                       measured,     "amdahl", measured / predicted, -1};
+        lb_print_result(&r, quiet);
+    }
+    if (!quiet)
+        printf("  (the GPU's whole run adds the copy to the host, %.2f ms, which Amdahl's p does not know about)\n",
+               copy_ms);
+}
+
 /* ---------------------------------------------------------------- main */
 
-static int max_iter = 256, force_cpu1 = 0, no_png = 0;
+static int max_iter = 256, force_cpu1 = 0, no_png = 0, amdahl = 0;
 static const char *window_text = "-2,2,-2,2", *png_path = "mandelbrot.png";
 static const lb_opt options[] = {
     {"--max-iter", LB_OPT_INT, &max_iter, "iteration limit per pixel"},
     {"--window", LB_OPT_STRING, &window_text, "xmin,xmax,ymin,ymax of the complex plane"},
     {"--png", LB_OPT_STRING, &png_path, "output image"},
     {"--no-png", LB_OPT_FLAG, &no_png, "don't write the image"},
+    {"--amdahl", LB_OPT_FLAG, &amdahl, "Amdahl's law: the run's phases, the speed-ups predicted and measured"},
     {"--cpu1", LB_OPT_FLAG, &force_cpu1, "time the single-thread CPU at any size (slow)"},
 };
 static const lb_program program = {
@@ -140,6 +182,8 @@ int main(int argc, char **argv)
     if (width > MAX_SIDE || height > MAX_SIDE)
         lb_usage_error(&program, "--size: at most %dx%d pixels", MAX_SIDE, MAX_SIDE);
     if (max_iter < 1) lb_usage_error(&program, "--max-iter must be positive");
+    if (amdahl && args.check_only) lb_usage_error(&program, "--amdahl times the run: not with --check-only");
+    if (amdahl) force_cpu1 = 1; /* its compute phase is the single-thread run */
     double xmin, xmax, ymin, ymax;
     char extra;
     if (sscanf(window_text, "%lf,%lf,%lf,%lf%c", &xmin, &xmax, &ymin, &ymax, &extra) != 4 || !(xmin < xmax) ||
@@ -259,6 +303,10 @@ int main(int argc, char **argv)
         lb_result r = {"mandelbrot", best, "whole_gpu_run", sz, whole, "kernel_share", ms[best] / whole, NULL, 0.0, 1};
         lb_print_result(&r, args.quiet);
     }
+    if (amdahl && best > 0 && cpu1_ms > 0)
+        print_amdahl(cpu1_ms, cpu_omp_ms, threads, ms[best], copy_ms, colour_ms, png_ms, sz, args.quiet);
+    else if (amdahl && !args.quiet)
+        printf("--amdahl: needs a GPU version that passed, and the single-thread CPU run\n");
     if (!args.quiet && !no_png) printf("wrote %s\n", png_path);
     CUDA_CHECK(cudaFree(d_counts));
     free(ref);

@@ -123,7 +123,7 @@ static const lb_version versions[] = {
     {2, "shared_halo", "shared tiles + halo", LB_OLDEST_SM, run_generations},
     {3, "bitpacked", "bit-packed, 32 per word", LB_OLDEST_SM, run_generations},
     {4, "one_block", "one launch: one block, global", LB_OLDEST_SM, run_generations},
-    {5, "one_block_shared", "one launch: one block, shared", LB_OLDEST_SM, run_generations},
+    {5, "one_block_smem", "one launch: one block, shared", LB_OLDEST_SM, run_generations},
     {6, "grid_sync", "one launch: cooperative grid sync", LB_OLDEST_SM, run_generations},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == LIFE_VERSIONS,

@@ -20,7 +20,9 @@ void lb_cu_fail(CUresult r, const char *call, const char *file, int line)
         fprintf(stderr, "the problem is too large for the device's memory: try a smaller --size\n");
         exit(LB_EXIT_USAGE);
     }
-    exit(r == CUDA_ERROR_FILE_NOT_FOUND || r == CUDA_ERROR_INVALID_IMAGE ? LB_EXIT_USAGE : LB_EXIT_CUDA);
+    /* a module file that is missing or not a module is the input's fault, not the GPU's */
+    exit(r == CUDA_ERROR_FILE_NOT_FOUND || r == CUDA_ERROR_INVALID_IMAGE || r == CUDA_ERROR_INVALID_PTX ? LB_EXIT_USAGE
+                                                                                                        : LB_EXIT_CUDA);
 }
 
 void lb_driver_load(void)

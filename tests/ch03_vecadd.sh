@@ -2,7 +2,7 @@
 host_test test_mandelbrot
 
 host_test tunables_notice.sh
-for p in vecadd elementwise mandelbrot; do
+for p in vecadd elementwise map_reduce mandelbrot; do
     bad_input 2 "unknown argument '--bogus'" ./$p --bogus
     bad_input 2 "--size must be positive (got 0)" ./$p --size 0
     bad_input 2 "--size must be positive (got -5)" ./$p --size -5
@@ -27,6 +27,13 @@ bad_input 2 '--size must be positive (got 100x0)' ./mandelbrot --size 100x0
 bad_input 2 "--window '1,0,0,1' is not xmin,xmax,ymin,ymax with min < max" ./mandelbrot --window 1,0,0,1
 bad_input 2 "--window '1,2,3' is not xmin,xmax,ymin,ymax with min < max" ./mandelbrot --window 1,2,3
 bad_input 2 '--max-iter must be positive' ./mandelbrot --max-iter 0
+bad_input 2 '--amdahl times the run: not with --check-only' ./mandelbrot --amdahl --check-only
+bad_input 2 "version '7' does not exist (0..6)" ./map_reduce 7
+bad_input 2 '--expr "a*x+": expected a number, a, x, y, a function or ( at ""' ./map_reduce --expr "a*x+"
+bad_input 2 '--expr "sin(x": missing ) after sin(' ./map_reduce --expr "sin(x"
+bad_input 2 '--expr "2x": unexpected "x"' ./map_reduce --expr 2x
+bad_input 2 '--expr "system(1)": expected a number' ./map_reduce --expr "system(1)"
+bad_input 2 '--size: at most 2^28' ./map_reduce --size 2^28+1
 
 gpu_expect 2 "not allowed" ./vecadd --block 2048
 gpu_expect 2 "needs" ./vecadd --size 2^40
@@ -41,6 +48,20 @@ gpu_check ./vecadd --size 2^16 --iters 3
 gpu_check ./elementwise --check-only --size 1
 gpu_check ./elementwise --check-only --size 2^20+3 --block 100
 gpu_check ./elementwise --size 2^16 --iters 3
+gpu_expect 2 "needs" ./map_reduce --size 2^28
+for n in 1 2 31 1000 2048 2049 2^20+3; do
+    gpu_check ./map_reduce --check-only --size $n
+done
+gpu_check_large ./map_reduce --check-only --size 2^24+5
+gpu_check ./map_reduce 6 --check-only --size 100003 --a -1.5 --expr "sqrt(fabs(x))*exp(-y*y) + sin(a*x)/(2+cos(y))"
+gpu_check ./map_reduce --size 2^20 --iters 3
+# NaN never passes: sqrt of the negative half of x
+gpu_expect 1 "FAIL" ./map_reduce 6 --check-only --size 1000 --expr "sqrt(x)"
+# the dot's tolerance must see every 1000th product dropped
+mutant "map_reduce dot drops every 1000th product" map_reduce_kernels.cu \
+    's/        acc = red(acc, map(x\[i\], y\[i\]));/        if (i % 1000 != 999) acc = red(acc, map(x[i], y[i]));/' \
+    ./map_reduce 1 --check-only --size 2^22+1
+gpu_expect 0 "amdahl_gpu" ./mandelbrot --amdahl --size 256 --iters 2 --no-png
 gpu_check ./mandelbrot --check-only --size 1 --no-png
 gpu_check ./mandelbrot --check-only --size 333x777 --no-png
 gpu_check ./mandelbrot --check-only --size 17x1 --no-png

@@ -27,7 +27,9 @@ bad_input 2 '--gens must be positive' ./life --gens 0
 bad_input 2 '--density must be between 0 and 1' ./life --density 1.5
 bad_input 2 "--density: 'x' is not a number" ./life --density x
 bad_input 2 '--frames must be 0 or positive' ./life --frames -1
-bad_input 2 "version '4' does not exist (0..3)" ./life 4
+bad_input 2 "version '7' does not exist (0..6)" ./life 7
+bad_input 2 '--boards must be 0..1024' ./life --boards -1
+bad_input 2 '--boards runs version 1 or 2 (byte boards), not 3' ./life 3 --boards 4
 bad_input 2 "--png '../tests/data' is a folder, not a file" ./life --png ../tests/data
 bad_input 0 'usage: life ' ./life --help
 no_gpu ./life
@@ -40,6 +42,24 @@ gpu_check ./life --check-only --size 100x3 --gens 10 --density 0.5 --no-png
 gpu_check ./life --check-only --size 64 --gens 7 --density 1 --no-png
 gpu_check_large ./life --check-only --size 2048 --gens 30 --no-png
 gpu_check ./life --size 96x80 --gens 12 --iters 2 --frames 4 --png "$LOG_DIR/life-test.png"
+# all generations in one launch: awkward boards, odd and even generation counts
+for v in 4 5 6; do
+    gpu_check ./life $v --check-only --size 1 --gens 3 --no-png
+    gpu_check ./life $v --check-only --size 33x17 --gens 40 --no-png
+    gpu_check ./life $v --check-only --size 100x3 --gens 11 --density 0.5 --no-png
+done
+gpu_check ./life 4 --check-only --size 256 --gens 10 --no-png
+gpu_check ./life 6 --check-only --size 1000x1023 --gens 9 --no-png
+gpu_expect 2 "this version takes at most 65536 here" ./life 4 --size 257x256 --gens 2 --no-png
+gpu_expect 2 "both boards in one block's shared memory" ./life 5 --size 4096 --gens 2 --no-png
+gpu_expect 2 "every block resident at once" ./life 6 --size 16384 --gens 2 --no-png
+gpu_expect 0 "skipped: the board has" ./life --check-only --size 2048 --gens 2 --no-png
+gpu_check ./life --size 32 --gens 50 --iters 2 --no-png
+# --boards: one board per stream, each checked
+gpu_check ./life --boards 1 --check-only --size 1 --gens 3
+gpu_check ./life --boards 5 --check-only --size 33x17 --gens 9
+gpu_check ./life 2 --boards 3 --check-only --size 128 --gens 10
+gpu_expect 0 "boards_streams" ./life --boards 4 --size 64 --gens 20 --iters 2
 
 # README exercise 4's three edits, made to a copy of matmul: it must build, list version 8 in
 # --help and (with a GPU) pass with it; a half-done edit must stop the build

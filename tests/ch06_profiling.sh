@@ -54,6 +54,29 @@ gpu_check ./streams --check-only --arrays 1 --size 1
 gpu_check ./streams --check-only --arrays 7 --size 1000003 --streams 3 --chunks 5 --reps 10
 gpu_check ./streams --check-only --arrays 3 --size 100 --streams 8 --chunks 1000
 gpu_check ./streams --arrays 8 --size 2^16 --reps 50 --iters 2
+gpu_check ./streams --per-stream-events --arrays 5 --size 1001 --streams 3 --reps 10
+gpu_expect 0 "cudaEventQuery polling: the CPU did" ./streams --per-stream-events --arrays 4 --size 2^16 --streams 4
+
+bad_input 2 "unknown argument '--bogus'" ./contexts --bogus
+bad_input 2 '--threads must be 1..256' ./contexts --threads 0
+bad_input 2 '--threads must be 1..256' ./contexts --threads 300
+bad_input 2 '--reps must be 0..1000000' ./contexts --reps -1
+bad_input 2 '--blocks must be 1..65535' ./contexts --blocks 0
+bad_input 2 '--size: at most 2^28 floats per thread' ./contexts --size 2^29
+bad_input 2 "version '4' does not exist (0..3)" ./contexts 4
+bad_input 2 '--push-pop is way 3; it cannot be combined with way 1' ./contexts 1 --push-pop
+bad_input 2 'cannot open no-such.fatbin, the kernel' ./contexts --module no-such.fatbin
+bad_input 0 'usage: contexts ' ./contexts --help
+no_gpu ./contexts
+gpu_expect 2 "not allowed" ./contexts --block 2048
+gpu_expect 2 "CUDA_ERROR_INVALID_IMAGE" ./contexts 2 --module ../tests/data/plain_p2.pgm
+gpu_check ./contexts --check-only --threads 1 --size 1
+gpu_check ./contexts --check-only --threads 3 --size 1000003 --reps 5 --blocks 3 --block 96
+gpu_check ./contexts --check-only --push-pop --threads 16 --size 100 --reps 0
+gpu_check ./contexts --threads 4 --size 2^16 --iters 2
+# the leak check must see a thread that does not free its array (4 x 4 MiB, beyond the slack)
+mutant "contexts: push-pop threads never free their arrays" contexts.c \
+    's/    CU_CHECK(lb_cu.cuMemFreeAsync(d_x, stream));//' ./contexts 3 --check-only --threads 4 --size 2^20
 
 bad_input 2 "unknown argument '--bogus'" ./debugging --bogus
 bad_input 2 '--bug must be 0..4' ./debugging --bug 5

@@ -96,6 +96,21 @@ gpu_expect 2 "INVALID_IMAGE" ./compiled_code --module ../tests/data/plain_p2.pgm
 gpu_check ./compiled_code --size 1x1 --output ""
 gpu_check ./compiled_code --size 37x23 --max-iter 1000 --output ""
 gpu_check ./compiled_code
+bad_input 2 'no-such.ptx: cannot open: No such file or directory (the PTX)' ./compiled_code --ptx no-such.ptx
+gpu_expect 2 "CUDA_ERROR_INVALID" ./compiled_code --ptx ../tests/data/bad_kernel.cu --output ""
+gpu_expect 0 "4 driver API alone (own context, PTX) *PASS" ./compiled_code --size 64x48
+# the book's ctypes way (python3 is what make test itself needs; said so rather than assumed)
+if ! command -v python3 >/dev/null 2>&1; then
+    record SKIP "$CHAPTER: mandel_ctypes.py (no python3)"
+else
+    bad_input 2 "not a PNG file" python3 mandel_ctypes.py --size 6x4 --compare ../tests/data/plain_p2.pgm
+    bad_input 2 "is 6x4, not 7x4: run both with the same --size" python3 mandel_ctypes.py --size 7x4 --compare ../tests/data/gray_6x4.png
+    bad_input 2 "no such file" python3 mandel_ctypes.py --compare no-such.png
+    [ $SANITIZE = 1 ] || run_case "$CHAPTER: no GPU: mandel_ctypes.py" 77 "mandel_run failed" "CUDA_VISIBLE_DEVICES=" \
+        python3 mandel_ctypes.py --size 6x4 --compare ../tests/data/gray_6x4.png
+    gpu_expect 0 "PASS (the same image)" sh -c "./compiled_code --size 301x203 --max-iter 100 --output '$LOG_DIR/ctypes.png' --quiet && python3 mandel_ctypes.py --size 301x203 --max-iter 100 --compare '$LOG_DIR/ctypes.png'"
+    gpu_expect 1 "FAIL" sh -c "./compiled_code --size 301x203 --max-iter 100 --output '$LOG_DIR/ctypes2.png' --quiet && python3 mandel_ctypes.py --size 301x203 --max-iter 99 --compare '$LOG_DIR/ctypes2.png'"
+fi
 
 bad_input 2 "unknown argument '--bogus'" ./dynamic_parallelism --bogus
 bad_input 0 'usage: dynamic_parallelism ' ./dynamic_parallelism --help
