@@ -4,3 +4,5 @@ measure ./vecadd
 measure ./elementwise
 measure ./mandelbrot --size 8192 --no-png
 measure ./mandelbrot --png mandelbrot.png
+measure ./map_reduce
+measure ./mandelbrot --amdahl --size 2048 --png mandelbrot_amdahl.png

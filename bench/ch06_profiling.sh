@@ -5,3 +5,5 @@ measure ./divergence
 measure ./occupancy
 measure ./occupancy 1 --smem 49152
 measure ./streams
+measure ./contexts
+measure ./streams --per-stream-events

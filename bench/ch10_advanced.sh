@@ -8,3 +8,4 @@ measure ./vector_types
 measure ./dynamic_parallelism
 # Mariani-Silver pays for its launches; with many iterations per pixel filling squares wins
 measure ./dynamic_parallelism --size 1000 --max-iter 8192
+measure ./compiled_code
