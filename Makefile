@@ -12,6 +12,8 @@
 #   make sanitize [CH=ch10]   the GPU checks under compute-sanitizer (memcheck, racecheck,
 #                        synccheck, initcheck), several at once; CH= for one chapter
 #   make env             check the machine: toolkit, driver, GPU, libraries (env/check.sh)
+#   make cpu-profile     where the CPU Mandelbrot spends its time (gprof, and perf where allowed;
+#                        no GPU needed; ch01's README)
 #   make profile PROG=ch04_matmul/matmul ARGS="2 --size 2048 --iters 1" [KERNEL=matmul_kernel2] [COUNT=1]
 #                        build PROG, run it under Nsight Compute, print a short set of sections
 #                        for COUNT launches of the kernels whose name matches KERNEL
@@ -24,7 +26,7 @@
 CHAPTERS := $(sort $(wildcard ch[0-9][0-9]_*))
 short = $(firstword $(subst _, ,$(1)))
 
-.PHONY: all test bench run sanitize env profile format clean $(CHAPTERS) $(foreach c,$(CHAPTERS),$(call short,$(c)))
+.PHONY: all test bench run sanitize env profile cpu-profile format clean $(CHAPTERS) $(foreach c,$(CHAPTERS),$(call short,$(c)))
 
 all: $(CHAPTERS)
 
@@ -57,6 +59,9 @@ run:
 
 env:
 	@bash env/check.sh
+
+cpu-profile:
+	@$(MAKE) -s --no-print-directory -C ch01_setup cpu-profile
 
 # Nsight Compute: the clocks stay as they are (--clock-control none: the numbers are the
 # ones the program really gets); sections: throughput against the peaks (SpeedOfLight),

@@ -149,15 +149,46 @@ static void print_amdahl(double cpu1_ms, double omp_ms, int threads, double kern
                copy_ms);
 }
 
+/* --cpu-only: the program as it would be without a GPU, one thread, each phase timed; what
+ * `make cpu-profile` (ch01) profiles with gprof. Returns the exit code. */
+static int run_cpu_only(const mandel_view *v, const char *png, int quiet)
+{
+    size_t pixels = (size_t)v->width * v->height;
+    int *counts = lb_host_alloc(pixels * sizeof(int), "the image");
+    unsigned char *index = lb_host_alloc(pixels, "the picture"), palette[256 * 3];
+    double t0 = lb_wall_ms();
+    mandelbrot_cpu(v, counts, 1);
+    double compute_ms = lb_wall_ms() - t0;
+    t0 = lb_wall_ms();
+    colour_counts(counts, pixels, v->max_iter, index);
+    double colour_ms = lb_wall_ms() - t0, png_ms = 0;
+    if (png) {
+        make_palette(palette);
+        t0 = lb_wall_ms();
+        if (lb_write_png(png, v->width, v->height, 1, index, palette))
+            lb_die(LB_EXIT_USAGE, "mandelbrot: cannot write %s: %s", png, strerror(errno));
+        png_ms = lb_wall_ms() - t0;
+    }
+    double whole = compute_ms + colour_ms + png_ms;
+    printf("mandelbrot --cpu-only: %dx%d, one thread: compute %.2f ms + colouring %.2f + PNG %.2f = %.2f ms; "
+           "the compute is p = %.4f of it%s\n",
+           v->width, v->height, compute_ms, colour_ms, png_ms, whole, compute_ms / whole,
+           quiet ? "" : " (the part worth moving to the GPU)");
+    free(counts);
+    free(index);
+    return LB_EXIT_PASS;
+}
+
 /* ---------------------------------------------------------------- main */
 
-static int max_iter = 256, force_cpu1 = 0, no_png = 0, amdahl = 0;
+static int max_iter = 256, force_cpu1 = 0, no_png = 0, amdahl = 0, cpu_only = 0;
 static const char *window_text = "-2,2,-2,2", *png_path = "mandelbrot.png";
 static const lb_opt options[] = {
     {"--max-iter", LB_OPT_INT, &max_iter, "iteration limit per pixel"},
     {"--window", LB_OPT_STRING, &window_text, "xmin,xmax,ymin,ymax of the complex plane"},
     {"--png", LB_OPT_STRING, &png_path, "output image"},
     {"--no-png", LB_OPT_FLAG, &no_png, "don't write the image"},
+    {"--cpu-only", LB_OPT_FLAG, &cpu_only, "only the single-thread CPU run, its phases timed (no GPU needed)"},
     {"--amdahl", LB_OPT_FLAG, &amdahl, "Amdahl's law: the run's phases, the speed-ups predicted and measured"},
     {"--cpu1", LB_OPT_FLAG, &force_cpu1, "time the single-thread CPU at any size (slow)"},
 };
@@ -184,6 +215,8 @@ int main(int argc, char **argv)
     if (max_iter < 1) lb_usage_error(&program, "--max-iter must be positive");
     if (amdahl && args.check_only) lb_usage_error(&program, "--amdahl times the run: not with --check-only");
     if (amdahl) force_cpu1 = 1; /* its compute phase is the single-thread run */
+    if (cpu_only && (amdahl || args.version >= 0 || args.check_only))
+        lb_usage_error(&program, "--cpu-only runs the CPU alone: no version, --amdahl or --check-only with it");
     double xmin, xmax, ymin, ymax;
     char extra;
     if (sscanf(window_text, "%lf,%lf,%lf,%lf%c", &xmin, &xmax, &ymin, &ymax, &extra) != 4 || !(xmin < xmax) ||
@@ -193,10 +226,7 @@ int main(int argc, char **argv)
     if (!isfinite(xmax - xmin) || !isfinite(ymax - ymin))
         lb_usage_error(&program, "--window '%s': the corners must be finite numbers", window_text);
 
-    lb_gpu gpu;
-    lb_gpu_init(&gpu);
     size_t pixels = (size_t)width * height, bytes = pixels * sizeof(int);
-    lb_require_device_memory(bytes, "the image");
     mandel_view view = {width,
                         height,
                         max_iter,
@@ -204,6 +234,10 @@ int main(int argc, char **argv)
                         (float)((xmax - xmin) / width),
                         (float)ymax,
                         (float)((ymax - ymin) / height)};
+    if (cpu_only) return run_cpu_only(&view, no_png ? NULL : png_path, args.quiet);
+    lb_gpu gpu;
+    lb_gpu_init(&gpu);
+    lb_require_device_memory(bytes, "the image");
     int threads = omp_get_max_threads();
     if (!args.quiet)
         printf("mandelbrot: %dx%d pixels, max %d iterations, window [%g,%g]x[%g,%g], %s (%s), "

@@ -30,3 +30,6 @@ if [ $SANITIZE = 0 ]; then
     run_case "make sanitize without compute-sanitizer" 2 "compute-sanitizer not found" "" make -s -C .. sanitize SANITIZER=/no/such/compute-sanitizer
     run_case "make profile without ncu" 2 "ncu (Nsight Compute) not found" "" make -s -C .. profile NCU=/no/such/ncu PROG=ch04_matmul/matmul
 fi
+
+# make cpu-profile: the CPU Mandelbrot's profile, no GPU needed (gprof comes with binutils)
+[ $SANITIZE = 1 ] || run_case "$CHAPTER: make cpu-profile names the hot function" 0 "escape_count_cpu" "" make -s --no-print-directory cpu-profile CPU_PROFILE_ARGS="--cpu-only --size 256 --no-png"

@@ -28,6 +28,9 @@ bad_input 2 "--window '1,0,0,1' is not xmin,xmax,ymin,ymax with min < max" ./man
 bad_input 2 "--window '1,2,3' is not xmin,xmax,ymin,ymax with min < max" ./mandelbrot --window 1,2,3
 bad_input 2 '--max-iter must be positive' ./mandelbrot --max-iter 0
 bad_input 2 '--amdahl times the run: not with --check-only' ./mandelbrot --amdahl --check-only
+bad_input 2 '--cpu-only runs the CPU alone: no version, --amdahl or --check-only with it' ./mandelbrot 1 --cpu-only
+# the CPU alone runs anywhere, GPU or not
+bad_input 0 'the compute is p = ' ./mandelbrot --cpu-only --size 100x37 --png "$LOG_DIR/mandelbrot-cpu.png"
 bad_input 2 "version '7' does not exist (0..6)" ./map_reduce 7
 bad_input 2 '--expr "a*x+": expected a number, a, x, y, a function or ( at ""' ./map_reduce --expr "a*x+"
 bad_input 2 '--expr "sin(x": missing ) after sin(' ./map_reduce --expr "sin(x"
