@@ -34,14 +34,15 @@ END {
         print "| ver | name | size | ms | rate | speed vs baseline | check | date |" > md
         print "|---|---|---|---|---|---|---|---|" > md
         printf "%s\n", rows[p] > md
-        # a chart per size; a size sweep (more than two sizes, as bandwidth's) charts its last only
+        # a chart per size with two rows or more; a size sweep (more than eight sizes, as
+        # bandwidth's) charts its last only
         nchart = 0
         for (j = 1; j <= ng; j++) { split(groups[j], gp, SUBSEP); if (gp[1] == p && gn[groups[j]] >= 2) last = ++nchart }
         c = 0
         for (j = 1; j <= ng; j++) {
             split(groups[j], gp, SUBSEP)
             if (gp[1] != p || gn[groups[j]] < 2) continue
-            if (++c < last && nchart > 2) continue
+            if (++c < last && nchart > 8) continue
             svg = sprintf("%s-%s-%s.svg", prefix, p, gp[2])
             write_chart(groups[j], svg, p " " gp[2] ", " unit_text(gp[3]))
             name = svg; sub(/.*\//, "", name)
