@@ -248,25 +248,13 @@ static CUfunction build_expr_kernel(const expr *e, CUmodule *mod, int quiet)
              "}\n",
              body);
     if (!quiet) printf("  NVRTC builds: z[i] = %s\n", body);
-    nvrtcProgram prog;
-    NVRTC_CHECK(nvrtcCreateProgram(&prog, src, "expr_kernel.cu", 0, NULL, NULL));
-    char arch[64];
-    snprintf(arch, sizeof arch, "--gpu-architecture=compute_%s", LB_ARCH_NAME + 3); /* sm_90 -> compute_90 */
-    const char *opts[] = {arch};
-    nvrtcResult r = nvrtcCompileProgram(prog, 1, opts);
-    if (r != NVRTC_SUCCESS) { /* the parser let only expressions through: this is not the user's typo */
-        size_t log_len;
-        NVRTC_CHECK(nvrtcGetProgramLogSize(prog, &log_len));
-        char *log = lb_host_alloc(log_len + 1, "the compile log");
-        NVRTC_CHECK(nvrtcGetProgramLog(prog, log));
+    nvrtcResult r;
+    char *log, *ptx = lb_nvrtc_ptx(src, "expr_kernel.cu", &r, &log);
+    if (!ptx) { /* the parser let only expressions through: this is not the user's typo */
         fprintf(stderr, "%s\n%s", src, log);
         lb_die(LB_EXIT_CUDA, "map_reduce: NVRTC could not compile the kernel above: %s", nvrtcGetErrorString(r));
     }
-    size_t ptx_len;
-    NVRTC_CHECK(nvrtcGetPTXSize(prog, &ptx_len));
-    char *ptx = lb_host_alloc(ptx_len, "the PTX");
-    NVRTC_CHECK(nvrtcGetPTX(prog, ptx));
-    NVRTC_CHECK(nvrtcDestroyProgram(&prog));
+    free(log);
     CUfunction fn;
     CU_CHECK(lb_cu.cuModuleLoadData(mod, ptx));
     CU_CHECK(lb_cu.cuModuleGetFunction(&fn, *mod, "expr_kernel"));

@@ -259,12 +259,6 @@ static double leaked_bytes(device_usage before, device_usage after)
     return fmax(0.0, fmax(freed_less > LEAK_SLACK_BYTES ? freed_less : 0.0, pool_more));
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The book's question "what does a context cost?": create + destroy one, and load the module
  * into it, on this thread, each the median of `iters`. */
 static void time_context(const setup *s, int iters, double *create_destroy_ms, double *module_ms)
@@ -285,10 +279,8 @@ static void time_context(const setup *s, int iters, double *create_destroy_ms, d
         a[i] = (t1 - t0) + (lb_wall_ms() - t3);
         b[i] = t2 - t1;
     }
-    qsort(a, (size_t)iters, sizeof(double), cmp_double);
-    qsort(b, (size_t)iters, sizeof(double), cmp_double);
-    *create_destroy_ms = a[iters / 2];
-    *module_ms = b[iters / 2];
+    *create_destroy_ms = lb_median(a, iters);
+    *module_ms = lb_median(b, iters);
     free(a);
 }
 
@@ -410,8 +402,7 @@ int main(int argc, char **argv)
         if (leak && !args.quiet)
             fprintf(stderr, "  %s: %.1f MiB less device memory free after %d runs: a leak\n", versions[m].name,
                     leaked_mib, runs);
-        qsort(wall, (size_t)runs, sizeof(double), cmp_double);
-        double ms = wall[runs / 2];
+        double ms = lb_median(wall, runs);
         char verdict[96];
         snprintf(verdict, sizeof verdict, "%s (overlap %.1fx, %.1f MiB leaked)", bad || leak ? "FAIL" : "PASS",
                  overlap[m], leaked_mib);

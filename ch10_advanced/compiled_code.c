@@ -121,27 +121,14 @@ static char *compile_to_ptx(const char *path, int quiet)
     size_t len;
     char *src = read_file(path, &len, err, sizeof err);
     if (!src) lb_die(LB_EXIT_USAGE, "compiled_code: %s (the kernel source for NVRTC)", err);
-    nvrtcProgram prog;
-    NVRTC_CHECK(nvrtcCreateProgram(&prog, src, path, 0, NULL, NULL));
-    char arch[64];
-    snprintf(arch, sizeof arch, "--gpu-architecture=compute_%s", LB_ARCH_NAME + 3); /* sm_90 -> compute_90 */
-    const char *opts[] = {arch, "--std=c++17"};
-    nvrtcResult r = nvrtcCompileProgram(prog, 2, opts);
-    size_t log_len;
-    NVRTC_CHECK(nvrtcGetProgramLogSize(prog, &log_len));
-    char *log = lb_host_alloc(log_len + 1, "the compile log");
-    NVRTC_CHECK(nvrtcGetProgramLog(prog, log));
-    if (r != NVRTC_SUCCESS) {
+    nvrtcResult r;
+    char *log, *ptx = lb_nvrtc_ptx(src, path, &r, &log);
+    if (!ptx) {
         fprintf(stderr, "%s", log);
         lb_die(LB_EXIT_USAGE, "compiled_code: NVRTC could not compile %s: %s (the log is above)", path,
                nvrtcGetErrorString(r));
     }
-    if (!quiet && log_len > 1) printf("NVRTC log for %s:\n%s", path, log);
-    size_t ptx_len;
-    NVRTC_CHECK(nvrtcGetPTXSize(prog, &ptx_len));
-    char *ptx = lb_host_alloc(ptx_len, "the PTX");
-    NVRTC_CHECK(nvrtcGetPTX(prog, ptx));
-    NVRTC_CHECK(nvrtcDestroyProgram(&prog));
+    if (!quiet && log[0]) printf("NVRTC log for %s:\n%s", path, log);
     free(log);
     free(src);
     return ptx;
@@ -149,8 +136,9 @@ static char *compile_to_ptx(const char *path, int quiet)
 
 /* ---------------------------------------------------------------- the driver API */
 
-/* launch mandelbrot_kernel from a loaded module; the arguments go as an array of pointers */
-static void launch_from_module(CUmodule mod, int *d_iters, int width, int height, float step, int max_iter)
+/* launch mandelbrot_kernel from a loaded module and wait for it (paths 2-4; all driver calls, in
+ * whatever context is current); the arguments go as an array of pointers */
+static void launch_from_module(CUmodule mod, CUdeviceptr d_iters, int width, int height, float step, int max_iter)
 {
     CUfunction f;
     CU_CHECK(lb_cu.cuModuleGetFunction(&f, mod, "mandelbrot_kernel"));
@@ -158,7 +146,7 @@ static void launch_from_module(CUmodule mod, int *d_iters, int width, int height
     void *params[] = {&d_iters, &width, &height, &x_min, &y_min, &step, &max_iter};
     CU_CHECK(lb_cu.cuLaunchKernel(f, (unsigned int)(width + 15) / 16, (unsigned int)(height + 15) / 16, 1, 16, 16, 1, 0,
                                   NULL, params, NULL));
-    CUDA_CHECK(cudaDeviceSynchronize());
+    CU_CHECK(lb_cu.cuCtxSynchronize()); /* a launch error shows here at the latest */
 }
 
 /* Path 4: the driver API from start to end (the book's mandelbrot_driver). Nothing here calls
@@ -177,16 +165,10 @@ static void run_driver_only(const char *ptx_path, int *got, int width, int heigh
     double t0 = lb_wall_ms();
     CU_CHECK(lb_cu.cuModuleLoad(&mod, ptx_path)); /* PTX: the driver compiles it for this GPU now */
     *load_ms = lb_wall_ms() - t0;
-    CUfunction fn;
-    CU_CHECK(lb_cu.cuModuleGetFunction(&fn, mod, "mandelbrot_kernel"));
     CUdeviceptr d_iters;
     CU_CHECK(lb_cu.cuMemAlloc(&d_iters, bytes));
     CU_CHECK(lb_cu.cuMemcpyHtoD(d_iters, got, bytes)); /* got is poisoned: so is the device image now */
-    float x_min = X_MIN, y_min = Y_MIN;
-    void *params[] = {&d_iters, &width, &height, &x_min, &y_min, &step, &max_iter};
-    CU_CHECK(lb_cu.cuLaunchKernel(fn, (unsigned int)(width + 15) / 16, (unsigned int)(height + 15) / 16, 1, 16, 16, 1,
-                                  0, NULL, params, NULL));
-    CU_CHECK(lb_cu.cuCtxSynchronize()); /* a launch error shows here at the latest */
+    launch_from_module(mod, d_iters, width, height, step, max_iter);
     CU_CHECK(lb_cu.cuMemcpyDtoH(got, d_iters, bytes));
     CU_CHECK(lb_cu.cuMemFree(d_iters));
     CU_CHECK(lb_cu.cuModuleUnload(mod));
@@ -194,12 +176,6 @@ static void run_driver_only(const char *ptx_path, int *got, int width, int heigh
 }
 
 /* ---------------------------------------------------------------- module load times */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* The median of 3 loads (and unloads) of one module, in the current context: from a file
  * (path) or from memory (image). */
@@ -216,8 +192,7 @@ static double median_load_ms(const char *path, const void *image)
         t[i] = lb_wall_ms() - t0;
         CU_CHECK(lb_cu.cuModuleUnload(mod));
     }
-    qsort(t, 3, sizeof(double), cmp_double);
-    return t[1];
+    return lb_median(t, 3);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -273,7 +248,7 @@ static void run_module(const char *path, const char *ptx, int *got, int width, i
         CU_CHECK(lb_cu.cuModuleLoad(&mod, path));
     else
         CU_CHECK(lb_cu.cuModuleLoadData(&mod, ptx));
-    launch_from_module(mod, d_iters, width, height, step, max_iter);
+    launch_from_module(mod, (CUdeviceptr)(uintptr_t)d_iters, width, height, step, max_iter);
     CUDA_CHECK(cudaMemcpy(got, d_iters, bytes, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaFree(d_iters));
     CU_CHECK(lb_cu.cuModuleUnload(mod));

@@ -368,6 +368,18 @@ double lb_wall_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double lb_median(double *samples, int n)
+{
+    qsort(samples, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
 /* ================================================================ reporting */
 
 void lb_print_result(const lb_result *r, int quiet)

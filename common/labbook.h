@@ -11,6 +11,7 @@
  *   timing        lb_time_ms (CUDA events, warm-up, median), lb_memcpy_ceiling (D2D)
  *   reporting     lb_report_row (table row + RESULT line), lb_report_finish (--quiet summary)
  *   pictures      lb_write_png, lb_read_pgm (lb_image.c)
+ *   run-time code lb_nvrtc_ptx (with nvrtc.h included first)
  *
  * Exit codes: 0 pass, 1 wrong result, 2 bad input, 3 CUDA/system error, 77 no usable GPU.
  */
@@ -321,6 +322,8 @@ float lb_time_ms(lb_work_fn fn, void *ctx, int warmup, int iters);
 double lb_memcpy_ceiling_gbps(size_t bytes_moved, int iters, float *ms_out);
 
 double lb_wall_ms(void); /* host monotonic clock in ms, for CPU timings */
+/* The median of n host-timed samples (sorts them in place): for timings made with lb_wall_ms. */
+double lb_median(double *samples, int n);
 
 /* ---------------------------------------------------------------- reporting */
 
@@ -397,6 +400,34 @@ int lb_write_png(const char *path, int width, int height, int channels, const un
  * width*height buffer, row-major. On any problem returns NULL and writes a one-line reason
  * naming the file into err ("camera.pgm: truncated: 1000 of 262144 pixel bytes"). */
 unsigned char *lb_read_pgm(const char *path, int *width, int *height, char *err, size_t err_len);
+
+#ifdef __NVRTC_H__ /* nvrtc.h included first: the programs that compile kernels at run time */
+/* CUDA C source to PTX with NVRTC, for the architecture this program was built for (PTX also
+ * runs on newer GPUs: the driver compiles it for them). Returns the PTX, or NULL when the
+ * source does not compile (*result says why); *log gets the compile log either way. The
+ * caller frees both. */
+static inline char *lb_nvrtc_ptx(const char *src, const char *name, nvrtcResult *result, char **log)
+{
+    nvrtcProgram prog;
+    NVRTC_CHECK(nvrtcCreateProgram(&prog, src, name, 0, NULL, NULL));
+    char arch[64];
+    snprintf(arch, sizeof arch, "--gpu-architecture=compute_%s", LB_ARCH_NAME + 3); /* sm_90 -> compute_90 */
+    const char *opts[] = {arch, "--std=c++17"};
+    *result = nvrtcCompileProgram(prog, 2, opts);
+    size_t log_len, ptx_len;
+    NVRTC_CHECK(nvrtcGetProgramLogSize(prog, &log_len));
+    *log = (char *)lb_host_alloc(log_len + 1, "the compile log");
+    NVRTC_CHECK(nvrtcGetProgramLog(prog, *log));
+    char *ptx = NULL;
+    if (*result == NVRTC_SUCCESS) {
+        NVRTC_CHECK(nvrtcGetPTXSize(prog, &ptx_len));
+        ptx = (char *)lb_host_alloc(ptx_len, "the PTX");
+        NVRTC_CHECK(nvrtcGetPTX(prog, ptx));
+    }
+    NVRTC_CHECK(nvrtcDestroyProgram(&prog));
+    return ptx;
+}
+#endif
 
 #ifdef __cplusplus
 }
