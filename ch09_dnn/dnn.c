@@ -312,7 +312,7 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
     CUDA_CHECK(cudaStreamDestroy(s));
     trainer_free(&t);
     net_free(&net);
-    free_dataset(&data);
+    lb_free_dataset(&data);
     free(perm);
     free(h_p);
     return learns ? LB_EXIT_PASS : LB_EXIT_FAIL;
@@ -336,11 +336,11 @@ static void print_confusion(const dataset *d, const int *confusion)
 static void load_data(const dnn_options *o, dataset *all, dataset *to_predict)
 {
     char err[512];
-    if (load_csv(o->data_path, all, 0, err, sizeof err))
+    if (lb_load_csv(o->data_path, all, 0, err, sizeof err))
         lb_die(LB_EXIT_USAGE, "dnn: %s%s", err,
                strstr(err, "cannot open") ? " (run from ch09_dnn, or pass --data FILE)" : "");
     if (!o->predict_path) return;
-    if (load_csv(o->predict_path, to_predict, 1, err, sizeof err)) lb_die(LB_EXIT_USAGE, "dnn: %s", err);
+    if (lb_load_csv(o->predict_path, to_predict, 1, err, sizeof err)) lb_die(LB_EXIT_USAGE, "dnn: %s", err);
     if (to_predict->features != all->features || to_predict->classes != all->classes)
         lb_die(LB_EXIT_USAGE, "dnn: %s has %d features and %d classes, the training data %d and %d", o->predict_path,
                to_predict->features, to_predict->classes, all->features, all->classes);
@@ -563,7 +563,7 @@ static int run_predict_only(const dnn_options *o)
     if (!params) lb_die(LB_EXIT_USAGE, "dnn: %s", err);
     int classes = net.size[net.n_layers];
     dataset rows = {0};
-    if (load_csv(o->predict_path, &rows, 1, err, sizeof err)) lb_die(LB_EXIT_USAGE, "dnn: %s", err);
+    if (lb_load_csv(o->predict_path, &rows, 1, err, sizeof err)) lb_die(LB_EXIT_USAGE, "dnn: %s", err);
     if (rows.features != net.size[0] || rows.classes != classes)
         lb_die(LB_EXIT_USAGE,
                "dnn: %s has %d features and %d classes, the network in %s takes %d features to %d classes",
@@ -584,7 +584,7 @@ static int run_predict_only(const dnn_options *o)
     free(mean);
     free(sd);
     free_names(names, classes);
-    free_dataset(&rows);
+    lb_free_dataset(&rows);
     return LB_EXIT_PASS;
 }
 
@@ -672,9 +672,9 @@ int main(int argc, char **argv)
     free(params);
     free(mean);
     free(sd);
-    free_dataset(&all);
-    free_dataset(&train_set);
-    free_dataset(&test);
-    free_dataset(&to_predict);
+    lb_free_dataset(&all);
+    lb_free_dataset(&train_set);
+    lb_free_dataset(&test);
+    lb_free_dataset(&to_predict);
     return status;
 }

@@ -7,7 +7,8 @@
 #     LIBS_mandelbrot   := -lgomp         # extra libraries for one program (e.g. -lcublas)
 #     NVCCFLAGS_prog    := -rdc=true      # extra nvcc flags for one program's kernels
 #     OBJS_dnn := dnn_data.o dnn_net.o    # more host objects for one program (from .c files here,
-#                                         # or lb_driver.o from common/: the driver API)
+#                                         # or from common/: lb_driver.o the driver API, lb_csv.o
+#                                         # the data sets' CSV reader)
 #     TUNABLES := TILE                    # make TILE=32 passes -DTILE=32 to nvcc and rebuilds
 #                                         # the kernels (host objects are not rebuilt)
 #     DEMO := ./mandelbrot --quiet; ./vecadd --quiet --size 2^24   # what `make run` runs, one
@@ -74,7 +75,7 @@ $(shell printf '%s\n' '$(DEVICE_FLAGS)' | cmp -s - .build-flags-nvcc 2>/dev/null
 
 # common/: labbook.c (GPU, checks, timing, report), lb_args.c (command line), lb_image.c (PNG, PGM)
 COMMON_OBJS := labbook.o lb_args.o lb_image.o
-HOST_DEPS := $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_driver.h .build-flags-host
+HOST_DEPS := $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_driver.h $(COMMON_DIR)/lb_csv.h .build-flags-host
 
 .PHONY: all clean debug run test print-arch $(SHORT) $(CHAPTER)
 all: $(PROGS)
@@ -86,6 +87,10 @@ $(COMMON_OBJS): %.o: $(COMMON_DIR)/%.c $(HOST_DEPS)
 # the driver API, looked up in libcuda at run time: for the programs that list it
 # (OBJS_prog := lb_driver.o, LIBS_prog := -ldl)
 lb_driver.o: $(COMMON_DIR)/lb_driver.c $(COMMON_DIR)/lb_driver.h $(HOST_DEPS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# the data sets' CSV reader: for the programs that list it (OBJS_prog := lb_csv.o)
+lb_csv.o: $(COMMON_DIR)/lb_csv.c $(COMMON_DIR)/lb_csv.h $(HOST_DEPS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 %.o: %.c $(HOST_DEPS) $(wildcard *.h)

@@ -27,27 +27,27 @@ static void test_good_csv(void)
     char err[512];
     dataset d;
     char *p = write_temp("3,2,cat,dog\n1.5,2,0\n-3,4e1,1\r\n0,0 , 1\n\n");
-    CHECK(load_csv(p, &d, 0, err, sizeof err) == 0);
+    CHECK(lb_load_csv(p, &d, 0, err, sizeof err) == 0);
     CHECK(d.n == 3 && d.features == 2 && d.classes == 2);
     if (d.n == 3) {
         CHECK(d.x[0] == 1.5f && d.x[3] == 40.0f && d.y[0] == 0 && d.y[1] == 1 && d.y[2] == 1);
         CHECK(strcmp(d.class_names[1], "dog") == 0);
     }
-    free_dataset(&d);
+    lb_free_dataset(&d);
     unlink(p);
     /* unlabelled rows are allowed for --predict only */
     p = write_temp("2,2,a,b\n1,2\n3,4,1\n");
-    CHECK(load_csv(p, &d, 1, err, sizeof err) == 0 && d.y[0] == -1 && d.y[1] == 1);
-    free_dataset(&d);
-    CHECK(load_csv(p, &d, 0, err, sizeof err) == -1 && strstr(err, ":2: 2 fields"));
+    CHECK(lb_load_csv(p, &d, 1, err, sizeof err) == 0 && d.y[0] == -1 && d.y[1] == 1);
+    lb_free_dataset(&d);
+    CHECK(lb_load_csv(p, &d, 0, err, sizeof err) == -1 && strstr(err, ":2: 2 fields"));
     unlink(p);
     /* the data sets themselves */
-    CHECK(load_csv("../datasets/iris.csv", &d, 0, err, sizeof err) == 0 && d.n == 150 && d.features == 4 &&
+    CHECK(lb_load_csv("../datasets/iris.csv", &d, 0, err, sizeof err) == 0 && d.n == 150 && d.features == 4 &&
           d.classes == 3);
-    free_dataset(&d);
-    CHECK(load_csv("../datasets/digits.csv", &d, 0, err, sizeof err) == 0 && d.n == 1797 && d.features == 64 &&
+    lb_free_dataset(&d);
+    CHECK(lb_load_csv("../datasets/digits.csv", &d, 0, err, sizeof err) == 0 && d.n == 1797 && d.features == 64 &&
           d.classes == 10);
-    free_dataset(&d);
+    lb_free_dataset(&d);
 }
 
 static void test_bad_csv(void)
@@ -76,7 +76,7 @@ static void test_bad_csv(void)
         char err[512] = "";
         dataset d;
         char *p = write_temp(bad[i].text);
-        int rc = load_csv(p, &d, 0, err, sizeof err);
+        int rc = lb_load_csv(p, &d, 0, err, sizeof err);
         CHECK(rc == -1);
         CHECK(strstr(err, bad[i].reason) != NULL);
         CHECK(strncmp(err, p, strlen(p)) == 0); /* the message names the file */
@@ -85,7 +85,7 @@ static void test_bad_csv(void)
     }
     char err[512];
     dataset d;
-    CHECK(load_csv("/nonexistent/x.csv", &d, 0, err, sizeof err) == -1 && strstr(err, "cannot open"));
+    CHECK(lb_load_csv("/nonexistent/x.csv", &d, 0, err, sizeof err) == -1 && strstr(err, "cannot open"));
 }
 
 static void test_shuffle_and_zscore(void)
