@@ -1,6 +1,7 @@
 /* labbook.h - the helpers every program of the lab book uses (C11 and CUDA C).
  *
- *   error checks  CUDA_CHECK, CUBLAS_CHECK, CUFFT_CHECK, CURAND_CHECK, NVRTC_CHECK (CU_CHECK: lb_driver.h)
+ *   error checks  CUDA_CHECK, CUBLAS_CHECK, CUFFT_CHECK, CURAND_CHECK, CUSOLVER_CHECK, NVRTC_CHECK
+ *                 (CU_CHECK: lb_driver.h)
  *                 (the library ones exist once that library's header is included first)
  *   GPU presence  lb_gpu_init(): no driver / no device -> clear message, exit 77
  *   versions      lb_version: one table row per version of a program's kernel
@@ -122,6 +123,32 @@ static inline void lb_curand_check(curandStatus_t s, const char *call, const cha
     if (s != CURAND_STATUS_SUCCESS) lb_lib_fail("cuRAND", (int)s, lb_curand_name(s), "see curand.h", call, file, line);
 }
 #define CURAND_CHECK(call) lb_curand_check((call), #call, __FILE__, __LINE__)
+#endif
+
+#ifdef CUSOLVER_VER_MAJOR /* cusolverDn.h (cuSOLVER has no status-to-text call of its own) */
+static inline const char *lb_cusolver_name(cusolverStatus_t s)
+{
+    switch (s) {
+    case CUSOLVER_STATUS_NOT_INITIALIZED: return "CUSOLVER_STATUS_NOT_INITIALIZED";
+    case CUSOLVER_STATUS_ALLOC_FAILED: return "CUSOLVER_STATUS_ALLOC_FAILED";
+    case CUSOLVER_STATUS_INVALID_VALUE: return "CUSOLVER_STATUS_INVALID_VALUE";
+    case CUSOLVER_STATUS_ARCH_MISMATCH: return "CUSOLVER_STATUS_ARCH_MISMATCH";
+    case CUSOLVER_STATUS_EXECUTION_FAILED: return "CUSOLVER_STATUS_EXECUTION_FAILED";
+    case CUSOLVER_STATUS_INTERNAL_ERROR: return "CUSOLVER_STATUS_INTERNAL_ERROR";
+    case CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED: return "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED";
+    case CUSOLVER_STATUS_NOT_SUPPORTED: return "CUSOLVER_STATUS_NOT_SUPPORTED";
+    case CUSOLVER_STATUS_INVALID_WORKSPACE: return "CUSOLVER_STATUS_INVALID_WORKSPACE";
+    default: return "CUSOLVER_STATUS_ERROR";
+    }
+}
+static inline void lb_cusolver_check(cusolverStatus_t s, const char *call, const char *file, int line)
+{
+    if (s != CUSOLVER_STATUS_SUCCESS)
+        lb_lib_fail("cuSOLVER", (int)s, lb_cusolver_name(s), "see cusolver_common.h", call, file, line);
+}
+/* The status says the call was accepted; whether the factorisation succeeded is in the
+ * routine's own `info` output on the device, which the program must read and check too. */
+#define CUSOLVER_CHECK(call) lb_cusolver_check((call), #call, __FILE__, __LINE__)
 #endif
 
 /* CU_CHECK, for the driver API, is in lb_driver.h with the driver functions themselves. */
