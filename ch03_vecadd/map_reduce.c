@@ -335,16 +335,11 @@ static void scan_cpu(scan_op op, const int *in, int *out, size_t n)
     }
 }
 
-/* The dot's tolerance: each float addition rounds by at most half an ulp of the running sum.
- * A thread adds about n/(blocks x 256) products, then the partials are added in trees of
- * depth ~18; summed as a random walk, the error is about eps * sqrt(additions) * the size of
- * the sums. Eight times that: far from a false alarm, yet a single lost product fails. */
+/* The dot's tolerance (lb_dot_tolerance): a thread adds about n/(blocks x 256) products, then
+ * the partials are added in trees of depth ~18. */
 static double dot_tolerance(const float *x, const float *y, size_t n)
 {
-    double sq = 0;
-    for (size_t i = 0; i < n; i++) sq += (double)x[i] * y[i] * x[i] * y[i];
-    double per_thread = ceil((double)n / (MAP_REDUCE_BLOCKS * 256.0));
-    return 8.0 * F32_EPS * sqrt(sq) * sqrt(per_thread + 18.0) + 1e-30;
+    return lb_dot_tolerance(x, y, n, ceil((double)n / (MAP_REDUCE_BLOCKS * 256.0)) + 18.0);
 }
 
 /* ---------------------------------------------------------------- main */

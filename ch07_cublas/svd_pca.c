@@ -36,7 +36,7 @@
  * of eps times a slowly growing function of the size; p is a generous stand-in for that */
 #define SVD_TOL_C 8.0
 #define FLT_UNIT_ROUNDOFF 5.9604644775390625e-08 /* 2^-24 */
-#define CPU_REFERENCE_BUDGET (1 << 25)          /* p q^2 of the largest Jacobi reference run */
+#define CPU_REFERENCE_BUDGET (1 << 25)           /* p q^2 of the largest Jacobi reference run */
 
 static const lb_version versions[] = {
     {0, "gesvd", "gesvd (QR iteration)", LB_OLDEST_SM, svd_run},
@@ -54,15 +54,15 @@ typedef struct {
 
 /* The verdict on one route's factors: the measurements against the tolerances above. ref: the
  * CPU's singular values (NULL when too costly). Writes a short verdict; returns pass. */
-static int judge(const svd_job *j, const float *s, const double *ref, int *u_cols, int quiet, char *verdict,
-                 size_t len)
+static int judge(const svd_job *j, const float *s, const double *ref, int *u_cols, int quiet, char *verdict, size_t len)
 {
     int n = j->n, p = j->m, eigen = j->route == ROUTE_SYEVD, ok = 1;
     double tol = SVD_TOL_C * FLT_UNIT_ROUNDOFF * p, smax = n ? s[0] : 0.0;
     for (int i = 0; i < n; i++) /* sorted, non-negative; NaN fails */
         if (!(s[i] >= 0.0f) || (i && !(s[i] <= s[i - 1]))) {
-            if (!quiet) fprintf(stderr, "    S[%d] = %g after S[%d] = %g: not sorted, non-negative\n", i, s[i], i - 1,
-                                i ? s[i - 1] : 0.0f);
+            if (!quiet)
+                fprintf(stderr, "    S[%d] = %g after S[%d] = %g: not sorted, non-negative\n", i, s[i], i - 1,
+                        i ? s[i - 1] : 0.0f);
             ok = 0;
             break;
         }
@@ -77,8 +77,8 @@ static int judge(const svd_job *j, const float *s, const double *ref, int *u_col
     if (ref)
         for (int i = 0; i < n; i++) {
             /* sigma is perfectly conditioned (moves at most ||dA||_2), sigma^2 from a Gram too */
-            double err = eigen ? fabs((double)s[i] * s[i] - ref[i] * ref[i]) / (ref[0] * ref[0])
-                               : fabs(s[i] - ref[i]) / ref[0];
+            double err =
+                eigen ? fabs((double)s[i] * s[i] - ref[i] * ref[i]) / (ref[0] * ref[0]) : fabs(s[i] - ref[i]) / ref[0];
             if (!(err <= tol) && ref[0] > 0) {
                 if (!quiet && ok) fprintf(stderr, "    S[%d]: got %.8g, CPU %.8g\n", i, s[i], ref[i]);
                 ok = 0;
@@ -177,25 +177,28 @@ static int run_svd(const lb_program *prog, const lb_args *args, const svd_option
     double *ref = NULL;
     if ((double)p * q * q <= CPU_REFERENCE_BUDGET) {
         ref = lb_host_alloc(sizeof(double) * (size_t)q, "the reference singular values");
-        if (svd_values_cpu(h_a, o->M, o->N, ref) < 0) lb_die(LB_EXIT_FAIL, "svd_pca: the CPU reference did not converge");
+        if (svd_values_cpu(h_a, o->M, o->N, ref) < 0)
+            lb_die(LB_EXIT_FAIL, "svd_pca: the CPU reference did not converge");
     }
     char size[48], heading[160];
     snprintf(size, sizeof size, "%dx%d", o->M, o->N);
     snprintf(heading, sizeof heading, "SVD of A (%d,%d)%s, U (%d,%d), S (%d), V (%d,%d); B = %s", o->M, o->N,
-             o->rank < 0 ? "" : o->rank == 0 ? " = 0" : ", rank-deficient", o->M, q, q, o->N, q,
-             o->N >= o->M ? "A^T (no copy)" : "A transposed by geam");
+             o->rank < 0    ? ""
+             : o->rank == 0 ? " = 0"
+                            : ", rank-deficient",
+             o->M, q, q, o->N, q, o->N >= o->M ? "A^T (no copy)" : "A transposed by geam");
     if (!args->quiet)
         printf("svd_pca: SVD, M=%d N=%d%s, %s (%s), seed %llu%s\n", o->M, o->N, o->rank >= 0 ? " (--rank)" : "",
                gpu->prop.name, gpu->sm, args->seed, ref ? ", CPU reference: Jacobi in double" : "");
-    lb_report rep = {.prog = prog, .args = args, .unit = "svd_s", .unit_head = "SVD/s", .base = "gesvd",
-                     .base_head = "vs gesvd"};
+    lb_report rep = {
+        .prog = prog, .args = args, .unit = "svd_s", .unit_head = "SVD/s", .base = "gesvd", .base_head = "vs gesvd"};
     lb_report_table(&rep, size, heading);
     double work_mib[SVD_PCA_VERSIONS] = {0};
     int ran[SVD_PCA_VERSIONS] = {0};
     for (int v = 0; v < SVD_PCA_VERSIONS; v++) {
         if (!lb_version_wanted(prog, args, gpu, v)) continue;
-        svd_job j = {.solver = solver, .blas = blas, .route = v, .M = o->M, .N = o->N, .d_a = d_a,
-                     .max_sweeps = o->sweeps};
+        svd_job j = {
+            .solver = solver, .blas = blas, .route = v, .M = o->M, .N = o->N, .d_a = d_a, .max_sweeps = o->sweeps};
         svd_route(&rep, args, &j, ref, &work_mib[v]);
         ran[v] = 1;
     }
@@ -249,9 +252,9 @@ static void principal_axes(const svd_job *j, int k, float *h_axes)
 
 typedef struct {
     int n, f, k;
-    float *xc;          /* the centred data (n,f) */
-    double total_var;   /* sum of the features' variances */
-    double *cov_eig;    /* the CPU covariance route's eigenvalues, largest first (NULL: skipped) */
+    float *xc;        /* the centred data (n,f) */
+    double total_var; /* sum of the features' variances */
+    double *cov_eig;  /* the CPU covariance route's eigenvalues, largest first (NULL: skipped) */
 } pca_data;
 
 /* The covariance route on the CPU, and the centred data the GPU factors. */
@@ -266,12 +269,12 @@ static pca_data pca_prepare(const lb_dataset *d, int components)
     for (int j = 0; j < pd.f; j++) pd.total_var += cov[(size_t)j * pd.f + j];
     if (pd.f <= 512) { /* Jacobi on f x f costs about 10 f^3 per sweep */
         pd.cov_eig = lb_host_alloc(sizeof(double) * (size_t)pd.f, "the eigenvalues");
-        if (sym_eigenvalues_cpu(cov, pd.f, pd.cov_eig) < 0) lb_die(LB_EXIT_FAIL, "svd_pca: CPU Jacobi did not converge");
+        if (sym_eigenvalues_cpu(cov, pd.f, pd.cov_eig) < 0)
+            lb_die(LB_EXIT_FAIL, "svd_pca: CPU Jacobi did not converge");
     }
     pd.xc = lb_host_alloc(sizeof(float) * (size_t)pd.n * pd.f, "the centred data");
     for (int i = 0; i < pd.n; i++)
-        for (int j = 0; j < pd.f; j++)
-            pd.xc[(size_t)i * pd.f + j] = (float)(d->x[(size_t)i * pd.f + j] - mean[j]);
+        for (int j = 0; j < pd.f; j++) pd.xc[(size_t)i * pd.f + j] = (float)(d->x[(size_t)i * pd.f + j] - mean[j]);
     free(mean);
     free(cov);
     return pd;
@@ -296,7 +299,8 @@ static int pca_check(const pca_data *pd, const float *s, int q, const float *sco
         v /= pd->n - 1;
         double want = (double)s[c] * s[c] / (pd->n - 1);
         if (!(fabs(v - want) <= tol * top + 1e-30)) {
-            if (!quiet) fprintf(stderr, "    component %d: projected variance %.8g, sigma^2/(n-1) %.8g\n", c + 1, v, want);
+            if (!quiet)
+                fprintf(stderr, "    component %d: projected variance %.8g, sigma^2/(n-1) %.8g\n", c + 1, v, want);
             ok = 0;
         }
     }
@@ -304,7 +308,8 @@ static int pca_check(const pca_data *pd, const float *s, int q, const float *sco
         for (int c = 0; c < q; c++) {
             double want = pd->cov_eig[c], got = (double)s[c] * s[c] / (pd->n - 1);
             if (!(fabs(got - want) <= tol * pd->cov_eig[0] + 1e-30)) {
-                if (!quiet) fprintf(stderr, "    component %d: variance %.8g, CPU covariance route %.8g\n", c + 1, got, want);
+                if (!quiet)
+                    fprintf(stderr, "    component %d: variance %.8g, CPU covariance route %.8g\n", c + 1, got, want);
                 ok = 0;
                 break;
             }
@@ -338,7 +343,8 @@ static void pca_print(const pca_data *pd, const lb_dataset *d, const float *s, i
     if (write_scatter_png(png_path, px, py, d->y, pd->n))
         lb_die(LB_EXIT_CUDA, "svd_pca: cannot write %s: %s", png_path, strerror(errno));
     printf("wrote %s: component 1 across, component 2 up; colours:", png_path);
-    for (int c = 0; c < d->classes; c++) printf(" %s %s%s", d->class_names[c], scatter_colour_name(c), c + 1 < d->classes ? "," : "\n");
+    for (int c = 0; c < d->classes; c++)
+        printf(" %s %s%s", d->class_names[c], scatter_colour_name(c), c + 1 < d->classes ? "," : "\n");
     free(px);
 }
 
@@ -377,8 +383,8 @@ static int run_pca(const lb_program *prog, const lb_args *args, const svd_option
     int all_ok = 1, printed = 0;
     for (int v = 0; v < SVD_PCA_VERSIONS; v++) {
         if (!lb_version_wanted(prog, args, gpu, v)) continue;
-        svd_job j = {.solver = solver, .blas = blas, .route = v, .M = d.n, .N = d.features, .d_a = d_x,
-                     .max_sweeps = o->sweeps};
+        svd_job j = {
+            .solver = solver, .blas = blas, .route = v, .M = d.n, .N = d.features, .d_a = d_x, .max_sweeps = o->sweeps};
         svd_job_setup(&j);
         lb_poison_device(d_scores, sizeof(float) * (size_t)d.n * pd.k);
         CUDA_CHECK(svd_run(&j));
@@ -408,7 +414,8 @@ static int run_pca(const lb_program *prog, const lb_args *args, const svd_option
         }
         svd_job_free(&j);
     }
-    if (args->quiet) printf("svd_pca: PCA of %s, %d x %d, %s\n", o->pca_path, d.n, d.features, all_ok ? "all PASS" : "FAIL");
+    if (args->quiet)
+        printf("svd_pca: PCA of %s, %d x %d, %s\n", o->pca_path, d.n, d.features, all_ok ? "all PASS" : "FAIL");
     free(s);
     free(axes);
     free(scores);

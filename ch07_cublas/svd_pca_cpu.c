@@ -145,10 +145,10 @@ enum { PAL_WHITE, PAL_AXIS, PAL_UNLABELLED, PAL_CLASS0 };
 #define PLOT_CLASSES 10 /* distinct colours; class c is drawn in colour c mod 10 */
 
 static const unsigned char class_rgb[PLOT_CLASSES][3] = {
-    {31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},  {148, 103, 189},
-    {140, 86, 75},  {227, 119, 194}, {90, 90, 90}, {188, 189, 34}, {23, 190, 207}};
-static const char *class_colour_names[PLOT_CLASSES] = {"blue", "orange", "green", "red",   "purple",
-                                                       "brown", "pink",  "dark grey", "olive", "cyan"};
+    {31, 119, 180}, {255, 127, 14},  {44, 160, 44}, {214, 39, 40},  {148, 103, 189},
+    {140, 86, 75},  {227, 119, 194}, {90, 90, 90},  {188, 189, 34}, {23, 190, 207}};
+static const char *class_colour_names[PLOT_CLASSES] = {"blue",  "orange", "green",     "red",   "purple",
+                                                       "brown", "pink",   "dark grey", "olive", "cyan"};
 
 const char *scatter_colour_name(int c) { return c < 0 ? "light grey" : class_colour_names[c % PLOT_CLASSES]; }
 

@@ -46,9 +46,7 @@ void svd_job_setup(svd_job *j)
     j->gesvdj = NULL;
     j->work_bytes = 0;
     switch (j->route) {
-    case ROUTE_GESVD:
-        CUSOLVER_CHECK(cusolverDnSgesvd_bufferSize(j->solver, j->m, j->n, &j->lwork));
-        break;
+    case ROUTE_GESVD: CUSOLVER_CHECK(cusolverDnSgesvd_bufferSize(j->solver, j->m, j->n, &j->lwork)); break;
     case ROUTE_GESVDJ:
         CUSOLVER_CHECK(cusolverDnCreateGesvdjInfo(&j->gesvdj));
         CUSOLVER_CHECK(cusolverDnXgesvdjSetMaxSweeps(j->gesvdj, j->max_sweeps));
@@ -107,15 +105,15 @@ cudaError_t svd_run(void *job)
     default: {
         const float one = 1.0f, zero = 0.0f;
         /* G = B^T B, lower triangle (syrk writes one triangle; syevd reads the same one) */
-        CUBLAS_CHECK(cublasSsyrk(j->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m, &one, j->d_b, m, &zero, j->d_gram,
-                                 n));
+        CUBLAS_CHECK(
+            cublasSsyrk(j->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n, m, &one, j->d_b, m, &zero, j->d_gram, n));
         CUSOLVER_CHECK(cusolverDnSsyevd(j->solver, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, j->d_gram, n,
                                         j->d_eig, j->d_work, j->lwork, j->d_info));
         err = svd_pca_eig_to_svd_launch(j->d_eig, j->d_gram, n, j->d_s, j->d_v, j->d_inv_s);
         if (err != cudaSuccess) return err;
         /* U = B V, then each column divided by its singular value */
-        CUBLAS_CHECK(cublasSgemm(j->blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, n, &one, j->d_b, m, j->d_v, n, &zero, j->d_u,
-                                 m));
+        CUBLAS_CHECK(
+            cublasSgemm(j->blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, n, &one, j->d_b, m, j->d_v, n, &zero, j->d_u, m));
         CUBLAS_CHECK(cublasSdgmm(j->blas, CUBLAS_SIDE_RIGHT, m, n, j->d_u, m, j->d_inv_s, 1, j->d_u, m));
     }
     }
@@ -167,8 +165,8 @@ static double max_off_identity(cublasHandle_t blas, const double *d_x, int rows,
 {
     if (cols == 0) return 0.0;
     double *d_g = device_alloc(sizeof(double) * (size_t)cols * cols), one = 1.0, zero = 0.0, worst = 0.0;
-    CUBLAS_CHECK(cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, cols, cols, rows, &one, d_x, rows, d_x, rows, &zero, d_g,
-                             cols));
+    CUBLAS_CHECK(
+        cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, cols, cols, rows, &one, d_x, rows, d_x, rows, &zero, d_g, cols));
     CUDA_CHECK(svd_pca_sub_identity_launch(d_g, cols));
     int at = 0; /* 1-based, as in Fortran */
     CUBLAS_CHECK(cublasIdamax(blas, cols * cols, d_g, 1, &at));

@@ -24,21 +24,21 @@ typedef struct {
     cusolverDnHandle_t solver;
     cublasHandle_t blas;
     int route;
-    int M, N;            /* A, (M,N) row-major */
-    const float *d_a;    /* A itself, never written */
-    int m, n;            /* B, (m,n) column-major, m >= n */
-    int b_is_a_t;        /* 1: B = A^T (no copy), 0: B = A (transposed into d_b) */
-    float *d_b;          /* B's working copy: gesvd and gesvdj overwrite it */
-    float *d_u, *d_s;    /* U (m,n), S (n), largest first */
-    float *d_v;          /* V (n,n); V^T for gesvd (v_is_vt) */
+    int M, N;         /* A, (M,N) row-major */
+    const float *d_a; /* A itself, never written */
+    int m, n;         /* B, (m,n) column-major, m >= n */
+    int b_is_a_t;     /* 1: B = A^T (no copy), 0: B = A (transposed into d_b) */
+    float *d_b;       /* B's working copy: gesvd and gesvdj overwrite it */
+    float *d_u, *d_s; /* U (m,n), S (n), largest first */
+    float *d_v;       /* V (n,n); V^T for gesvd (v_is_vt) */
     int v_is_vt;
-    float *d_work;       /* the solver's workspace, lwork floats */
+    float *d_work; /* the solver's workspace, lwork floats */
     int lwork;
     int *d_info;         /* the solver's verdict: 0 success, > 0 no convergence, < 0 bad argument */
     gesvdjInfo_t gesvdj; /* gesvdj's tolerance and sweep limit */
     int max_sweeps;
     float *d_gram, *d_eig, *d_inv_s; /* the eigen route: B^T B, its eigenvalues, 1/S */
-    size_t work_bytes;   /* device memory the route needs beyond A, B, U, S, V */
+    size_t work_bytes;               /* device memory the route needs beyond A, B, U, S, V */
 } svd_job;
 
 /* Fill in B's shape from M and N, allocate the route's buffers and ask its workspace size.

@@ -277,6 +277,13 @@ size_t lb_sample_next(size_t i, size_t n, size_t step)
     return n - 1;
 }
 
+double lb_dot_tolerance(const float *x, const float *y, size_t n, double chain)
+{
+    double sq = 0;
+    for (size_t i = 0; i < n; i++) sq += (double)x[i] * y[i] * x[i] * y[i];
+    return 8.0 * 1.1920929e-07 * sqrt(sq) * sqrt(chain) + 1e-30; /* eps = 2^-23, a float's ulp at 1 */
+}
+
 const char *lb_check_summary(const lb_check *c, char *buf, size_t len)
 {
     if (c->n_bad)

@@ -332,6 +332,12 @@ lb_check lb_check_i32(const char *what, const int *got, const int *want, size_t 
  * and always n-1 last, so the ends are covered when checking every element costs too much. */
 size_t lb_sample_step(size_t n, double cost_per_element, double budget);
 size_t lb_sample_next(size_t i, size_t n, size_t step);
+/* The tolerance of a float dot product of x and y (n terms) against the exact sum: each float
+ * addition rounds by at most half an ulp of the running sum; summed as a random walk over the
+ * `chain` additions that lead to one result (a thread's own run, then the tree), the error is
+ * about eps sqrt(chain) sqrt(sum of the squared terms). Eight times that: far from a false
+ * alarm, yet a single lost product fails. */
+double lb_dot_tolerance(const float *x, const float *y, size_t n, double chain);
 /* "PASS (max rel err 3.1e-06)" or "FAIL (12 of 1000 wrong, max abs err ...)" into buf. */
 const char *lb_check_summary(const lb_check *c, char *buf, size_t len);
 

@@ -1,5 +1,6 @@
 # tests/ch07_cublas.sh - cases for ch07_cublas, sourced by tests/run.sh (helpers are defined there).
-for p in cublas_basics monte_carlo_pi monte_carlo_integral fft fft_conv; do
+host_test test_svd_pca
+for p in cublas_basics monte_carlo_pi monte_carlo_integral fft fft_conv svd_pca thrust_basics; do
     bad_input 2 "unknown argument '--bogus'" ./$p --bogus
     bad_input 0 "usage: $p " ./$p --help
     no_gpu ./$p
@@ -67,3 +68,48 @@ gpu_check ./fft_conv --sigma 4 --iters 3 --output ""
 # each path against its own FFTs timed the same way (launched, or as a graph): never faster
 gpu_check_large bash ../tests/like_for_like.sh fft_path cufft_alone ./fft_conv --iters 5 --output ""
 gpu_check_large bash ../tests/like_for_like.sh fft_path_graph cufft_alone_graph ./fft_conv --iters 5 --output ""
+
+bad_input 2 '--size: M and N at most 32768 each, M*N at most 2^28 (got 40000x10)' ./svd_pca --size 40000,10
+bad_input 2 '--size: M and N at most 32768 each, M*N at most 2^28 (got 20000x20000)' ./svd_pca --size 20000
+bad_input 2 '--rank must be 0..min(M,N) = 10' ./svd_pca --size 10,20 --rank 11
+bad_input 2 '--sweeps must be 1..10000' ./svd_pca --sweeps 0
+bad_input 2 '--png goes with --pca' ./svd_pca --png x.png
+bad_input 2 "version '3' does not exist (0..2)" ./svd_pca 3
+bad_input 2 'svd_pca: no-such.csv: cannot open: No such file or directory' ./svd_pca --pca no-such.csv
+bad_input 2 "svd_pca: ../tests/data/nan_field.csv:3: field 2 ('nan') is not a number" ./svd_pca --pca ../tests/data/nan_field.csv
+bad_input 2 "svd_pca: ../tests/data/bad_label.csv:2: label '5' is not a class number 0..1" ./svd_pca --pca ../tests/data/bad_label.csv
+bad_input 2 'svd_pca: ../tests/data/one_sample.csv: PCA needs at least 2 samples (has 1)' ./svd_pca --pca ../tests/data/one_sample.csv
+bad_input 2 "--png 'no-such-folder/p.png': no folder 'no-such-folder'" ./svd_pca --pca ../datasets/iris.csv --png no-such-folder/p.png
+# wide (B = A^T, no copy), tall (B = A by geam), a row, a column, 1x1, square, with the CPU
+# reference at all of these sizes
+gpu_check ./svd_pca --check-only --size 64,200
+gpu_check ./svd_pca --check-only --size 200,64
+gpu_check ./svd_pca --check-only --size 1,50
+gpu_check ./svd_pca --check-only --size 50,1
+gpu_check ./svd_pca --check-only --size 1
+gpu_check ./svd_pca --check-only --size 257 --seed 3
+gpu_check ./svd_pca --check-only --size 300,131 --rank 7
+gpu_check ./svd_pca --check-only --size 90,60 --rank 0
+gpu_check ./svd_pca --size 256 --iters 2
+gpu_check_large ./svd_pca --check-only
+gpu_check_large ./svd_pca --check-only --size 2048,1000
+# a failed convergence is a FAIL with the reason (gesvdj's info), not a wrong answer
+gpu_expect 1 'gesvdj did not converge in 1 sweeps' ./svd_pca 1 --check-only --size 200,300 --sweeps 1
+gpu_check ./svd_pca --check-only --pca ../datasets/iris.csv --png ""
+gpu_check ./svd_pca --check-only --pca ../datasets/digits.csv
+gpu_check ./svd_pca 2 --check-only --pca ../datasets/digits.csv --components 64 --png ""
+# a planted bug: the eigen route forgets to divide U's columns by their singular values
+mutant "svd_pca eigen route without U = B V / S" svd_pca_routes.c \
+    's/j->d_inv_s, 1, j->d_u, m)/j->d_inv_s, 0, j->d_u, m)/' ./svd_pca 2 --check-only --size 60,90
+
+bad_input 2 '--sort-size must be 1..2^30' ./thrust_basics --sort-size 0
+bad_input 2 '--size: at most 2^31-1 (cuBLAS counts in int)' ./thrust_basics --size 2^31
+gpu_check ./thrust_basics --check-only --size 1 --sort-size 1
+gpu_check ./thrust_basics --check-only --size 1000 --sort-size 1000
+gpu_check ./thrust_basics --check-only --size 2^20+3 --sort-size 2^20+3 --seed 7
+gpu_check ./thrust_basics 3 --check-only --size 1000003
+gpu_check ./thrust_basics --size 2^20 --sort-size 2^20 --iters 2
+gpu_check_large ./thrust_basics --check-only
+# a planted bug: the fused dot stops one pair short
+mutant "thrust_basics fused dot one pair short" thrust_basics_kernels.cu \
+    's/transform_reduce(pairs, pairs + n,/transform_reduce(pairs, pairs + n - 1,/' ./thrust_basics 3 --check-only --size 1000003
