@@ -27,6 +27,11 @@ function unit_text(u) {
     if (u == "gops_s") return "G lane-ops/s"
     if (u == "mkeys_s") return "M keys/s"
     if (u == "speedup_vs_cpu") return "x CPU"
+    if (u == "svd_s") return "SVD/s"
+    if (u == "mib") return "MiB"
+    if (u == "kib") return "KiB"
+    if (u == "create_ms") return "ms to create"
+    if (u == "build_s") return "s to compile"
     if (u == "kernel_share") return "kernel share"
     return u
 }

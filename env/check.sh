@@ -69,14 +69,21 @@ libdir=""
 for d in "$CUDA_PATH/lib64" "$CUDA_PATH/lib" "$CUDA_PATH"/targets/*/lib; do
     [ -d "$d" ] && [ -z "$libdir" ] && ls "$d"/libcudart* >/dev/null 2>&1 && libdir=$d
 done
-for lib in cudart cublas cufft curand nvrtc; do
+for lib in cudart cublas cufft curand cusolver nvrtc; do
     found=$(ls "$libdir"/lib$lib.so* "$libdir"/lib${lib}_static.a 2>/dev/null | head -n 1)
     if [ -n "$libdir" ] && [ -n "$found" ]; then
         ok "lib$lib ($libdir)"
     else
-        bad "lib$lib not found under $CUDA_PATH" "install the full CUDA toolkit (it ships cuBLAS, cuFFT, cuRAND and NVRTC), or set CUDA_PATH"
+        bad "lib$lib not found under $CUDA_PATH" "install the full CUDA toolkit (it ships cuBLAS, cuFFT, cuRAND, cuSOLVER and NVRTC), or set CUDA_PATH"
     fi
 done
+# Thrust and CUB are headers (CUDA 13 keeps them under include/cccl, which nvcc searches itself)
+thrust_dir=""
+for d in "$CUDA_PATH/include/cccl/thrust" "$CUDA_PATH/include/thrust"; do
+    [ -z "$thrust_dir" ] && [ -f "$d/sort.h" ] && thrust_dir=$d
+done
+if [ -n "$thrust_dir" ]; then ok "Thrust and CUB headers ($(dirname "$thrust_dir"))"
+else bad "Thrust headers not found under $CUDA_PATH/include" "install the full CUDA toolkit (Thrust and CUB come with it), or set CUDA_PATH"; fi
 
 # ---- WSL
 if grep -qi microsoft /proc/version 2>/dev/null; then
