@@ -28,6 +28,7 @@ function unit_text(u) {
     if (u == "mkeys_s") return "M keys/s"
     if (u == "speedup_vs_cpu") return "x CPU"
     if (u == "svd_s") return "SVD/s"
+    if (u == "explained_pct") return "% of the variance"
     if (u == "mib") return "MiB"
     if (u == "kib") return "KiB"
     if (u == "create_ms") return "ms to create"

@@ -280,10 +280,12 @@ solutions() {
         if [ -f "$dir/$i.diff" ] || grep -q 'make ' "$dir/$i.check"; then
             # an edit, or a check that rebuilds: in a copy, so the chapter's own build stays as it is
             [ -f "$dir/$i.diff" ] || { copy_chapter "$dir/$i"; : >"$dir/$i.diff"; }
-            # build what the check runs (./prog), or everything when the check itself runs make
+            # build what the check runs (./prog, a word of its own: not the ./ in ../datasets),
+            # or everything when the check itself runs make
             local targets=""
             grep -q 'make ' "$dir/$i.check" ||
-                targets=$(grep -o '\./[A-Za-z0-9_]*' "$dir/$i.check" | sed 's|^\./||' | sort -u | tr '\n' ' ')
+                targets=$(grep -oE '(^|[[:space:]])\./[A-Za-z0-9_]+' "$dir/$i.check" | sed 's|^[[:space:]]*\./||' |
+                    sort -u | tr '\n' ' ')
             # shellcheck disable=SC2086  # targets: several words
             (cd "$dir/$i/$CHAPTER" && { [ ! -s "$dir/$i.diff" ] || git apply "$dir/$i.diff"; } && make -s -j4 $targets) \
                 >"$dir/$i.build.log" 2>&1 &
