@@ -31,5 +31,6 @@ if [ $SANITIZE = 0 ]; then
     run_case "make profile without ncu" 2 "ncu (Nsight Compute) not found" "" make -s -C .. profile NCU=/no/such/ncu PROG=ch04_matmul/matmul
 fi
 
-# make cpu-profile: the CPU Mandelbrot's profile, no GPU needed (gprof comes with binutils)
-[ $SANITIZE = 1 ] || run_case "$CHAPTER: make cpu-profile names the hot function" 0 "escape_count_cpu" "" make -s --no-print-directory cpu-profile CPU_PROFILE_ARGS="--cpu-only --size 256 --no-png"
+# make cpu-profile: the CPU Mandelbrot's profile, no GPU needed (gprof comes with binutils). 2048^2: a run
+# of about half a second or more, so that gprof's 10 ms samples land (at 256^2, 24 ms, it could get none)
+[ $SANITIZE = 1 ] || run_case "$CHAPTER: make cpu-profile names the hot function" 0 "escape_count_cpu" "" make -s --no-print-directory cpu-profile CPU_PROFILE_ARGS="--cpu-only --size 2048 --no-png"
