@@ -8,7 +8,8 @@
  *   arguments     lb_parse_args(): --help, -n/--size, --block, --iters, --seed,
  *                 --check-only, --quiet, a version number, and a program's own flags (lb_args.c)
  *   data          lb_rng / lb_fill_uniform (seeded), lb_poison_* (NaN bytes)
- *   checking      lb_check_f32 (abs + rel tolerance, NaN fails), lb_check_i32 (exact)
+ *   checking      lb_check_f32 (abs + rel tolerance, NaN fails), lb_check_i32 (exact),
+ *                 lb_dot_tolerance (a float sum's rounding)
  *   timing        lb_time_ms (CUDA events, warm-up, median), lb_memcpy_ceiling (D2D)
  *   reporting     lb_report_row (table row + RESULT line), lb_report_finish (--quiet summary)
  *   pictures      lb_write_png, lb_read_pgm (lb_image.c)

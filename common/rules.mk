@@ -84,13 +84,11 @@ $(SHORT) $(CHAPTER): all
 $(COMMON_OBJS): %.o: $(COMMON_DIR)/%.c $(HOST_DEPS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-# the driver API, looked up in libcuda at run time: for the programs that list it
-# (OBJS_prog := lb_driver.o, LIBS_prog := -ldl)
-lb_driver.o: $(COMMON_DIR)/lb_driver.c $(COMMON_DIR)/lb_driver.h $(HOST_DEPS)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
-
-# the data sets' CSV reader: for the programs that list it (OBJS_prog := lb_csv.o)
-lb_csv.o: $(COMMON_DIR)/lb_csv.c $(COMMON_DIR)/lb_csv.h $(HOST_DEPS)
+# common/'s optional parts, for the programs that list them in OBJS_prog: lb_driver.o (the
+# driver API, looked up in libcuda at run time; also LIBS_prog := -ldl), lb_csv.o (the data
+# sets' CSV reader)
+OPTIONAL_COMMON_OBJS := lb_driver.o lb_csv.o
+$(OPTIONAL_COMMON_OBJS): %.o: $(COMMON_DIR)/%.c $(COMMON_DIR)/%.h $(HOST_DEPS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 %.o: %.c $(HOST_DEPS) $(wildcard *.h)
