@@ -1,0 +1,54 @@
+/* tensor_gemm_kernels.h - launchers for tensor_gemm_kernels.cu (callable from C).
+ *
+ * C = A B on the tensor cores: A is (M,K) row-major, B is (K,N) column-major (stored as N rows
+ * of K), C is (M,N) row-major fp32. A and B are bf16 (or fp32 read as tf32) in zero-padded
+ * buffers: A is (mp, kp), B is (np, kp), mp and np multiples of TENSOR_GEMM_PAD_MN, kp of
+ * TENSOR_GEMM_PAD_K, so every kernel works on whole tiles and checks only its stores. */
+#ifndef TENSOR_GEMM_KERNELS_H
+#define TENSOR_GEMM_KERNELS_H
+#include <cuda_runtime_api.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Versions 0 (cuBLAS, in tensor_gemm.c) ..  7; tensor_gemm.c's version table has one row for each. */
+#define TENSOR_GEMM_VERSIONS 8
+#define TENSOR_GEMM_PAD_MN 256 /* two 128-row tiles (version 6 works on pairs), one 256-column tile */
+#define TENSOR_GEMM_PAD_K 64   /* one k tile of bf16: 64 x 2 bytes = one 128-byte swizzle row */
+
+typedef enum { TG_BF16 = 0, TG_TF32 = 1 } tg_type;
+
+/* One product: device buffers, sizes, and what tensor_gemm_prepare made for it. */
+typedef struct {
+    tg_type type;
+    const void *a, *b; /* bf16 (uint16 bits) or fp32, padded as above */
+    float *c;          /* (m, n), row-major, not padded */
+    int m, n, k;
+    int mp, np, kp;
+    void *prepared; /* tensor maps and launch facts (tensor_gemm_prepare), NULL before */
+} tg_gemm;
+
+/* Make the TMA tensor maps for versions 3-7 (through the driver's cuTensorMapEncodeTiled) and
+ * raise their kernels' shared-memory limits: once per set of buffers, outside any timing. On
+ * builds without the Hopper versions it only records the device's multiprocessor count. */
+cudaError_t tensor_gemm_prepare(tg_gemm *g);
+void tensor_gemm_release(tg_gemm *g);
+
+/* Launch version 1..TENSOR_GEMM_VERSIONS-1 on stream 0; returns the launch error. */
+cudaError_t tensor_gemm_launch(int version, const tg_gemm *g);
+
+/* NULL when `version` can run here with this input type, else the reason it cannot ("bf16
+ * only", "wgmma needs sm_90a: ..."). Needs the current device (after lb_gpu_init). */
+const char *tensor_gemm_unavailable(int version, tg_type type);
+
+/* The shape of a version's work: the block tile (rows x columns), threads per block, pipeline
+ * stages and dynamic shared memory bytes, for the table and the README. */
+typedef struct {
+    int tile_m, tile_n, tile_k, threads, stages, smem_bytes;
+} tg_shape;
+tg_shape tensor_gemm_shape(int version, tg_type type);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
