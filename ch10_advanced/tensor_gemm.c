@@ -108,7 +108,7 @@ static const lb_version versions[] = {
     {4, "warp_spec", "producer + 2 consumers, 4 stages", 90, run_kernel},
     {5, "persistent", "4, persistent, grouped order", 90, run_kernel},
     {6, "multicast", "5, clusters of 2, B multicast", 90, run_kernel},
-    {7, "wgmma_queued", "6, next wgmma queued early", 90, run_kernel},
+    {7, "wgmma_queued", "5, next wgmma queued early", 90, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == TENSOR_GEMM_VERSIONS,
                "one row in versions[] per version: TENSOR_GEMM_VERSIONS in tensor_gemm_kernels.h");
@@ -264,7 +264,7 @@ int main(int argc, char **argv)
     float *h_cpu = cpu_reference(h_a, h_b, M, N, K); /* NULL when too large */
 
     char sz[64];
-    snprintf(sz, sizeof sz, "%dx%dx%d", M, N, K);
+    snprintf(sz, sizeof sz, "%dx%dx%d%s", M, N, K, type == TG_TF32 ? "_tf32" : ""); /* its own bench table */
     lb_report rep = {.prog = &program,
                      .args = &args,
                      .unit = "tflops",

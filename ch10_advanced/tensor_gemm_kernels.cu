@@ -16,7 +16,7 @@
  *      its producer loading the next tile while the consumers store the last
  *   6  5, in clusters of two blocks (the tiles above each other): each loads half of the
  *      shared B tile and the TMA multicasts it into both; as many clusters as fit at once
- *   7  6, with the next k tile's wgmma issued before waiting for the last one's: the tensor
+ *   7  5, with the next k tile's wgmma issued before waiting for the last one's: the tensor
  *      cores always have a group queued (a stage is released one tile later)
  * Versions 3-7 exist only in builds for sm_90 (compiled for sm_90a: see the Makefile).
  */
@@ -598,7 +598,7 @@ template <typename In> static cudaError_t allow_smem()
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 2, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, TGW_SMEM);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, TGW_SMEM);
+        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, TGW_SMEM);
     return e;
 }
 #endif
@@ -676,19 +676,21 @@ template <typename In> static cudaError_t launch_hopper(int version, const tg_ge
         dim3 grid(tiles_n, tiles_m);
         tensor_gemm_kernel_ws<In, 0, 1, 0><<<grid, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n, g->kp,
                                                                              tiles_m, tiles_n);
-    } else if (version == 5) {
+    } else if (version == 5 || version == 7) { /* one block per SM */
         int blocks = min(p->sms, tiles_m * tiles_n);
-        tensor_gemm_kernel_ws<In, 1, 1, 0><<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n,
-                                                                               g->kp, tiles_m, tiles_n);
+        if (version == 5)
+            tensor_gemm_kernel_ws<In, 1, 1, 0><<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n,
+                                                                                   g->kp, tiles_m, tiles_n);
+        else
+            tensor_gemm_kernel_ws<In, 1, 1, 1><<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n,
+                                                                                   g->kp, tiles_m, tiles_n);
     } else {
         /* as many pairs as can be resident at once (tiles_m is even: mp is a multiple of 256) */
         int pairs = min(p->clusters, tiles_m * tiles_n / 2);
         cudaLaunchAttribute attr;
         cudaLaunchConfig_t cfg = cluster_config(&attr, 2 * pairs);
-        return version == 6 ? cudaLaunchKernelEx(&cfg, tensor_gemm_kernel_ws<In, 1, 2, 0>, p->a128, p->b128, g->c,
-                                                 g->m, g->n, g->kp, tiles_m, tiles_n)
-                            : cudaLaunchKernelEx(&cfg, tensor_gemm_kernel_ws<In, 1, 2, 1>, p->a128, p->b128, g->c,
-                                                 g->m, g->n, g->kp, tiles_m, tiles_n);
+        return cudaLaunchKernelEx(&cfg, tensor_gemm_kernel_ws<In, 1, 2, 0>, p->a128, p->b128, g->c, g->m, g->n, g->kp,
+                                  tiles_m, tiles_n);
     }
     return cudaGetLastError();
 }
