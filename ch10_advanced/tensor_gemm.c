@@ -70,7 +70,7 @@ static void gemm_cpu(const float *A, const float *B, float *C, int M, int N, int
 }
 
 static double abs_tol(int K) { return K * 9.5367431640625e-07; } /* K 2^-20 */
-#define REL_TOL 1.52587890625e-05                              /* 2^-16 */
+#define REL_TOL 1.52587890625e-05                                /* 2^-16 */
 
 /* ---------------------------------------------------------------- the versions */
 
@@ -164,7 +164,8 @@ static lb_check check_cublas(const float *A, const float *B, const float *C, con
     if (ref) return lb_check_f32("cublas vs CPU", C, ref, (size_t)M * N, abs_tol(K), REL_TOL, quiet);
     lb_check total = {0, 0.0, 0.0};
     size_t longest = (size_t)(M > N ? M : N);
-    float *got = lb_host_alloc(sizeof(float) * longest, "samples"), *want = lb_host_alloc(sizeof(float) * longest, "samples");
+    float *got = lb_host_alloc(sizeof(float) * longest, "samples"),
+          *want = lb_host_alloc(sizeof(float) * longest, "samples");
     for (int s = 0; s < 16; s++) {
         int is_row = s < 8, len = is_row ? N : M;
         int idx = (int)(lb_rng_next(rng) % (uint64_t)(is_row ? M : N));
@@ -186,8 +187,8 @@ static lb_check check_cublas(const float *A, const float *B, const float *C, con
 
 /* A kernel's C against cuBLAS's (both carry rounding error: twice the tolerance), and against
  * the CPU too when the full reference exists. */
-static lb_check check_version(const char *name, const float *got, const float *h_cublas, const float *h_cpu,
-                              size_t c_n, int K, int quiet)
+static lb_check check_version(const char *name, const float *got, const float *h_cublas, const float *h_cpu, size_t c_n,
+                              int K, int quiet)
 {
     lb_check c = lb_check_f32(name, got, h_cublas, c_n, 2 * abs_tol(K), 2 * REL_TOL, quiet);
     if (h_cpu) c.n_bad += lb_check_f32("vs CPU", got, h_cpu, c_n, abs_tol(K), REL_TOL, quiet).n_bad;
@@ -251,7 +252,14 @@ int main(int argc, char **argv)
         printf("tensor_gemm: C = A B, %s in, fp32 accumulate and out, M=%d N=%d K=%d, %s (%s), seed %llu\n", type_arg,
                M, N, K, gpu.prop.name, gpu.sm, args.seed);
 
-    float *h_a = lb_host_alloc(sizeof(float) * (size_t)M * K, "A"), *h_b = lb_host_alloc(sizeof(float) * (size_t)N * K, "B");
+    if (!args.quiet) {
+        tg_shape w = tensor_gemm_shape(4, type);
+        printf("versions 4-7: %dx%dx%d block tiles, %d threads, %d stages (%d KiB of shared memory); inputs padded "
+               "to %dx%dx%d\n",
+               w.tile_m, w.tile_n, w.tile_k, w.threads, w.stages, w.smem_bytes / 1024, job.g.mp, job.g.np, job.g.kp);
+    }
+    float *h_a = lb_host_alloc(sizeof(float) * (size_t)M * K, "A"),
+          *h_b = lb_host_alloc(sizeof(float) * (size_t)N * K, "B");
     lb_rng rng;
     lb_rng_seed(&rng, args.seed);
     fill_inputs(h_a, (size_t)M * K, type, &rng);
@@ -285,7 +293,8 @@ int main(int argc, char **argv)
                             : check_version(versions[v].name, h_c, h_cublas, h_cpu, c_n, K, args.quiet);
         float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
         char verdict[96];
-        lb_report_row(&rep, v, NULL, ms, tflops(M, N, K, ms), c.n_bad == 0, lb_check_summary(&c, verdict, sizeof verdict));
+        lb_report_row(&rep, v, NULL, ms, tflops(M, N, K, ms), c.n_bad == 0,
+                      lb_check_summary(&c, verdict, sizeof verdict));
     }
 
     tensor_gemm_release(&job.g);

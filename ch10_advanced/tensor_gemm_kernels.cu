@@ -151,8 +151,8 @@ __device__ __forceinline__ void load_tile2(__nv_bfloat16 (*sA)[TG2_LD], __nv_bfl
 
 /* 8 warps as 2 (rows) x 4 (columns), each a 64x32 warp tile: 4 x 4 mma tiles of 16x8, 64
  * accumulators per lane. While the warps multiply stage s, cp.async fills stage s^1. */
-__global__ void __launch_bounds__(256) tensor_gemm_kernel2(const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *C,
-                                                           int M, int N, int kp)
+__global__ void __launch_bounds__(256)
+    tensor_gemm_kernel2(const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *C, int M, int N, int kp)
 {
 #if TG_SM80
     __shared__ __align__(16) __nv_bfloat16 sA[2][TG2_BM][TG2_LD], sB[2][TG2_BN][TG2_LD];
@@ -292,25 +292,25 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
  * threads of a warpgroup together. Each thread holds 128 of the 16384 accumulators: warp w of
  * the group has rows 16w..16w+15, and lane t, for each 8 columns j, has d[4j], d[4j+1] at row
  * t/4, columns 8j + 2(t%4) and +1, and d[4j+2], d[4j+3] eight rows further down. */
-#define TG_REGS128                                                                                                     \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                           \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                                 \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                                 \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                                 \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                                 \
-    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                                 \
-    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                     \
+#define TG_REGS128                                                                                 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                       \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "             \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "             \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "             \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "             \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "             \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-#define TG_D8(i)                                                                                                       \
-    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]),      \
+#define TG_D8(i)                                                                                                \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
         "+f"(d[i + 7])
 /* scale-d = 1 (d += a b, the accumulators start at zero); bf16 also takes two transpose flags (0:
  * both K-major), tf32 has none (K-major only) */
-#define TG_WGMMA_256(INSTR, TAIL)                                                                                      \
+#define TG_WGMMA_256(INSTR, TAIL)                                                                                   \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" INSTR " {" TG_REGS128 "}, %128, %129, p, 1, 1" TAIL  \
-                 ";\n}\n"                                                                                              \
-                 : TG_D8(0), TG_D8(8), TG_D8(16), TG_D8(24), TG_D8(32), TG_D8(40), TG_D8(48), TG_D8(56), TG_D8(64),   \
-                   TG_D8(72), TG_D8(80), TG_D8(88), TG_D8(96), TG_D8(104), TG_D8(112), TG_D8(120)                      \
+                 ";\n}\n"                                                                                           \
+                 : TG_D8(0), TG_D8(8), TG_D8(16), TG_D8(24), TG_D8(32), TG_D8(40), TG_D8(48), TG_D8(56), TG_D8(64), \
+                   TG_D8(72), TG_D8(80), TG_D8(88), TG_D8(96), TG_D8(104), TG_D8(112), TG_D8(120)                   \
                  : "l"(da), "l"(db), "r"(1))
 
 template <typename In> __device__ __forceinline__ void wgmma_256(float d[128], uint64_t da, uint64_t db);
@@ -333,7 +333,8 @@ template <typename In> __device__ __forceinline__ void wgmma_issue(float d[128],
 {
     wgmma_fence(); /* the accumulator registers are ready for the async unit */
 #pragma unroll
-    for (int ks = 0; ks < TG_TILE_K_BYTES / 32; ks++) wgmma_256<In>(d, wgmma_desc(a + 32 * ks), wgmma_desc(b + 32 * ks));
+    for (int ks = 0; ks < TG_TILE_K_BYTES / 32; ks++)
+        wgmma_256<In>(d, wgmma_desc(a + 32 * ks), wgmma_desc(b + 32 * ks));
     wgmma_commit();
 }
 /* Wait until at most `pending` groups still run: the others' tiles are no longer read. */
@@ -420,7 +421,10 @@ __global__ void __launch_bounds__(TG_WG_THREADS)
 
 #define TGW_BM 128 /* two consumer warpgroups of 64 rows */
 #define TGW_BN 256
-#define TGW_STAGES 4
+#ifndef TG_STAGES
+#define TG_STAGES 4 /* the ring's depth (make TG_STAGES=2): 48 KiB each, at most 4 fit in 227 KiB */
+#endif
+#define TGW_STAGES TG_STAGES
 #define TGW_THREADS (3 * TG_WG_THREADS)
 #define TGW_GROUP 16 /* persistent order: 16 tile rows at a time share B tiles in L2 */
 #define TGW_A_BYTES (TGW_BM * TG_TILE_K_BYTES)
@@ -472,8 +476,8 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
     const uint32_t rank = CLUSTER > 1 ? cluster_rank() : 0;
     if (threadIdx.x == 0) {
         for (int s = 0; s < TGW_STAGES; s++) {
-            mbar_init(&full[s], 1);                /* the producer's arrive (+ the bytes) */
-            mbar_init(&empty[s], 2 * CLUSTER);     /* one arrive per consumer warpgroup, per block */
+            mbar_init(&full[s], 1);            /* the producer's arrive (+ the bytes) */
+            mbar_init(&empty[s], 2 * CLUSTER); /* one arrive per consumer warpgroup, per block */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -514,7 +518,7 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n"); /* the consumers take them */
-        int c = wg - 1; /* rows 64c..64c+63 of the block's tile */
+        int c = wg - 1;                                         /* rows 64c..64c+63 of the block's tile */
         int u = 0;
         for (int item = first; item < items; item += step) {
             int m0, n0;
@@ -576,14 +580,14 @@ static cudaError_t make_map(encode_tiled_fn encode, CUtensorMap *map, const void
                             int box_rows)
 {
     size_t elem = type == TG_BF16 ? 2 : 4;
-    cuuint64_t dims[2] = {(cuuint64_t)kp, (cuuint64_t)rows};  /* innermost (contiguous) first */
-    cuuint64_t strides[1] = {(cuuint64_t)kp * elem};          /* bytes from one row to the next */
+    cuuint64_t dims[2] = {(cuuint64_t)kp, (cuuint64_t)rows}; /* innermost (contiguous) first */
+    cuuint64_t strides[1] = {(cuuint64_t)kp * elem};         /* bytes from one row to the next */
     cuuint32_t box[2] = {(cuuint32_t)(TG_TILE_K_BYTES / elem), (cuuint32_t)box_rows};
     cuuint32_t one[2] = {1, 1};
-    CUresult r = encode(map, type == TG_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
-                        (void *)base, dims, strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    CUresult r =
+        encode(map, type == TG_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
+               (void *)base, dims, strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
@@ -592,13 +596,17 @@ template <typename In> static cudaError_t allow_smem()
     cudaError_t e = cudaFuncSetAttribute(tensor_gemm_kernel3<In>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (TG3_BM + TG3_BN) * TG_TILE_K_BYTES + 1024);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 0, 1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, TGW_SMEM);
+        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 0, 1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 TGW_SMEM);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, TGW_SMEM);
+        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 TGW_SMEM);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 2, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, TGW_SMEM);
+        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 2, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 TGW_SMEM);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, TGW_SMEM);
+        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 TGW_SMEM);
     return e;
 }
 #endif
@@ -625,7 +633,8 @@ extern "C" cudaError_t tensor_gemm_prepare(tg_gemm *g)
     if (e == cudaSuccess) e = make_map(encode, &p->b128, g->b, g->type, g->np, g->kp, 128);
     if (e == cudaSuccess) e = g->type == TG_BF16 ? allow_smem<__nv_bfloat16>() : allow_smem<float>();
     if (e == cudaSuccess)
-        e = g->type == TG_BF16 ? resident_clusters<__nv_bfloat16>(&p->clusters) : resident_clusters<float>(&p->clusters);
+        e = g->type == TG_BF16 ? resident_clusters<__nv_bfloat16>(&p->clusters)
+                               : resident_clusters<float>(&p->clusters);
     if (e == cudaSuccess && p->clusters < 1) e = cudaErrorInvalidConfiguration;
     return e;
 #else
@@ -674,16 +683,16 @@ template <typename In> static cudaError_t launch_hopper(int version, const tg_ge
             p->a64, p->b256, g->c, g->m, g->n, g->kp);
     } else if (version == 4) {
         dim3 grid(tiles_n, tiles_m);
-        tensor_gemm_kernel_ws<In, 0, 1, 0><<<grid, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n, g->kp,
-                                                                             tiles_m, tiles_n);
+        tensor_gemm_kernel_ws<In, 0, 1, 0>
+            <<<grid, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
     } else if (version == 5 || version == 7) { /* one block per SM */
         int blocks = min(p->sms, tiles_m * tiles_n);
         if (version == 5)
-            tensor_gemm_kernel_ws<In, 1, 1, 0><<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n,
-                                                                                   g->kp, tiles_m, tiles_n);
+            tensor_gemm_kernel_ws<In, 1, 1, 0>
+                <<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
         else
-            tensor_gemm_kernel_ws<In, 1, 1, 1><<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n,
-                                                                                   g->kp, tiles_m, tiles_n);
+            tensor_gemm_kernel_ws<In, 1, 1, 1>
+                <<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
     } else {
         /* as many pairs as can be resident at once (tiles_m is even: mp is a multiple of 256) */
         int pairs = min(p->clusters, tiles_m * tiles_n / 2);
@@ -702,10 +711,11 @@ extern "C" cudaError_t tensor_gemm_launch(int version, const tg_gemm *g)
     if (version == 1) {
         dim3 grid((g->n + 31) / 32, (g->m + 31) / 32);
         if (g->type == TG_BF16)
-            tensor_gemm_kernel1<__nv_bfloat16><<<grid, 128>>>((const __nv_bfloat16 *)g->a, (const __nv_bfloat16 *)g->b,
-                                                               g->c, g->m, g->n, g->kp);
+            tensor_gemm_kernel1<__nv_bfloat16>
+                <<<grid, 128>>>((const __nv_bfloat16 *)g->a, (const __nv_bfloat16 *)g->b, g->c, g->m, g->n, g->kp);
         else
-            tensor_gemm_kernel1<float><<<grid, 128>>>((const float *)g->a, (const float *)g->b, g->c, g->m, g->n, g->kp);
+            tensor_gemm_kernel1<float>
+                <<<grid, 128>>>((const float *)g->a, (const float *)g->b, g->c, g->m, g->n, g->kp);
         return cudaGetLastError();
     }
     if (version == 2) {
