@@ -6,8 +6,8 @@
  *
  * versions: the table versions[] below (0 cuBLAS, 1 wmma, 2 mma.sync, 3 wgmma + TMA, 4 warp-
  * specialised, 5 persistent, 6 clusters with TMA multicast, 7 wgmma
- * kept queued), listed by ./tensor_gemm --help;
- * the kernels, in the same order, are in tensor_gemm_kernels.cu. 3-7 need an H100/H200 and a
+ * kept queued, 8 both 6 and 7), listed by ./tensor_gemm --help;
+ * the kernels, in the same order, are in tensor_gemm_kernels.cu. 3-8 need an H100/H200 and a
  * build for sm_90 (the default without a GPU, or on one).
  *
  * The inputs are drawn in [-1, 1) and rounded to bf16 (or tf32) here, so the GPU multiplies
@@ -109,6 +109,7 @@ static const lb_version versions[] = {
     {5, "persistent", "4, persistent, grouped order", 90, run_kernel},
     {6, "multicast", "5, clusters of 2, B multicast", 90, run_kernel},
     {7, "wgmma_queued", "5, next wgmma queued early", 90, run_kernel},
+    {8, "mcast_queued", "6 + 7: multicast, wgmma queued", 90, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == TENSOR_GEMM_VERSIONS,
                "one row in versions[] per version: TENSOR_GEMM_VERSIONS in tensor_gemm_kernels.h");
@@ -205,7 +206,7 @@ static const lb_program program = {
     .name = "tensor_gemm",
     .synopsis = "C = A B on the tensor cores (bf16 or tf32 in, fp32 out): wmma, mma.sync, wgmma + TMA vs cuBLAS",
     .details = "--size is N (square) or M,N,K. A is row-major, B column-major (both K-major), C row-major.\n"
-               "Versions 3-7 need an H100/H200 (sm_90a); 2 is bf16 only.\n",
+               "Versions 3-8 need an H100/H200 (sm_90a); 2 is bf16 only.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
     .n_opts = 1,
@@ -254,7 +255,7 @@ int main(int argc, char **argv)
 
     if (!args.quiet) {
         tg_shape w = tensor_gemm_shape(4, type);
-        printf("versions 4-7: %dx%dx%d block tiles, %d threads, %d stages (%d KiB of shared memory); inputs padded "
+        printf("versions 4-8: %dx%dx%d block tiles, %d threads, %d stages (%d KiB of shared memory); inputs padded "
                "to %dx%dx%d\n",
                w.tile_m, w.tile_n, w.tile_k, w.threads, w.stages, w.smem_bytes / 1024, job.g.mp, job.g.np, job.g.kp);
     }

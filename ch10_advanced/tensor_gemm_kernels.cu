@@ -18,7 +18,8 @@
  *      shared B tile and the TMA multicasts it into both; as many clusters as fit at once
  *   7  5, with the next k tile's wgmma issued before waiting for the last one's: the tensor
  *      cores always have a group queued (a stage is released one tile later)
- * Versions 3-7 exist only in builds for sm_90 (compiled for sm_90a: see the Makefile).
+ *   8  6 and 7 together: clusters with multicast, wgmma kept queued
+ * Versions 3-8 exist only in builds for sm_90 (compiled for sm_90a: see the Makefile).
  */
 #include "tensor_gemm_kernels.h"
 
@@ -228,11 +229,14 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar)
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
 /* Arrive on the barrier at the same place in block `rank` of this cluster (mapa translates
- * the address into that block's shared memory). */
+ * the address into that block's shared memory). The arrival only says "my wgmma are done
+ * reading this stage" and publishes no data, so it keeps the default ordering: the first
+ * version asked for .release.cluster, a fence that waits for all of the thread's earlier
+ * stores (the last tile's C, too) before every arrival, and ran at 0.6x of version 5. */
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
 {
     asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
                  "r"(rank)
                  : "memory");
 }
@@ -605,6 +609,9 @@ template <typename In> static cudaError_t allow_smem()
         e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 2, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  TGW_SMEM);
     if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 TGW_SMEM);
+    if (e == cudaSuccess)
         e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  TGW_SMEM);
     return e;
@@ -698,7 +705,10 @@ template <typename In> static cudaError_t launch_hopper(int version, const tg_ge
         int pairs = min(p->clusters, tiles_m * tiles_n / 2);
         cudaLaunchAttribute attr;
         cudaLaunchConfig_t cfg = cluster_config(&attr, 2 * pairs);
-        return cudaLaunchKernelEx(&cfg, tensor_gemm_kernel_ws<In, 1, 2, 0>, p->a128, p->b128, g->c, g->m, g->n, g->kp,
+        if (version == 6)
+            return cudaLaunchKernelEx(&cfg, tensor_gemm_kernel_ws<In, 1, 2, 0>, p->a128, p->b128, g->c, g->m, g->n,
+                                      g->kp, tiles_m, tiles_n);
+        return cudaLaunchKernelEx(&cfg, tensor_gemm_kernel_ws<In, 1, 2, 1>, p->a128, p->b128, g->c, g->m, g->n, g->kp,
                                   tiles_m, tiles_n);
     }
     return cudaGetLastError();

@@ -138,7 +138,7 @@ bad_input 2 "unknown argument '--bogus'" ./tensor_gemm --bogus
 bad_input 0 'usage: tensor_gemm ' ./tensor_gemm --help
 bad_input 2 '--size must be positive (got 0)' ./tensor_gemm --size 0
 bad_input 2 "--type must be bf16 or tf32 (got 'fp16')" ./tensor_gemm --type fp16
-bad_input 2 "version '8' does not exist (0..7)" ./tensor_gemm 8
+bad_input 2 "version '9' does not exist (0..8)" ./tensor_gemm 9
 no_gpu ./tensor_gemm
 for s in 64 128,256,64 1000,1023,777 100,200,16 1,300,64 300,1,16; do
     gpu_check ./tensor_gemm --check-only --size $s
@@ -151,7 +151,7 @@ gpu_expect 2 'version 2 (mma.sync+ldmatrix, cp.async x2): bf16 only' ./tensor_ge
 gpu_check_large ./tensor_gemm --check-only --size 8192
 # planted bugs: the wgmma versions skip the last 32 bytes of every k tile (one k16 step of bf16);
 # version 2 skips the second k16 step of its tiles
-mutant "tensor_gemm 3-7 skip a wgmma k step" tensor_gemm_kernels.cu \
-    's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' ./tensor_gemm 7 --check-only --size 256
+mutant "tensor_gemm 3-8 skip a wgmma k step" tensor_gemm_kernels.cu \
+    's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' ./tensor_gemm 8 --check-only --size 256
 mutant "tensor_gemm 2 skips half of each k tile" tensor_gemm_kernels.cu \
     's|for (int kk = 0; kk < TG2_BK; kk += 16)|for (int kk = 0; kk < TG2_BK / 2; kk += 16)|' ./tensor_gemm 2 --check-only --size 256
