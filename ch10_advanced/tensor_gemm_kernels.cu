@@ -36,6 +36,12 @@
 #define TG_SM90A 1 /* device code for sm_90a: wgmma, setmaxnreg */
 #endif
 
+/* Versions 4-8: the ring's depth (make TG_STAGES=2), 48 KiB a stage; at most 4 fit in 227 KiB. */
+#ifndef TG_STAGES
+#define TG_STAGES 4
+#endif
+#define TGW_STAGES TG_STAGES
+
 /* ================================================================ version 1: wmma */
 
 /* The wmma shapes: bf16 multiplies 16x16x16 per instruction, tf32 16x16x8. */
@@ -45,7 +51,11 @@ template <> struct wmma_shape<__nv_bfloat16> {
     static const int K = 16;
 };
 template <> struct wmma_shape<float> {
+#if !defined(__CUDA_ARCH__) || TG_SM80
     typedef nvcuda::wmma::precision::tf32 frag_t;
+#else
+    typedef float frag_t; /* sm_75 has no tf32 fragments; version 1's body is not compiled there */
+#endif
     static const int K = 8;
 };
 
@@ -425,10 +435,6 @@ __global__ void __launch_bounds__(TG_WG_THREADS)
 
 #define TGW_BM 128 /* two consumer warpgroups of 64 rows */
 #define TGW_BN 256
-#ifndef TG_STAGES
-#define TG_STAGES 4 /* the ring's depth (make TG_STAGES=2): 48 KiB each, at most 4 fit in 227 KiB */
-#endif
-#define TGW_STAGES TG_STAGES
 #define TGW_THREADS (3 * TG_WG_THREADS)
 #define TGW_GROUP 16 /* persistent order: 16 tile rows at a time share B tiles in L2 */
 #define TGW_A_BYTES (TGW_BM * TG_TILE_K_BYTES)
