@@ -157,33 +157,25 @@ static float *cpu_reference(const float *A, const float *B, int M, int N, int K)
     return ref;
 }
 
+/* One element of the CPU reference, for the sampled check. */
+typedef struct {
+    const float *A, *B;
+    int K;
+} tg_operands;
+static double reference_element(const void *ctx, int r, int c)
+{
+    const tg_operands *o = (const tg_operands *)ctx;
+    return dot_row_col(o->A, o->B, o->K, r, c);
+}
+
 /* cuBLAS against the CPU: every element when the full reference exists, else 8 sampled rows
  * and 8 sampled columns computed here. */
 static lb_check check_cublas(const float *A, const float *B, const float *C, const float *ref, int M, int N, int K,
                              lb_rng *rng, int quiet)
 {
     if (ref) return lb_check_f32("cublas vs CPU", C, ref, (size_t)M * N, abs_tol(K), REL_TOL, quiet);
-    lb_check total = {0, 0.0, 0.0};
-    size_t longest = (size_t)(M > N ? M : N);
-    float *got = lb_host_alloc(sizeof(float) * longest, "samples"),
-          *want = lb_host_alloc(sizeof(float) * longest, "samples");
-    for (int s = 0; s < 16; s++) {
-        int is_row = s < 8, len = is_row ? N : M;
-        int idx = (int)(lb_rng_next(rng) % (uint64_t)(is_row ? M : N));
-        for (int i = 0; i < len; i++) {
-            int r = is_row ? idx : i, c = is_row ? i : idx;
-            got[i] = C[(size_t)r * N + c];
-            want[i] = (float)dot_row_col(A, B, K, r, c);
-        }
-        lb_check c = lb_check_f32(is_row ? "cublas row vs CPU" : "cublas column vs CPU", got, want, (size_t)len,
-                                  abs_tol(K), REL_TOL, quiet);
-        total.n_bad += c.n_bad;
-        if (c.max_abs_err > total.max_abs_err) total.max_abs_err = c.max_abs_err;
-        if (c.max_rel_err > total.max_rel_err) total.max_rel_err = c.max_rel_err;
-    }
-    free(got);
-    free(want);
-    return total;
+    tg_operands o = {A, B, K};
+    return lb_check_rows_cols("cublas vs CPU", C, M, N, reference_element, &o, abs_tol(K), REL_TOL, rng, quiet);
 }
 
 /* A kernel's C against cuBLAS's (both carry rounding error: twice the tolerance), and against

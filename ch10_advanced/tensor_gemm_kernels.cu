@@ -455,6 +455,19 @@ template <int CLUSTER> __device__ __forceinline__ void tile_of(int item, int til
     *n0 = (within / height) * TGW_BN;
 }
 
+/* This block's tile for work item `item`: the grid's (one tile per block) or tile_of's, and in
+ * a cluster the block of rank r takes the r-th of the tiles above each other. The producer and
+ * the consumers walk the same items and call this alike. */
+template <int PERSISTENT, int CLUSTER>
+__device__ __forceinline__ void tile_origin(int item, int tiles_m, int tiles_n, uint32_t rank, int *m0, int *n0)
+{
+    if (PERSISTENT)
+        tile_of<CLUSTER>(item, tiles_m, tiles_n, m0, n0);
+    else
+        *m0 = blockIdx.y * TGW_BM, *n0 = blockIdx.x * TGW_BN;
+    *m0 += rank * TGW_BM;
+}
+
 __device__ __forceinline__ uint32_t cluster_rank()
 {
     uint32_t r;
@@ -505,11 +518,7 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
             int u = 0; /* stage uses so far: stage u % STAGES, its (u / STAGES)-th use */
             for (int item = first; item < items; item += step) {
                 int m0, n0;
-                if (PERSISTENT)
-                    tile_of<CLUSTER>(item, tiles_m, tiles_n, &m0, &n0);
-                else
-                    m0 = blockIdx.y * TGW_BM, n0 = blockIdx.x * TGW_BN;
-                m0 += rank * TGW_BM;
+                tile_origin<PERSISTENT, CLUSTER>(item, tiles_m, tiles_n, rank, &m0, &n0);
                 for (int t = 0; t < k_tiles; t++, u++) {
                     int s = u % TGW_STAGES, use = u / TGW_STAGES;
                     if (use > 0) mbar_wait(&empty[s], (use - 1) & 1); /* consumers released its last use */
@@ -532,11 +541,7 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
         int u = 0;
         for (int item = first; item < items; item += step) {
             int m0, n0;
-            if (PERSISTENT)
-                tile_of<CLUSTER>(item, tiles_m, tiles_n, &m0, &n0);
-            else
-                m0 = blockIdx.y * TGW_BM, n0 = blockIdx.x * TGW_BN;
-            m0 += rank * TGW_BM;
+            tile_origin<PERSISTENT, CLUSTER>(item, tiles_m, tiles_n, rank, &m0, &n0);
             float d[128] = {};
             for (int t = 0; t < k_tiles; t++, u++) {
                 int s = u % TGW_STAGES;
@@ -605,21 +610,13 @@ template <typename In> static cudaError_t allow_smem()
 {
     cudaError_t e = cudaFuncSetAttribute(tensor_gemm_kernel3<In>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (TG3_BM + TG3_BN) * TG_TILE_K_BYTES + 1024);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 0, 1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 TGW_SMEM);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 TGW_SMEM);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 2, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 TGW_SMEM);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 TGW_SMEM);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 TGW_SMEM);
+    /* the warp-specialised kernels of versions 4-8 (PERSISTENT, CLUSTER, INFLIGHT) */
+    const void *ws[] = {
+        (const void *)tensor_gemm_kernel_ws<In, 0, 1, 0>, (const void *)tensor_gemm_kernel_ws<In, 1, 1, 0>,
+        (const void *)tensor_gemm_kernel_ws<In, 1, 2, 0>, (const void *)tensor_gemm_kernel_ws<In, 1, 1, 1>,
+        (const void *)tensor_gemm_kernel_ws<In, 1, 2, 1>};
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0] && e == cudaSuccess; i++)
+        e = cudaFuncSetAttribute(ws[i], cudaFuncAttributeMaxDynamicSharedMemorySize, TGW_SMEM);
     return e;
 }
 #endif

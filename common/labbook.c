@@ -248,6 +248,33 @@ lb_check lb_check_f32(const char *what, const float *got, const float *want, siz
     return c;
 }
 
+lb_check lb_check_rows_cols(const char *what, const float *C, int M, int N, lb_element_fn want, const void *ctx,
+                            double atol, double rtol, lb_rng *rng, int quiet)
+{
+    lb_check total = {0, 0.0, 0.0};
+    size_t longest = (size_t)(M > N ? M : N);
+    float *got = lb_host_alloc(sizeof(float) * longest, "samples"),
+          *ref = lb_host_alloc(sizeof(float) * longest, "samples");
+    char label[96];
+    for (int s = 0; s < 16; s++) { /* rows first, then columns */
+        int is_row = s < 8, len = is_row ? N : M;
+        int idx = (int)(lb_rng_next(rng) % (uint64_t)(is_row ? M : N));
+        for (int i = 0; i < len; i++) {
+            int r = is_row ? idx : i, c = is_row ? i : idx;
+            got[i] = C[(size_t)r * N + c];
+            ref[i] = (float)want(ctx, r, c);
+        }
+        snprintf(label, sizeof label, "%s %s", what, is_row ? "row" : "column");
+        lb_check one = lb_check_f32(label, got, ref, (size_t)len, atol, rtol, quiet);
+        total.n_bad += one.n_bad;
+        if (one.max_abs_err > total.max_abs_err) total.max_abs_err = one.max_abs_err;
+        if (one.max_rel_err > total.max_rel_err) total.max_rel_err = one.max_rel_err;
+    }
+    free(got);
+    free(ref);
+    return total;
+}
+
 lb_check lb_check_i32(const char *what, const int *got, const int *want, size_t n, int quiet)
 {
     lb_check c = {0, 0.0, 0.0};

@@ -8,7 +8,8 @@
  *   arguments     lb_parse_args(): --help, -n/--size, --block, --iters, --seed,
  *                 --check-only, --quiet, a version number, and a program's own flags (lb_args.c)
  *   data          lb_rng / lb_fill_uniform (seeded), lb_poison_* (NaN bytes)
- *   checking      lb_check_f32 (abs + rel tolerance, NaN fails), lb_check_i32 (exact),
+ *   checking      lb_check_f32 (abs + rel tolerance, NaN fails), lb_check_rows_cols (sampled
+ *                 rows and columns of a large matrix), lb_check_i32 (exact),
  *                 lb_dot_tolerance (a float sum's rounding)
  *   timing        lb_time_ms (CUDA events, warm-up, median), lb_memcpy_ceiling (D2D)
  *   reporting     lb_report_row (table row + RESULT line), lb_report_finish (--quiet summary)
@@ -327,6 +328,12 @@ typedef struct {
  * first few mismatches (index, got, want) unless quiet. Returns the counts. */
 lb_check lb_check_f32(const char *what, const float *got, const float *want, size_t n, double atol, double rtol,
                       int quiet);
+/* A matrix too large for a full CPU reference: C (M,N), row-major, against want(ctx, r, c) on 8
+ * random rows and 8 random columns, as lb_check_f32 ("<what> row", "<what> column"). For
+ * products whose references cost K multiply-adds per element. */
+typedef double (*lb_element_fn)(const void *ctx, int r, int c);
+lb_check lb_check_rows_cols(const char *what, const float *C, int M, int N, lb_element_fn want, const void *ctx,
+                            double atol, double rtol, lb_rng *rng, int quiet);
 /* Exact comparison of ints; prints the first mismatches unless quiet. */
 lb_check lb_check_i32(const char *what, const int *got, const int *want, size_t n, int quiet);
 /* Sampled checks: for (i = 0; i < n; i = lb_sample_next(i, n, step)) visits 0, step, 2*step, ...

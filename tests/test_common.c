@@ -562,11 +562,36 @@ static void test_pgm(void)
     CHECK(lb_read_pgm("/nonexistent/x.pgm", &w, &h, err, sizeof err) == NULL && strstr(err, "cannot open"));
 }
 
+/* lb_check_rows_cols: C = 10 r + c against the same formula; one wrong column is in every
+ * sampled row, a NaN too; an element off by less than the tolerance passes */
+static double ten_r_plus_c(const void *ctx, int r, int c)
+{
+    (void)ctx;
+    return 10.0 * r + c;
+}
+static void test_rows_cols(void)
+{
+    enum { M = 37, N = 23 };
+    static float C[M * N];
+    for (int r = 0; r < M; r++)
+        for (int c = 0; c < N; c++) C[r * N + c] = (float)(10 * r + c);
+    lb_rng rng;
+    lb_rng_seed(&rng, 7);
+    CHECK(lb_check_rows_cols("C", C, M, N, ten_r_plus_c, NULL, 1e-3, 0.0, &rng, 1).n_bad == 0);
+    C[5 * N + 3] += 5e-4f; /* inside the tolerance */
+    CHECK(lb_check_rows_cols("C", C, M, N, ten_r_plus_c, NULL, 1e-3, 0.0, &rng, 1).n_bad == 0);
+    for (int r = 0; r < M; r++) C[r * N + 4] += 1.0f; /* column 4 wrong: every sampled row sees it */
+    CHECK(lb_check_rows_cols("C", C, M, N, ten_r_plus_c, NULL, 1e-3, 0.0, &rng, 1).n_bad >= 8);
+    for (int r = 0; r < M; r++) C[r * N + 4] = NAN;
+    CHECK(lb_check_rows_cols("C", C, M, N, ten_r_plus_c, NULL, 1e-3, 0.0, &rng, 1).n_bad >= 8);
+}
+
 int main(void)
 {
     test_numbers();
     test_args();
     test_checkers();
+    test_rows_cols();
     test_version_wanted();
     test_report();
     test_rng();
