@@ -5,7 +5,8 @@
  *   build: make ch04      run: ./life [version] [--size 16384 | WxH] [--gens 100] [--frames K]
  *
  * versions: the table versions[] below (0 the CPU, 1-3 GPU kernels with a launch per
- * generation, 4-6 all generations in one launch, for small boards), listed by ./life --help;
+ * generation, 4-6 all generations in one launch, for small boards, 7-8 faster bit-packed
+ * kernels with a launch per generation), listed by ./life --help;
  * the kernels are in life_kernels.cu. A version whose limit the board exceeds (4-6) is skipped
  * in the all-versions run and refused (exit 2, with the limit) when asked for.
  *
@@ -78,7 +79,7 @@ static cudaError_t run_generations(void *ctx)
     life_job *j = (life_job *)ctx;
     cudaError_t e = cudaSuccess;
     if (j->from_start) e = cudaMemcpyAsync(j->d_a, j->d_start, j->board_bytes, cudaMemcpyDeviceToDevice, 0);
-    if (e == cudaSuccess && j->version >= LIFE_ONE_LAUNCH)
+    if (e == cudaSuccess && j->version >= LIFE_ONE_LAUNCH && j->version <= LIFE_ONE_LAUNCH_LAST)
         return life_launch_gens(j->version, j->d_a, j->d_b, j->w, j->h, j->gens);
     void *in = j->d_a, *out = j->d_b;
     for (int g = 0; g < j->gens && e == cudaSuccess; g++) {
@@ -125,6 +126,8 @@ static const lb_version versions[] = {
     {4, "one_block", "one launch: one block, global", LB_OLDEST_SM, run_generations},
     {5, "one_block_smem", "one launch: one block, shared", LB_OLDEST_SM, run_generations},
     {6, "grid_sync", "one launch: cooperative grid sync", LB_OLDEST_SM, run_generations},
+    {7, "prefetched", "bit-packed, every load first", LB_OLDEST_SM, run_generations},
+    {8, "bitpacked64", "bit-packed, 64 per word", LB_OLDEST_SM, run_generations},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == LIFE_VERSIONS,
                "one row in versions[] per version: LIFE_VERSIONS in life_kernels.h");
@@ -372,7 +375,7 @@ int main(int argc, char **argv)
             if (!args.quiet) printf(" %3d  %-30s skipped: %s\n", v, versions[v].title, too_big);
             continue;
         }
-        int packed = v == 3; /* version 3 works on 32 cells per word, the others on bytes */
+        int packed = v == 3 || v >= 7; /* 3, 7 and 8 work on 32 cells per word, the others on bytes */
         life_job job = {v,
                         W,
                         H,

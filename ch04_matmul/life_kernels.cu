@@ -10,7 +10,9 @@
  *      once and its threads read the neighbourhoods from there, 4 cells (bytes) per 32-bit
  *      word added at once (one cell per thread when the width is not a multiple of 4)
  *   3  bit-packed: 32 cells per 32-bit word, the 8 neighbour counts of 32 cells added at once
- *      with bitwise full adders, 4 rows per thread
+ *      with bitwise full adders, 8 rows per thread
+ *   7  as 3, with every load of a thread issued before it computes (latencies overlap)
+ *   8  as 7 with 64-bit words: 64 cells per word, half the loads, shuffles and stores
  *
  * All G generations in one launch (the book's conway_gpu_syncthreads and _shared), for small
  * boards, where a launch per generation costs more than the generation:
@@ -150,29 +152,32 @@ __global__ void life_kernel2_bytes(const uint8_t *in, uint8_t *out, int W, int H
  * word) and of the right neighbours (x+1), so that bit b of each of the 8 neighbour words
  * is one neighbour of cell b. Then it adds the 8 words bit by bit with full adders: 3 sum
  * bits per cell (a count of 8 wraps to 0, which is dead anyway, like 0). */
-__device__ __forceinline__ void full_add(uint32_t a, uint32_t b, uint32_t c, uint32_t &sum, uint32_t &carry)
+template <typename Word> __device__ __forceinline__ void full_add(Word a, Word b, Word c, Word &sum, Word &carry)
 {
-    uint32_t t = a ^ b;
+    Word t = a ^ b;
     sum = t ^ c;
     carry = (a & b) | (t & c);
 }
 
-struct row_words {
-    uint32_t left, centre, right;
+template <typename Word> struct row_words_of {
+    Word left, centre, right;
 };
+typedef row_words_of<uint32_t> row_words;
 
-/* 8 neighbour words and the centre -> the next state of 32 cells */
-__device__ __forceinline__ uint32_t rule32(const row_words &u, const row_words &m, const row_words &d)
+/* 8 neighbour words and the centre -> the next state of 32 (or 64) cells */
+template <typename Word>
+__device__ __forceinline__ Word rule_words(const row_words_of<Word> &u, const row_words_of<Word> &m,
+                                           const row_words_of<Word> &d)
 {
     /* add 8 one-bit numbers per bit position: ones (s0), twos (s1), fours (s2) */
-    uint32_t sa, ca, sb, cb, s0, cd, t1, t2;
+    Word sa, ca, sb, cb, s0, cd, t1, t2;
     full_add(u.left, u.centre, u.right, sa, ca);
     full_add(m.left, m.right, d.left, sb, cb);
-    uint32_t sc = d.centre ^ d.right, cc = d.centre & d.right; /* half adder */
-    full_add(sa, sb, sc, s0, cd);                              /* weight 1 */
-    full_add(ca, cb, cc, t1, t2);                              /* weight 2 ... */
-    uint32_t s1 = t1 ^ cd, t3 = t1 & cd;
-    uint32_t s2 = t2 ^ t3; /* weight 4 (8 neighbours give 0: dead either way) */
+    Word sc = d.centre ^ d.right, cc = d.centre & d.right; /* half adder */
+    full_add(sa, sb, sc, s0, cd);                          /* weight 1 */
+    full_add(ca, cb, cc, t1, t2);                          /* weight 2 ... */
+    Word s1 = t1 ^ cd, t3 = t1 & cd;
+    Word s2 = t2 ^ t3; /* weight 4 (8 neighbours give 0: dead either way) */
     /* alive next: count == 3 (s2=0, s1=1, s0=1), or count == 2 (s0=0) and alive now */
     return ~s2 & s1 & (s0 | m.centre);
 }
@@ -212,9 +217,63 @@ __global__ void life_kernel3(const uint32_t *in, uint32_t *out, int W, int H)
         int y = y0 + k;
         if (y >= H) break; /* also the same for the whole warp */
         row_words d = row_neighbours(in + (size_t)(y == H - 1 ? 0 : y + 1) * nw, j, nw, valid);
-        if (j < nw) out[(size_t)y * nw + j] = rule32(u, m, d) & mask;
+        if (j < nw) out[(size_t)y * nw + j] = rule_words(u, m, d) & mask;
         u = m;
         m = d;
+    }
+}
+
+/* ---------------------------------------------------------------- 7-8: bit-packed, every load first */
+
+#ifndef LIFE7_ROWS
+#define LIFE7_ROWS 8 /* tunable: consecutive rows per thread */
+#endif
+/* Version 3 loads a row, computes it, stores it, then loads the next: in and out might be
+ * the same memory as far as the compiler knows, so no load moves above an earlier store, and
+ * a warp waits for one device-memory latency per row. Here (__restrict__, and all the rows
+ * in a register array) a thread issues the loads of its LIFE7_ROWS + 2 rows, and of the
+ * neighbour words its lane needs at the warp's edges, before it computes anything: the
+ * latencies overlap. Word is 32 bits (version 7) or 64 (version 8: half the words, so half
+ * the loads, shuffles and stores per cell; the additions are twice as wide). The board
+ * layout is version 3's; a row of nw words, the last holding `valid` cells. */
+template <typename Word>
+__global__ void __launch_bounds__(256)
+    life_kernel7(const Word *__restrict__ in, Word *__restrict__ out, int nw, int valid, int H)
+{
+    constexpr int BITS = 8 * sizeof(Word), R = LIFE7_ROWS;
+    int lane = threadIdx.x, j = blockIdx.x * 32 + lane, jc = j < nw ? j : nw - 1;
+    int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * R;
+    if (y0 >= H) return; /* the whole warp shares y0 */
+    /* the words left and right of the lane's: a neighbour lane's, except at the warp's edges
+     * and where the row wraps around */
+    bool load_left = lane == 0 || jc == 0, load_right = lane == 31 || jc == nw - 1;
+    int jl = jc == 0 ? nw - 1 : jc - 1, jr = jc == nw - 1 ? 0 : jc + 1;
+    Word cur[R + 2], west[R + 2], east[R + 2];
+#pragma unroll
+    for (int k = 0; k < R + 2; k++) { /* rows y0-1 .. y0+R, wrapped */
+        int y = y0 - 1 + k;
+        y = y < 0 ? y + H : y >= H ? y % H : y;
+        const Word *row = in + (size_t)y * nw;
+        cur[k] = row[jc];
+        west[k] = load_left ? row[jl] : 0;
+        east[k] = load_right ? row[jr] : 0;
+    }
+    row_words_of<Word> w[R + 2];
+#pragma unroll
+    for (int k = 0; k < R + 2; k++) {
+        Word from_left = __shfl_up_sync(0xffffffffu, cur[k], 1), from_right = __shfl_down_sync(0xffffffffu, cur[k], 1);
+        Word prev = load_left ? west[k] : from_left, next = load_right ? east[k] : from_right;
+        Word west_bit = jc == 0 ? (prev >> (valid - 1)) & 1u : prev >> (BITS - 1);
+        int top = jc == nw - 1 ? valid - 1 : BITS - 1;
+        w[k].centre = cur[k];
+        w[k].left = (cur[k] << 1) | west_bit;
+        w[k].right = (cur[k] >> 1) | ((next & (Word)1) << top);
+    }
+    Word mask = (j == nw - 1 && valid < BITS) ? ((Word)1 << valid) - 1 : ~(Word)0; /* unused bits stay 0 */
+#pragma unroll
+    for (int k = 1; k <= R; k++) {
+        int y = y0 + k - 1;
+        if (y < H && j < nw) out[(size_t)y * nw + j] = rule_words(w[k - 1], w[k], w[k + 1]) & mask;
     }
 }
 
@@ -359,6 +418,21 @@ extern "C" cudaError_t life_launch_stream(int version, const void *d_in, void *d
         int nw = (w + 31) / 32;
         life_kernel3<<<dim3(cdiv(nw, 32), cdiv(h, 8 * LIFE3_ROWS)), dim3(32, 8), 0, stream>>>(
             static_cast<const uint32_t *>(d_in), static_cast<uint32_t *>(d_out), w, h);
+        break;
+    }
+    case 7:
+    case 8: {
+        int nw = (w + 31) / 32, valid = w - 32 * (nw - 1); /* 32-bit words, as version 3 */
+        if (version == 8 && nw % 2 == 0) { /* rows of whole 64-bit words: the same bits, half the words */
+            int valid64 = w - 64 * (nw / 2 - 1);
+            life_kernel7<unsigned long long>
+                <<<dim3(cdiv(nw / 2, 32), cdiv(h, 8 * LIFE7_ROWS)), dim3(32, 8), 0, stream>>>(
+                    static_cast<const unsigned long long *>(d_in), static_cast<unsigned long long *>(d_out), nw / 2,
+                    valid64, h);
+        } else {
+            life_kernel7<uint32_t><<<dim3(cdiv(nw, 32), cdiv(h, 8 * LIFE7_ROWS)), dim3(32, 8), 0, stream>>>(
+                static_cast<const uint32_t *>(d_in), static_cast<uint32_t *>(d_out), nw, valid, h);
+        }
         break;
     }
     default: return cudaErrorInvalidValue;

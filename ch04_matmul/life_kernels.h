@@ -8,17 +8,19 @@
 extern "C" {
 #endif
 
-/* Versions 0 (the CPU, in life.c) .. 6; life.c's version table has one row for each. */
-#define LIFE_VERSIONS 7
-/* the first version that runs every generation in one launch */
+/* Versions 0 (the CPU, in life.c) .. 8; life.c's version table has one row for each. */
+#define LIFE_VERSIONS 9
+/* the versions that run every generation in one launch: 4 .. 6 */
 #define LIFE_ONE_LAUNCH 4
+#define LIFE_ONE_LAUNCH_LAST 6
 /* version 4 (one block, global memory): beyond this many cells one block is hopelessly slow */
 #define LIFE_ONE_BLOCK_MAX_CELLS 65536
 
 /* One generation of version 1..LIFE_VERSIONS-1 from d_in to d_out. Versions 1 and 2: one byte
- * per cell (0 dead, 1 alive), row-major. Version 3: bit-packed, 32 cells per word, cell x of a
- * row is bit x % 32 of word x / 32 (least significant bit first); a row is ceil(w / 32) words
- * and the unused high bits of its last word stay 0. Returns the launch error. */
+ * per cell (0 dead, 1 alive), row-major. Versions 3, 7 and 8: bit-packed, 32 cells per word, cell
+ * x of a row is bit x % 32 of word x / 32 (least significant bit first); a row is ceil(w / 32)
+ * words and the unused high bits of its last word stay 0 (version 8 reads two words as one
+ * 64-bit word when a row has an even number of them). Returns the launch error. */
 cudaError_t life_launch(int version, const void *d_in, void *d_out, int w, int h);
 /* The same, queued on `stream` (life --boards runs one board per stream). */
 cudaError_t life_launch_stream(int version, const void *d_in, void *d_out, int w, int h, cudaStream_t stream);

@@ -2,9 +2,9 @@
  *
  *   A is (M,K), B is (K,N), C is (M,N), row-major fp32 (default M = N = K = 4096).
  *   build: make ch04 (TILE=32 for version 2's tile)
- *   run:   ./matmul [version] [--size N | --size M,N,K] [--block B] [--sweep]
+ *   run:   ./matmul [version] [--size N | --size M,N,K] [--block B] [--sweep] [--tiling BMxBN,S]
  *
- * versions: the table versions[] below (0 cuBLAS, 1 naive ... 7 warp tiles), listed by
+ * versions: the table versions[] below (0 cuBLAS, 1 naive ... 10 tiling by shape), listed by
  * ./matmul --help; the kernels, in the same order, are in matmul_kernels.cu.
  *
  * Verification: cuBLAS against a CPU reference accumulating in double (every element up
@@ -56,6 +56,7 @@ typedef struct {
     int m, n, k;
     int version, block; /* block: version 1's block edge (--block) */
     int tile;           /* for --sweep: version 2 with this tile instead of the built one */
+    matmul_tiling plan; /* version 10's tile and split of K */
 } mm_job;
 
 static cudaError_t run_cublas(void *ctx)
@@ -69,6 +70,7 @@ static cudaError_t run_kernel(void *ctx)
 {
     mm_job *j = (mm_job *)ctx;
     if (j->tile) return matmul_tiled_launch(j->tile, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k);
+    if (j->version == 10 && j->plan.bm) return matmul_launch_tiling(j->plan, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k);
     return matmul_launch(j->version, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k, j->block);
 }
 
@@ -84,6 +86,9 @@ static const lb_version versions[] = {
     {5, "quads_dbuf", "4x4 quads, double buf.", LB_OLDEST_SM, run_kernel},
     {6, "cp_async", "cp.async, 3 stages", 80, run_kernel},
     {7, "warptile_8x16", "2x2 warps, 8x16/thread", LB_OLDEST_SM, run_kernel},
+    {8, "tile128x256", "128x256, cp.async A^T", 80, run_kernel},
+    {9, "frag_dbuf", "8 + fragments dbuf.", 80, run_kernel},
+    {10, "shape", "tile, split-K by shape", 80, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == MATMUL_VERSIONS,
                "one row in versions[] per version: MATMUL_VERSIONS in matmul_kernels.h");
@@ -150,14 +155,15 @@ static void sweep(cublasHandle_t handle, int iters)
         CUDA_CHECK(cudaMemcpy(d_b, h, bytes, cudaMemcpyHostToDevice));
         free(h);
         int reps = n >= 4096 ? (iters < 3 ? iters : 3) : iters;
-        mm_job base = {handle, d_a, d_b, d_c, n, n, n, 0, 16, 0};
+        mm_job base = {handle, d_a, d_b, d_c, n, n, n, 0, 16, 0, {0, 0, 0}};
         double t0 = tflops(n, n, n, lb_time_ms(run_cublas, &base, 1, reps));
         printf("  %5d %8.1f", n, t0);
         /* naive with three block edges, tiled with three tiles, then versions 3.. as built */
         mm_job jobs[6 + MATMUL_VERSIONS - 3];
-        for (int i = 0; i < 3; i++) jobs[i] = (mm_job){handle, d_a, d_b, d_c, n, n, n, 1, 8 << i, 0};
-        for (int i = 0; i < 3; i++) jobs[3 + i] = (mm_job){handle, d_a, d_b, d_c, n, n, n, 2, 0, 8 << i};
-        for (int v = 3; v < MATMUL_VERSIONS; v++) jobs[3 + v] = (mm_job){handle, d_a, d_b, d_c, n, n, n, v, 0, 0};
+        for (int i = 0; i < 3; i++) jobs[i] = (mm_job){handle, d_a, d_b, d_c, n, n, n, 1, 8 << i, 0, {0, 0, 0}};
+        for (int i = 0; i < 3; i++) jobs[3 + i] = (mm_job){handle, d_a, d_b, d_c, n, n, n, 2, 0, 8 << i, {0, 0, 0}};
+        for (int v = 3; v < MATMUL_VERSIONS; v++)
+            jobs[3 + v] = (mm_job){handle, d_a, d_b, d_c, n, n, n, v, 0, 0, {0, 0, 0}};
         for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; j++) {
             double t = tflops(n, n, n, lb_time_ms(run_kernel, &jobs[j], 1, reps));
             printf(" %5.1f(%.2f)", t, t / t0);
@@ -173,19 +179,36 @@ static void sweep(cublasHandle_t handle, int iters)
 /* ---------------------------------------------------------------- main */
 
 static int do_sweep = 0;
+static const char *tiling_text = NULL;
 static const lb_opt options[] = {
     {"--sweep", LB_OPT_FLAG, &do_sweep, "TFLOP/s table over naive block and TILE choices, sizes 512..8192"},
+    {"--tiling", LB_OPT_STRING, &tiling_text,
+     "version 10's plan instead of its own: BMxBN,S (128x256, 128x128 or 64x128; S parts of K)"},
 };
 static const lb_program program = {
     .name = "matmul",
     .synopsis = "C = A @ B in fp32 (row-major): naive, tiled and register-blocked kernels vs cuBLAS",
-    .details = "--block B sets version 1's block to B x B threads. --size is N (square) or M,N,K.\n",
+    .details = "--block B sets version 1's block to B x B threads. --size is N (square) or M,N,K.\n"
+               "--tiling 64x128,4 makes version 10 use 64x128 tiles and K in 4 parts, whatever the shape.\n",
     .uses = LB_USE_ALL,
     .opts = options,
-    .n_opts = 1,
+    .n_opts = 2,
     .versions = versions,
     .n_versions = MATMUL_VERSIONS,
 };
+
+/* --tiling BMxBN,S: a tile version 10's kernel has, and 1..256 parts of K. */
+static matmul_tiling parse_tiling(const lb_program *prog, const char *text)
+{
+    matmul_tiling t = {0, 0, 0};
+    if (!text) return t;
+    char end;
+    if (sscanf(text, "%dx%d,%d%c", &t.bm, &t.bn, &t.splits, &end) != 3)
+        lb_usage_error(prog, "--tiling '%s': expected BMxBN,S (e.g. 64x128,4)", text);
+    if (!matmul_tiling_supported(t) || t.splits > 256)
+        lb_usage_error(prog, "--tiling '%s': the tile is 128x256, 128x128 or 64x128, and S is 1..256", text);
+    return t;
+}
 
 /* Each version's C against cuBLAS's (both carry rounding error: twice the tolerance), and
  * against the CPU directly too when the full reference exists. */
@@ -206,6 +229,7 @@ int main(int argc, char **argv)
     lb_size_mnk(&program, &args, &M, &N, &K);
     if (args.block > 32)
         lb_usage_error(&program, "--block %d: the naive kernel's block is B x B threads, B at most 32", args.block);
+    matmul_tiling forced = parse_tiling(&program, tiling_text); /* {0} when not given */
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);
@@ -239,6 +263,9 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMemcpy(d_b, h_b, sizeof(float) * b_n, cudaMemcpyHostToDevice));
     float *h_cpu = cpu_reference(h_a, h_b, M, N, K); /* NULL when too large */
 
+    /* version 10's plan: its own choice for this shape on this GPU, or --tiling's */
+    matmul_tiling plan = forced.bm ? forced : matmul_choose_tiling(M, N, K);
+
     char sz[64];
     snprintf(sz, sizeof sz, "%dx%dx%d", M, N, K);
     lb_report rep = {.prog = &program,
@@ -253,7 +280,7 @@ int main(int argc, char **argv)
      * the CPU, its C is then the reference for every kernel, and its time the baseline */
     for (int v = 0; v < MATMUL_VERSIONS; v++) {
         if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
-        mm_job job = {handle, d_a, d_b, d_c, M, N, K, v, args.block, 0};
+        mm_job job = {handle, d_a, d_b, d_c, M, N, K, v, args.block, 0, plan};
         lb_poison_device(d_c, sizeof(float) * c_n); /* NaN: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_cublas : h_c, d_c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
@@ -265,6 +292,10 @@ int main(int argc, char **argv)
         char name[32], verdict[96];
         if (v == 2)
             snprintf(name, sizeof name, "tiled%d", matmul_tile());
+        else if (v == 10 && plan.splits > 1)
+            snprintf(name, sizeof name, "shape%dx%d_split%d", plan.bm, plan.bn, plan.splits);
+        else if (v == 10)
+            snprintf(name, sizeof name, "shape%dx%d", plan.bm, plan.bn);
         else
             snprintf(name, sizeof name, "%s", versions[v].name);
         lb_report_row(&rep, v, name, ms, tflops(M, N, K, ms), c.n_bad == 0,

@@ -18,6 +18,10 @@
  *      blocks running together reuse the same panels of A and B from L2
  *   7  back to version 5's register double buffering, with 128 threads of 8x16 outputs in
  *      2x2 warp tiles: more FMAs per shared-memory read (cuBLAS's own FP32 tile shape)
+ *   8  a 128x256 tile per block of 8 warps, one block per SM (up to 255 registers a thread);
+ *      cp.async stages with the A tile transposed on the way by 4-byte copies
+ *   9  as 8, with the next k's fragments read into registers while this k's FMAs run
+ *  10  version 9's kernel with the tile and a split of K chosen by the matrix's shape
  *
  * No tensor cores: every product is an FFMA on the FP32 cores, like cuBLAS's default sgemm.
  */
@@ -537,6 +541,293 @@ __global__ void __launch_bounds__(128) matmul_kernel7(const float *A, const floa
     }
 }
 
+/* ---------------------------------------------------------------- 8-10: 128x256 tiles, one block per SM */
+
+/* One kernel template serves versions 8, 9 and 10:
+ *   8   a 128x256 tile per block of 256 threads (8 warps as 2 x 4, each 64x64, each thread
+ *       8x16 as in version 7), one block per SM with up to 255 registers per thread; the
+ *       tiles arrive by cp.async, K8_STAGES steps ahead, and the A tile is transposed on the
+ *       way: 4-byte copies, each to its transposed place (version 6 could not transpose);
+ *   9   as 8, with the fragments double-buffered in registers: the 24 values of step k+1
+ *       are read from shared memory while the 128 FMAs of step k run, so no FMA waits for a
+ *       shared load (DBUF);
+ *   10  version 9's kernel with the tile (128x256, 128x128 or 64x128) and a split of K
+ *       chosen by the shape: a matrix of few tiles (M = 128 rows, say) leaves SMs idle, so
+ *       K is cut into `splits` parts, one block each, added into C with atomics (SPLIT).
+ * The warp layout is version 7's: lane (lr, lc) = (lane / 4, lane % 4) owns rows
+ * lr*4 + 32*i + {0..3} and columns lc*4 + 16*j + {0..3} of its warp's piece, so a warp's
+ * shared loads are 8 (A) or 4 (B) neighbouring float4s: one conflict-free access each. */
+
+#ifndef K8_STAGES
+#define K8_STAGES 3 /* tunable: shared-memory stages (2 = double buffering) */
+#endif
+static_assert(K8_STAGES >= 2 && K8_STAGES <= 6, "K8_STAGES must be 2..6");
+#define K8_BK 8        /* K step per stage */
+#define K8_THREADS 256 /* 8 warps */
+
+/* The shared memory of one stage: the A tile transposed, As[k][m] with a row stride of
+ * BM + 4, then the B tile Bs[k][n]. The padding keeps the transposing copies free of bank
+ * conflicts: lanes 2j and 2j+1 copy k = c and k = c + 4 of the same row m, which without
+ * padding share a bank (128 floats apart); 4 floats of padding per row move k + 4 by 16
+ * banks, and the 16 rows of a warp fill the other 16. */
+template <int BM, int BN> struct Tile8 {
+    static constexpr int A_STRIDE = BM + 4;
+    static constexpr int STAGE_FLOATS = K8_BK * A_STRIDE + K8_BK * BN;
+    static constexpr int WM = BM / 2, WN = BN / 4;   /* a warp's piece of C */
+    static constexpr int MI = WM / 32, NJ = WN / 16; /* a thread's 4x4 quads, down and across */
+    static_assert(WM % 32 == 0 && WN % 16 == 0, "tile too small for 8 warps of 8 x 4 lanes");
+};
+
+/* Start copying the K step at k0 into one stage: BM x 8 of A, transposed, and 8 x BN of B.
+ * Elements outside the matrices, or at k >= k_end (the end of this block's part of K), are
+ * filled with zeros by the copy itself. */
+template <int BM, int BN, bool VEC>
+__device__ __forceinline__ void load_stage8(float *stage, const float *A, const float *B, int row0, int col0, int k0,
+                                            int k_end, int M, int N, int K)
+{
+    typedef Tile8<BM, BN> T;
+    float *As = stage, *Bs = stage + K8_BK * T::A_STRIDE;
+    constexpr int A_QUADS = BM * K8_BK / 4, B_QUADS = K8_BK * BN / 4; /* float4s per tile */
+#pragma unroll
+    for (int p = 0; p < (A_QUADS + K8_THREADS - 1) / K8_THREADS; p++) {
+        int idx = threadIdx.x + p * K8_THREADS;
+        if (idx >= A_QUADS) break;
+        int r = idx / 2, c = (idx % 2) * 4; /* row r of the tile, k = c..c+3 */
+        bool row_ok = row0 + r < M;
+        const float *src = A + (row_ok ? (size_t)(row0 + r) * K + k0 + c : 0);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            bool ok = row_ok && k0 + c + i < k_end;
+            cp_async4(&As[(c + i) * T::A_STRIDE + r], ok ? src + i : A, ok ? 4 : 0);
+        }
+    }
+#pragma unroll
+    for (int p = 0; p < (B_QUADS + K8_THREADS - 1) / K8_THREADS; p++) {
+        int idx = threadIdx.x + p * K8_THREADS;
+        if (idx >= B_QUADS) break;
+        int r = idx / (BN / 4), c = (idx % (BN / 4)) * 4;
+        copy4<VEC>(&Bs[r * BN + c], B, k0 + r, col0 + c, k_end, N);
+    }
+}
+
+/* A thread's fragments for one k: its MI float4s of A and NJ float4s of B (24 values for
+ * the 128x256 tile), read from a stage at the offsets a_off (in As's row) and b_off. */
+template <int BM, int BN>
+__device__ __forceinline__ void load_frag8(float4 (&a)[Tile8<BM, BN>::MI], float4 (&b)[Tile8<BM, BN>::NJ],
+                                           const float *stage, int kk, int a_off, int b_off)
+{
+    typedef Tile8<BM, BN> T;
+#pragma unroll
+    for (int i = 0; i < T::MI; i++) a[i] = *reinterpret_cast<const float4 *>(&stage[kk * T::A_STRIDE + a_off + 32 * i]);
+#pragma unroll
+    for (int j = 0; j < T::NJ; j++)
+        b[j] = *reinterpret_cast<const float4 *>(&stage[K8_BK * T::A_STRIDE + kk * BN + b_off + 16 * j]);
+}
+
+__device__ __forceinline__ float part(float4 v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+
+/* acc += a b^T: (MI*4) x (NJ*4) FMAs, every index a compile-time constant */
+template <int MI, int NJ>
+__device__ __forceinline__ void outer_quads(float (&acc)[MI * 4][NJ * 4], const float4 (&a)[MI], const float4 (&b)[NJ])
+{
+#pragma unroll
+    for (int i = 0; i < MI * 4; i++)
+#pragma unroll
+        for (int j = 0; j < NJ * 4; j++) acc[i][j] += part(a[i / 4], i % 4) * part(b[j / 4], j % 4);
+}
+
+/* C[r][c..c+3] += v, by atomics: the blocks of a split K add their parts in any order
+ * (so the last bits of C may differ from run to run). sm_90 adds a float4 in one atomic. */
+template <bool VEC> __device__ __forceinline__ void add4(float *p, int r, int c, int rows, int cols, float4 v)
+{
+    if (r >= rows) return;
+    float *q = p + (size_t)r * cols + c;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (VEC && c + 3 < cols) {
+        atomicAdd(reinterpret_cast<float4 *>(q), v);
+        return;
+    }
+#endif
+    if (c + 0 < cols) atomicAdd(q + 0, v.x);
+    if (c + 1 < cols) atomicAdd(q + 1, v.y);
+    if (c + 2 < cols) atomicAdd(q + 2, v.z);
+    if (c + 3 < cols) atomicAdd(q + 3, v.w);
+}
+
+/* Block (x, y, z) computes the BM x BN tile (y, x) of C over K's part z: k in
+ * [z * k_chunk, min(K, (z + 1) * k_chunk)). MINB: blocks per SM the register budget must
+ * allow (1 for 128x256: up to 255 registers per thread). */
+template <int BM, int BN, int MINB, bool VEC, bool DBUF, bool SPLIT>
+__global__ void __launch_bounds__(K8_THREADS, MINB)
+    matmul_kernel8(const float *A, const float *B, float *C, int M, int N, int K, int k_chunk)
+{
+    typedef Tile8<BM, BN> T;
+    constexpr int S = K8_STAGES;
+    extern __shared__ __align__(16) float smem[];
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int wr = warp / 4, wc = warp % 4, lr = lane / 4, lc = lane % 4;
+    int a_off = wr * T::WM + lr * 4, b_off = wc * T::WN + lc * 4; /* the thread's first row and column */
+    int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    int k_begin = blockIdx.z * k_chunk, k_end = min(K, k_begin + k_chunk);
+    int steps = (k_end - k_begin + K8_BK - 1) / K8_BK;
+    float acc[T::MI * 4][T::NJ * 4] = {};
+    float4 fa[2][T::MI], fb[2][T::NJ];
+
+    /* fill the pipeline: stages 0..S-1, one commit group each, even when empty, so that the
+     * count of groups still pending always says which step has landed */
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        if (s < steps)
+            load_stage8<BM, BN, VEC>(smem + s * T::STAGE_FLOATS, A, B, row0, col0, k_begin + s * K8_BK, k_end, M, N, K);
+        cp_async_commit();
+    }
+    cp_async_wait<S - 1>(); /* my copies for step 0 are done ... */
+    __syncthreads();        /* ... and everyone's */
+    if (DBUF) load_frag8<BM, BN>(fa[0], fb[0], smem, 0, a_off, b_off);
+
+    int slot = 0; /* the stage that holds step t */
+    for (int t = 0; t < steps; t++) {
+        const float *stage = smem + slot * T::STAGE_FLOATS;
+        int next_slot = slot + 1 == S ? 0 : slot + 1;
+        bool more = t + 1 < steps;
+        /* After the barrier every thread has read all of step t from `slot`, so step t + S
+         * may be copied there; step t + 1 must have landed: of the groups committed, for steps
+         * up to t + S - 1, at most S - 2 may still be pending. */
+#define MATMUL8_NEXT_STAGE()                                                                                           \
+    cp_async_wait<S - 2>();                                                                                            \
+    __syncthreads();                                                                                                   \
+    if (t + S < steps)                                                                                                 \
+        load_stage8<BM, BN, VEC>(smem + slot * T::STAGE_FLOATS, A, B, row0, col0, k_begin + (t + S) * K8_BK, k_end, M, \
+                                 N, K);                                                                                \
+    cp_async_commit();
+        if (DBUF) {
+#pragma unroll
+            for (int kk = 0; kk < K8_BK; kk++) {
+                int cur = kk % 2, nxt = 1 - cur; /* K8_BK is even: step t+1's k = 0 is in fa[0] again */
+                if (kk < K8_BK - 1) {
+                    load_frag8<BM, BN>(fa[nxt], fb[nxt], stage, kk + 1, a_off, b_off);
+                } else if (more) { /* the last k of this step: its fragments are in registers already */
+                    MATMUL8_NEXT_STAGE()
+                    load_frag8<BM, BN>(fa[nxt], fb[nxt], smem + next_slot * T::STAGE_FLOATS, 0, a_off, b_off);
+                }
+                outer_quads<T::MI, T::NJ>(acc, fa[cur], fb[cur]);
+            }
+        } else {
+#pragma unroll
+            for (int kk = 0; kk < K8_BK; kk++) {
+                load_frag8<BM, BN>(fa[0], fb[0], stage, kk, a_off, b_off);
+                outer_quads<T::MI, T::NJ>(acc, fa[0], fb[0]);
+            }
+            if (more) {
+                MATMUL8_NEXT_STAGE()
+            }
+        }
+#undef MATMUL8_NEXT_STAGE
+        slot = next_slot;
+    }
+
+#pragma unroll
+    for (int i = 0; i < T::MI * 4; i++) {
+        int r = row0 + a_off + 32 * (i / 4) + i % 4;
+#pragma unroll
+        for (int j = 0; j < T::NJ; j++) {
+            int c = col0 + b_off + 16 * j;
+            float4 v = make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]);
+            if (SPLIT)
+                add4<VEC>(C, r, c, M, N, v);
+            else
+                store4<VEC>(C, r, c, M, N, v);
+        }
+    }
+}
+
+/* Launch matmul_kernel8 for one tiling. Shared memory is dynamic (3 stages of the 128x256
+ * tile: 37 KB; more than 48 KB must be asked for once per kernel). */
+template <int BM, int BN, int MINB, bool DBUF>
+static cudaError_t launch8(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, int splits)
+{
+    static bool configured[2][2] = {};
+    size_t bytes = sizeof(float) * K8_STAGES * Tile8<BM, BN>::STAGE_FLOATS;
+    bool vec = n % 4 == 0; /* 16-byte copies of B need every row of B 16-byte aligned */
+    bool split = splits > 1;
+    int k_chunk = split ? ((k + splits - 1) / splits + K8_BK - 1) / K8_BK * K8_BK : k;
+    if (split) splits = (k + k_chunk - 1) / k_chunk; /* no empty parts */
+    dim3 grid((n + BN - 1) / BN, (m + BM - 1) / BM, splits);
+    void (*kernel)(const float *, const float *, float *, int, int, int, int) =
+        vec ? (split ? matmul_kernel8<BM, BN, MINB, true, DBUF, true> : matmul_kernel8<BM, BN, MINB, true, DBUF, false>)
+            : (split ? matmul_kernel8<BM, BN, MINB, false, DBUF, true>
+                     : matmul_kernel8<BM, BN, MINB, false, DBUF, false>);
+    if (!configured[vec][split]) {
+        cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+        if (e != cudaSuccess) return e;
+        configured[vec][split] = true;
+    }
+    if (split) { /* the parts are added into C: it starts at zero */
+        cudaError_t e = cudaMemsetAsync(d_c, 0, sizeof(float) * (size_t)m * n);
+        if (e != cudaSuccess) return e;
+    }
+    kernel<<<grid, K8_THREADS, bytes>>>(d_a, d_b, d_c, m, n, k, k_chunk);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- 10: the tiling chosen by shape */
+
+/* The tiles version 10 chooses from, largest first, and how many blocks of each an SM runs
+ * at once (the 128x256 kernel takes up to 255 registers per thread: one block; the others
+ * are capped at 128 by MINB = 2: two). */
+static const struct {
+    int bm, bn, per_sm;
+} tiles10[] = {{128, 256, 1}, {128, 128, 2}, {64, 128, 2}};
+#define K10_MIN_CHUNK 128 /* the shortest part of K worth a block: 16 steps of 8 */
+
+static int sm_count(void)
+{
+    static int sms = 0; /* asked once: the timed calls do not pay for the query */
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+            sms = 1;
+    }
+    return sms;
+}
+
+extern "C" matmul_tiling matmul_choose_tiling(int m, int n, int k)
+{
+    int sms = sm_count(), count = (int)(sizeof tiles10 / sizeof tiles10[0]);
+    /* the largest tile whose blocks fill (nine tenths of) every SM's places at least once */
+    for (int i = 0; i < count; i++) {
+        long blocks = (long)((m + tiles10[i].bm - 1) / tiles10[i].bm) * ((n + tiles10[i].bn - 1) / tiles10[i].bn);
+        if (blocks * 10 >= 9L * sms * tiles10[i].per_sm) return (matmul_tiling){tiles10[i].bm, tiles10[i].bn, 1};
+    }
+    /* none does: the smallest tile, and K split into as many parts as fill the SMs' places,
+     * each part at least K10_MIN_CHUNK deep */
+    int last = count - 1;
+    long blocks =
+        (long)((m + tiles10[last].bm - 1) / tiles10[last].bm) * ((n + tiles10[last].bn - 1) / tiles10[last].bn);
+    int splits = (int)(sms * tiles10[last].per_sm / blocks);
+    int most = k / K10_MIN_CHUNK;
+    if (splits > most) splits = most;
+    if (splits < 1) splits = 1;
+    return (matmul_tiling){tiles10[last].bm, tiles10[last].bn, splits};
+}
+
+extern "C" int matmul_tiling_supported(matmul_tiling t)
+{
+    for (size_t i = 0; i < sizeof tiles10 / sizeof tiles10[0]; i++)
+        if (t.bm == tiles10[i].bm && t.bn == tiles10[i].bn) return t.splits >= 1;
+    return 0;
+}
+
+extern "C" cudaError_t matmul_launch_tiling(matmul_tiling t, const float *d_a, const float *d_b, float *d_c, int m,
+                                            int n, int k)
+{
+    if (t.bm == 128 && t.bn == 256) return launch8<128, 256, 1, true>(d_a, d_b, d_c, m, n, k, t.splits);
+    if (t.bm == 128 && t.bn == 128) return launch8<128, 128, 2, true>(d_a, d_b, d_c, m, n, k, t.splits);
+    if (t.bm == 64 && t.bn == 128) return launch8<64, 128, 2, true>(d_a, d_b, d_c, m, n, k, t.splits);
+    return cudaErrorInvalidValue;
+}
+
 /* ---------------------------------------------------------------- launchers */
 
 static unsigned int cdiv(int a, int b) { return (unsigned int)((a + b - 1) / b); }
@@ -586,6 +877,9 @@ extern "C" cudaError_t matmul_launch(int version, const float *d_a, const float 
         else
             matmul_kernel7<false><<<big, 128>>>(d_a, d_b, d_c, m, n, k);
         break;
+    case 8: return launch8<128, 256, 1, false>(d_a, d_b, d_c, m, n, k, 1);
+    case 9: return launch8<128, 256, 1, true>(d_a, d_b, d_c, m, n, k, 1);
+    case 10: return matmul_launch_tiling(matmul_choose_tiling(m, n, k), d_a, d_b, d_c, m, n, k);
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();

@@ -7,8 +7,8 @@
 extern "C" {
 #endif
 
-/* Versions 0 (cuBLAS, in matmul.c) .. 7; matmul.c's version table has one row for each. */
-#define MATMUL_VERSIONS 8
+/* Versions 0 (cuBLAS, in matmul.c) .. 10; matmul.c's version table has one row for each. */
+#define MATMUL_VERSIONS 11
 
 /* Launch kernel `version` (1..MATMUL_VERSIONS-1); block is the naive kernel's block edge (threads per
  * side, 16 -> 16x16); the others have fixed shapes. Returns the launch error. */
@@ -16,6 +16,21 @@ cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float
 
 /* The tiled kernel (version 2) with a given tile edge (8, 16 or 32), for --sweep. */
 cudaError_t matmul_tiled_launch(int tile, const float *d_a, const float *d_b, float *d_c, int m, int n, int k);
+
+/* Version 10's plan for one product: a bm x bn tile per block, and K cut into `splits`
+ * parts (one block each, added into C by atomics when splits > 1). */
+typedef struct {
+    int bm, bn, splits;
+} matmul_tiling;
+
+/* The plan version 10 picks for an m x n x k product on this GPU (its SM count). */
+matmul_tiling matmul_choose_tiling(int m, int n, int k);
+
+/* 1 when version 10's kernel has this tile (128x256, 128x128 or 64x128) and splits >= 1. */
+int matmul_tiling_supported(matmul_tiling t);
+
+/* Version 10's kernel with a given plan (for --tiling; matmul_launch(10, ...) uses the chosen one). */
+cudaError_t matmul_launch_tiling(matmul_tiling t, const float *d_a, const float *d_b, float *d_c, int m, int n, int k);
 
 /* The compile-time TILE of version 2 (make TILE=32). */
 int matmul_tile(void);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/add_version.sh - make ch04_matmul/README.md exercise 4's three edits to a copy of matmul
 # (a kernel and its case in matmul_launch, MATMUL_VERSIONS, a row in versions[]) and check that
-# the copy builds, lists version 8 in --help and runs it; and that a half-done edit (the row
+# the copy builds, lists version 11 in --help and runs it; and that a half-done edit (the row
 # without the count) stops the build with the _Static_assert's message.
 #   bash tests/add_version.sh <work folder>      exit 0 pass, 77 no GPU to run it, else fail
 set -u
@@ -14,22 +14,22 @@ cd "$WORK/ch04_matmul" || exit 3
 fail() { echo "add_version: $*"; exit 1; }
 
 # 1. the kernel (a copy of version 1's, renamed) and its case in matmul_launch, before default:
-kernel='__global__ void matmul_kernel8(const float *A, const float *B, float *C, int M, int N, int K)\n{\n    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;\n    if (row >= M || col >= N) return;\n    float acc = 0.0f;\n    for (int k = 0; k < K; k++) acc += A[(size_t)row * K + k] * B[(size_t)k * N + col];\n    C[(size_t)row * N + col] = acc;\n}\n'
+kernel='__global__ void matmul_kernel11(const float *A, const float *B, float *C, int M, int N, int K)\n{\n    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;\n    if (row >= M || col >= N) return;\n    float acc = 0.0f;\n    for (int k = 0; k < K; k++) acc += A[(size_t)row * K + k] * B[(size_t)k * N + col];\n    C[(size_t)row * N + col] = acc;\n}\n'
 sed -i "/^\/\* -* launchers \*\/\$/i $kernel" matmul_kernels.cu
 launcher='/^extern "C" cudaError_t matmul_launch(/,/^}/'
 [ "$(sed -n "$launcher{/^    default:/p}" matmul_kernels.cu | wc -l)" = 1 ] || fail "matmul_launch's 'default:' is not where the README says"
-sed -i "$launcher{/^    default:/i\\    case 8:\\n        matmul_kernel8<<<dim3(cdiv(n, 16), cdiv(m, 16)), dim3(16, 16)>>>(d_a, d_b, d_c, m, n, k);\\n        break;
+sed -i "$launcher{/^    default:/i\\    case 11:\\n        matmul_kernel11<<<dim3(cdiv(n, 16), cdiv(m, 16)), dim3(16, 16)>>>(d_a, d_b, d_c, m, n, k);\\n        break;
 }" matmul_kernels.cu
 # 3. the row, first without 2.: the build must stop, naming MATMUL_VERSIONS
-grep -q '^    {7, "warptile_8x16"' matmul.c || fail "matmul.c's last version row is not where the README says"
-sed -i '/^    {7, "warptile_8x16"/a\    {8, "quads_k16", "4x4 quads, K steps of 16", LB_OLDEST_SM, run_kernel},' matmul.c
+grep -q '^    {10, "shape"' matmul.c || fail "matmul.c's last version row is not where the README says"
+sed -i '/^    {10, "shape"/a\    {11, "quads_k16", "4x4 quads, K steps of 16", LB_OLDEST_SM, run_kernel},' matmul.c
 if make matmul.o >build1.log 2>&1; then fail "a row without MATMUL_VERSIONS built"; fi
 grep -q "MATMUL_VERSIONS" build1.log || { cat build1.log; fail "the half-done edit's error does not name MATMUL_VERSIONS"; }
 # 2. the count
-grep -q '^#define MATMUL_VERSIONS 8$' matmul_kernels.h || fail "MATMUL_VERSIONS is not 8 in matmul_kernels.h"
-sed -i 's/^#define MATMUL_VERSIONS 8$/#define MATMUL_VERSIONS 9/' matmul_kernels.h
-make matmul >build2.log 2>&1 || { tail -20 build2.log; fail "the copy with version 8 does not build"; }
+grep -q '^#define MATMUL_VERSIONS 11$' matmul_kernels.h || fail "MATMUL_VERSIONS is not 11 in matmul_kernels.h"
+sed -i 's/^#define MATMUL_VERSIONS 11$/#define MATMUL_VERSIONS 12/' matmul_kernels.h
+make matmul >build2.log 2>&1 || { tail -20 build2.log; fail "the copy with version 11 does not build"; }
 grep -q 'warning' build2.log && { grep warning build2.log; fail "the copy builds with warnings"; }
-./matmul --help | grep -qE '^ +8  quads_k16 +4x4 quads, K steps of 16$' || fail "--help does not list version 8"
-./matmul 9 >/dev/null 2>&1; [ $? = 2 ] || fail "version 9 is not refused"
-./matmul 8 --check-only --size 100,37,65
+./matmul --help | grep -qE '^ +11  quads_k16 +4x4 quads, K steps of 16$' || fail "--help does not list version 11"
+./matmul 12 >/dev/null 2>&1; [ $? = 2 ] || fail "version 12 is not refused"
+./matmul 11 --check-only --size 100,37,65

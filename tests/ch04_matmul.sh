@@ -4,7 +4,10 @@ bad_input 2 '--size must be positive (got 0)' ./matmul --size 0
 bad_input 2 '--size takes N or M,N,K' ./matmul --size 2,3
 bad_input 2 "--size: '1,2,3,4' is not a size (N or M,N,K)" ./matmul --size 1,2,3,4
 bad_input 2 '--size: each dimension at most 65536' ./matmul --size 100000
-bad_input 2 "version '8' does not exist (0..7)" ./matmul 8
+bad_input 2 "version '11' does not exist (0..10)" ./matmul 11
+bad_input 2 "--tiling '64x64,2': the tile is 128x256, 128x128 or 64x128, and S is 1..256" ./matmul 10 --tiling 64x64,2
+bad_input 2 "--tiling '128x128,0': the tile is 128x256, 128x128 or 64x128, and S is 1..256" ./matmul 10 --tiling 128x128,0
+bad_input 2 "--tiling '128x128': expected BMxBN,S (e.g. 64x128,4)" ./matmul 10 --tiling 128x128
 bad_input 2 "--block 33: the naive kernel's block is B x B threads, B at most 32" ./matmul --block 33
 bad_input 0 'usage: matmul ' ./matmul --help
 no_gpu ./matmul
@@ -18,6 +21,23 @@ gpu_check ./matmul --check-only --size 513
 gpu_check_large ./matmul --check-only --size 2048
 gpu_check ./matmul 1 --check-only --size 100,200,50 --block 7
 gpu_check ./matmul --size 256 --iters 2
+# versions 8-10 (cp.async stages, split K): a network layer's shape, K split into parts with a
+# ragged last part, M = 1, N not a multiple of 4 (4-byte copies), every tile by --tiling
+gpu_check ./matmul --check-only --size 128,1024,784
+gpu_check ./matmul 10 --check-only --size 1,300,5000
+gpu_check ./matmul 10 --check-only --size 200,1001,3001 --tiling 128x128,7
+gpu_check ./matmul 10 --check-only --size 300,500,77 --tiling 64x128,3
+gpu_check ./matmul 10 --check-only --size 129,257,1000 --tiling 128x256,2
+gpu_check ./matmul 10 --check-only --size 64,64,9 --tiling 64x128,200
+gpu_check_large ./matmul 8 --check-only --size 4096,4096,1000
+# planted bugs: the last, partial K step of 8 dropped; the parts of a split K added to the
+# poison instead of to zero; version 9 reading step t+1's first k from step t's stage
+mutant "matmul 8-10 drop a partial last K step" matmul_kernels.cu \
+    's|int steps = (k_end - k_begin + K8_BK - 1) / K8_BK;|int steps = (k_end - k_begin) / K8_BK;|' ./matmul 8 --check-only --size 300,200,777
+mutant "matmul 10 adds the parts of K without zeroing C" matmul_kernels.cu \
+    's|if (split) { /\* the parts|if (0) { /* the parts|' ./matmul 10 --check-only --size 128,1024,784
+mutant "matmul 9 reads the next step's first k from the wrong stage" matmul_kernels.cu \
+    's|smem + next_slot \* T::STAGE_FLOATS, 0, a_off|stage, 0, a_off|' ./matmul 9 --check-only --size 256,512,200
 
 host_test test_life
 bad_input 2 "unknown argument '--bogus'" ./life --bogus
@@ -27,7 +47,7 @@ bad_input 2 '--gens must be positive' ./life --gens 0
 bad_input 2 '--density must be between 0 and 1' ./life --density 1.5
 bad_input 2 "--density: 'x' is not a number" ./life --density x
 bad_input 2 '--frames must be 0 or positive' ./life --frames -1
-bad_input 2 "version '7' does not exist (0..6)" ./life 7
+bad_input 2 "version '9' does not exist (0..8)" ./life 9
 bad_input 2 '--boards must be 0..1024' ./life --boards -1
 bad_input 2 '--boards runs version 1 or 2 (byte boards), not 3' ./life 3 --boards 4
 bad_input 2 "--png '../tests/data' is a folder, not a file" ./life --png ../tests/data
@@ -50,6 +70,13 @@ for v in 4 5 6; do
 done
 gpu_check ./life 4 --check-only --size 256 --gens 10 --no-png
 gpu_check ./life 6 --check-only --size 200x201 --gens 9 --no-png
+# versions 7-8: 64-bit words when a row has an even number of 32-bit words (64x5, 100x9, 33x17:
+# one 64-bit word of 33 cells), 32-bit words otherwise (5x7, 1000x3); boards shorter than a
+# thread's rows
+for size in 64x5 100x9 33x17 5x7 1000x3 4000x1; do
+    gpu_check ./life 7 --check-only --size $size --gens 9 --no-png
+    gpu_check ./life 8 --check-only --size $size --gens 9 --no-png
+done
 gpu_expect 2 "this version takes at most 65536 here" ./life 4 --size 257x256 --gens 2 --no-png
 gpu_expect 2 "both boards in one block's shared memory" ./life 5 --size 4096 --gens 2 --no-png
 gpu_expect 2 "every block resident at once" ./life 6 --size 16384 --gens 2 --no-png
