@@ -562,14 +562,18 @@ __global__ void __launch_bounds__(128) matmul_kernel7(const float *A, const floa
 #define K8_STAGES 3 /* tunable: shared-memory stages (2 = double buffering) */
 #endif
 static_assert(K8_STAGES >= 2 && K8_STAGES <= 6, "K8_STAGES must be 2..6");
-#define K8_BK 8        /* K step per stage */
+#ifndef K8_BK
+#define K8_BK 8 /* tunable: K step per stage (8 or 16) */
+#endif
+static_assert(K8_BK == 8 || K8_BK == 16, "K8_BK must be 8 or 16");
 #define K8_THREADS 256 /* 8 warps */
 
 /* The shared memory of one stage: the A tile transposed, As[k][m] with a row stride of
  * BM + 4, then the B tile Bs[k][n]. The padding keeps the transposing copies free of bank
- * conflicts: lanes 2j and 2j+1 copy k = c and k = c + 4 of the same row m, which without
- * padding share a bank (128 floats apart); 4 floats of padding per row move k + 4 by 16
- * banks, and the 16 rows of a warp fill the other 16. */
+ * conflicts: with K8_BK = 8, lanes 2j and 2j+1 copy k = c and k = c + 4 of the same row m,
+ * which without padding share a bank (128 floats apart); 4 floats of padding per row move
+ * k + 4 by 16 banks, and the 16 rows of a warp fill the other 16 (with K8_BK = 16, two of a
+ * warp's 4 k-quads still share banks: 2-way, on copies that are few next to the FMAs). */
 template <int BM, int BN> struct Tile8 {
     static constexpr int A_STRIDE = BM + 4;
     static constexpr int STAGE_FLOATS = K8_BK * A_STRIDE + K8_BK * BN;
@@ -592,7 +596,7 @@ __device__ __forceinline__ void load_stage8(float *stage, const float *A, const 
     for (int p = 0; p < (A_QUADS + K8_THREADS - 1) / K8_THREADS; p++) {
         int idx = threadIdx.x + p * K8_THREADS;
         if (idx >= A_QUADS) break;
-        int r = idx / 2, c = (idx % 2) * 4; /* row r of the tile, k = c..c+3 */
+        int r = idx / (K8_BK / 4), c = (idx % (K8_BK / 4)) * 4; /* row r of the tile, k = c..c+3 */
         bool row_ok = row0 + r < M;
         const float *src = A + (row_ok ? (size_t)(row0 + r) * K + k0 + c : 0);
 #pragma unroll
