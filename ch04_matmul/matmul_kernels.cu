@@ -776,13 +776,12 @@ static cudaError_t launch8(const float *d_a, const float *d_b, float *d_c, int m
 
 /* ---------------------------------------------------------------- 10: the tiling chosen by shape */
 
-/* The tiles version 10 chooses from, largest first, and how many blocks of each an SM runs
- * at once (the 128x256 kernel takes up to 255 registers per thread: one block; the others
- * are capped at 128 by MINB = 2: two). */
+/* The tiles version 10 chooses from, largest first. */
 static const struct {
-    int bm, bn, per_sm;
-} tiles10[] = {{128, 256, 1}, {128, 128, 2}, {64, 128, 2}};
-#define K10_MIN_CHUNK 128 /* the shortest part of K worth a block: 16 steps of 8 */
+    int bm, bn;
+} tiles10[] = {{128, 256}, {128, 128}, {64, 128}};
+#define K10_MAX_SPLITS 16 /* K in at most 16 parts ... */
+#define K10_MIN_CHUNK 48  /* ... of at least 48 (6 steps of 8) */
 
 static int sm_count(void)
 {
@@ -796,24 +795,26 @@ static int sm_count(void)
     return sms;
 }
 
+/* The rule, from a sweep of every tile and 1-16 parts over 1024^3 and four layer shapes on
+ * the H200 (NOTES.md): about one block per SM in one wave is best, and a bigger tile with
+ * more parts beats a smaller one with fewer. So: the largest tile whose blocks fill nine
+ * tenths of the SMs; or else the largest tile that fills them with 2..16 parts of K, each
+ * at least 48 deep; or else the smallest tile, with as many parts as fill the SMs. */
 extern "C" matmul_tiling matmul_choose_tiling(int m, int n, int k)
 {
     int sms = sm_count(), count = (int)(sizeof tiles10 / sizeof tiles10[0]);
-    /* the largest tile whose blocks fill (nine tenths of) every SM's places at least once */
+    long tiles = 1;
     for (int i = 0; i < count; i++) {
-        long blocks = (long)((m + tiles10[i].bm - 1) / tiles10[i].bm) * ((n + tiles10[i].bn - 1) / tiles10[i].bn);
-        if (blocks * 10 >= 9L * sms * tiles10[i].per_sm) return (matmul_tiling){tiles10[i].bm, tiles10[i].bn, 1};
+        tiles = (long)((m + tiles10[i].bm - 1) / tiles10[i].bm) * ((n + tiles10[i].bn - 1) / tiles10[i].bn);
+        if (tiles * 10 >= 9L * sms) return (matmul_tiling){tiles10[i].bm, tiles10[i].bn, 1};
+        long splits = sms / tiles;
+        if (splits >= 2 && splits <= K10_MAX_SPLITS && (k + splits - 1) / splits >= K10_MIN_CHUNK)
+            return (matmul_tiling){tiles10[i].bm, tiles10[i].bn, (int)splits};
     }
-    /* none does: the smallest tile, and K split into as many parts as fill the SMs' places,
-     * each part at least K10_MIN_CHUNK deep */
-    int last = count - 1;
-    long blocks =
-        (long)((m + tiles10[last].bm - 1) / tiles10[last].bm) * ((n + tiles10[last].bn - 1) / tiles10[last].bn);
-    int splits = (int)(sms * tiles10[last].per_sm / blocks);
-    int most = k / K10_MIN_CHUNK;
+    long splits = sms / tiles, most = k / K10_MIN_CHUNK; /* tiles: of the smallest tile */
     if (splits > most) splits = most;
     if (splits < 1) splits = 1;
-    return (matmul_tiling){tiles10[last].bm, tiles10[last].bn, splits};
+    return (matmul_tiling){tiles10[count - 1].bm, tiles10[count - 1].bn, (int)splits};
 }
 
 extern "C" int matmul_tiling_supported(matmul_tiling t)
