@@ -30,16 +30,27 @@
 #include <limits.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h> /* isatty: an updating progress line only on a terminal */
 
 /* ================================================================ options */
 
 /* Every option of the program, in one place; main fills it from the command line. -1 means
  * "chosen from the data set" (see split_and_normalize). */
 typedef struct {
-    const char *data_path, *layers, *act, *save_path, *load_path, *predict_path, *synthetic;
-    int epochs, batch, adam, gradcheck, no_graph, vs_linear;
-    double lr, momentum, test_frac, min_accuracy;
+    const char *data_path, *layers, *act, *save_path, *load_path, *predict_path, *synthetic, *schedule;
+    int epochs, batch, adam, gradcheck, no_graph, vs_linear, patience, seeds, kfold, fused, cublas, tf32, compare;
+    double lr, momentum, test_frac, min_accuracy, val_frac, weight_decay;
 } dnn_options;
+
+/* The defaults that shape generalization, chosen on iris and digits by validation accuracy only
+ * (NOTES.md says how): a fifth of the training rows held out to pick the best epoch, cosine
+ * decay of the learning rate, and weight decay. */
+#define DNN_DEFAULT_VAL_FRAC 0.2
+#define DNN_DEFAULT_SCHEDULE "cosine"
+#define DNN_DEFAULT_DECAY_SGD 1e-3
+#define DNN_DEFAULT_DECAY_ADAM 1e-2
+#define DNN_DEFAULT_PATIENCE_SMALL 0 /* epochs without a better validation loss before stopping; 0: never */
+#define DNN_DEFAULT_PATIENCE_LARGE 0
 
 /* "Not given on the command line": values no flag can produce (an integer flag stops at
  * -(2^31 - 1), a number flag refuses infinities). So --epochs -1 is an error, not a silent
@@ -51,16 +62,21 @@ static dnn_options default_options(void)
 {
     dnn_options o = {.data_path = NULL, /* then DNN_DEFAULT_DATA, unless the run only predicts */
                      .act = "relu",
+                     .schedule = DNN_DEFAULT_SCHEDULE,
                      .epochs = UNSET_INT,
                      .batch = UNSET_INT,
+                     .patience = UNSET_INT,
+                     .seeds = 1,
                      .lr = UNSET_DOUBLE,
                      .momentum = 0.9,
                      .test_frac = 1.0 / 3.0,
+                     .val_frac = DNN_DEFAULT_VAL_FRAC,
+                     .weight_decay = UNSET_DOUBLE,
                      .min_accuracy = UNSET_DOUBLE};
     return o;
 }
 
-#define DNN_N_OPTIONS 17
+#define DNN_N_OPTIONS 27
 #define DNN_DEFAULT_DATA "../datasets/iris.csv"
 
 /* --load w.bin --predict rows.csv without --data: the weights file is all it needs */
@@ -93,6 +109,21 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
          "P: fail (exit 1) if the test accuracy ends below P percent"},
         {"--vs-linear", LB_OPT_FLAG, &o->vs_linear,
          "also train logistic regression (layers F,C) on the same split; fail unless the network beats it"},
+        {"--val-frac", LB_OPT_DOUBLE, &o->val_frac,
+         "share of the training rows held out for validation: picks the epoch whose weights are kept (0: none)"},
+        {"--patience", LB_OPT_INT, &o->patience,
+         "stop after this many epochs without a better validation loss (0: run every epoch)"},
+        {"--weight-decay", LB_OPT_DOUBLE, &o->weight_decay,
+         "L2 weight decay (SGD: added to the gradient; Adam: decoupled, AdamW)"},
+        {"--schedule", LB_OPT_STRING, &o->schedule, "learning rate over the epochs: cosine, step (x0.1 at 1/2 and 3/4) or none"},
+        {"--seeds", LB_OPT_INT, &o->seeds,
+         "K: train K times (seeds seed..seed+K-1: other splits and weights), report mean and sd of the test accuracy"},
+        {"--kfold", LB_OPT_INT, &o->kfold, "K: K-fold cross-validation accuracy (each row tested once)"},
+        {"--fused", LB_OPT_FLAG, &o->fused, "the fused step: GEMMs with bias, activation and update inside (default)"},
+        {"--cublas", LB_OPT_FLAG, &o->cublas, "the step on cuBLAS GEMMs with small kernels around them"},
+        {"--tf32", LB_OPT_FLAG, &o->tf32, "TF32 tensor cores for the cuBLAS path's GEMMs (10-bit mantissas)"},
+        {"--compare-paths", LB_OPT_FLAG, &o->compare,
+         "train from the same weights on both paths; fail unless they end with the same weights (within 1e-3)"},
     };
     memcpy(opts, table, sizeof table);
     const lb_program p = {
@@ -119,6 +150,22 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
     lb_check_output_path(program, "--save", o->save_path);
     if (!(o->momentum >= 0.0 && o->momentum < 1.0)) lb_usage_error(program, "--momentum must be in [0, 1)");
     if (!(o->test_frac > 0.0 && o->test_frac < 1.0)) lb_usage_error(program, "--test-frac must be in (0, 1)");
+    if (!(o->val_frac >= 0.0 && o->val_frac < 1.0)) lb_usage_error(program, "--val-frac must be in [0, 1)");
+    if (o->patience != UNSET_INT && o->patience < 0) lb_usage_error(program, "--patience must be 0 or more");
+    if (o->weight_decay != UNSET_DOUBLE && !(o->weight_decay >= 0.0 && o->weight_decay < 1.0))
+        lb_usage_error(program, "--weight-decay must be in [0, 1)");
+    if (strcmp(o->schedule, "cosine") && strcmp(o->schedule, "step") && strcmp(o->schedule, "none"))
+        lb_usage_error(program, "--schedule must be cosine, step or none");
+    if (o->seeds < 1 || o->seeds > 1000) lb_usage_error(program, "--seeds must be 1..1000");
+    if (o->kfold != 0 && (o->kfold < 2 || o->kfold > 1000)) lb_usage_error(program, "--kfold must be 2..1000");
+    if (o->fused && o->cublas) lb_usage_error(program, "--fused and --cublas: pick one path");
+    if (o->tf32 && o->fused) lb_usage_error(program, "--tf32 is for the cuBLAS path (--cublas); the fused GEMMs are fp32");
+    if (o->tf32) o->cublas = 1;
+    int repeated = o->seeds > 1 || o->kfold;
+    if (o->kfold && o->seeds > 1) lb_usage_error(program, "--kfold and --seeds: pick one");
+    if (repeated && (o->save_path || o->load_path || o->predict_path || o->gradcheck || o->vs_linear || o->compare))
+        lb_usage_error(program, "--seeds and --kfold train several networks: no --save, --load, --predict, --gradcheck, "
+                                "--vs-linear or --compare-paths with them");
     if (predict_only(o) && o->epochs != UNSET_INT && o->epochs > 0)
         lb_usage_error(program, "--epochs: training needs --data (with --load and --predict alone, dnn only predicts)");
     if (!predict_only(o) && !o->data_path) o->data_path = DNN_DEFAULT_DATA;
@@ -131,6 +178,17 @@ static void shape_text(const network *net, char *buf, size_t len)
     for (int l = 0; l <= net->n_layers; l++)
         snprintf(buf + strlen(buf), len - strlen(buf), l ? "-%d" : "%d", net->size[l]);
 }
+
+/* the data set's file name without folder and extension: ../datasets/iris.csv -> iris */
+static void data_name(const dnn_options *o, char *buf, size_t len)
+{
+    const char *base = strrchr(o->data_path, '/') ? strrchr(o->data_path, '/') + 1 : o->data_path;
+    snprintf(buf, len, "%.*s", (int)strcspn(base, "."), base);
+}
+
+static void setup_net(const dnn_options *o, const network *shape, const float *init, int max_rows,
+                      const dataset *train_set, lb_rng *rng, cudaStream_t s, network *net, trainer *t);
+static void free_net(network *net, trainer *t);
 
 /* ================================================================ benchmark mode */
 
@@ -215,25 +273,55 @@ static double epoch_loss(epoch_job *e)
     return st.loss_sum / e->steps;
 }
 
-/* --synthetic: random data of the given shape; time a training step (launched, and as one CUDA
- * graph) against its GEMMs alone (launched, and as one graph); check that it learns */
+/* One path's step on the synthetic data: timed as a graph (and launched, for the cuBLAS path),
+ * and whether it learns (the mean loss of an epoch falls from the first timed epoch to the last:
+ * the network memorizes its random labels; "finite" alone would pass a step that learns nothing). */
+typedef struct {
+    float graph_ms, launch_ms;
+    double first_loss, last_loss;
+    int learns;
+} path_timing;
+
+static void time_path(trainer *t, const int *perm, int n, int steps, int launched_too, const lb_args *args,
+                      cudaStream_t s, path_timing *pt)
+{
+    CUDA_CHECK(cudaMemcpy(t->d_perm, perm, sizeof(int) * n, cudaMemcpyHostToDevice));
+    epoch_job plain = {t, NULL, steps, s}, graphed = {t, capture_step(t, s), steps, s};
+    pt->first_loss = epoch_loss(&graphed);
+    pt->launch_ms = launched_too ? lb_time_ms(run_epoch, &plain, 1, args->iters) / steps : 0.0f;
+    pt->graph_ms = lb_time_ms(run_epoch, &graphed, 1, args->iters) / steps;
+    pt->last_loss = epoch_loss(&graphed);
+    pt->learns = isfinite(pt->last_loss) && pt->last_loss < pt->first_loss;
+    CUDA_CHECK(cudaGraphExecDestroy(graphed.graph));
+}
+
+/* --synthetic: random data of the given shape; time a training step on both paths (the cuBLAS one
+ * launched, and as one CUDA graph; the fused one as a graph) against the cuBLAS path's GEMMs
+ * alone (launched, and as one graph); check that each learns */
 static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *args)
 {
-    network net = {0};
-    net.act = strcmp(o->act, "sigmoid") == 0 ? ACT_SIGMOID : ACT_RELU;
-    net.n_layers = parse_layers(o->synthetic, &net);
-    if (net.n_layers < 1)
+    network shape_net = {0};
+    shape_net.act = strcmp(o->act, "sigmoid") == 0 ? ACT_SIGMOID : ACT_RELU;
+    shape_net.n_layers = parse_layers(o->synthetic, &shape_net);
+    if (shape_net.n_layers < 1)
         lb_usage_error(prog, "--synthetic takes sizes F,H,...,C (2 to %d numbers, each 1..65536)", DNN_MAX_LAYERS + 1);
-    if (net.size[net.n_layers] > DNN_MAX_CLASSES)
+    if (shape_net.size[shape_net.n_layers] > DNN_MAX_CLASSES)
         lb_usage_error(prog, "--synthetic: at most %d classes", DNN_MAX_CLASSES);
-    int rows = o->batch > 0 ? o->batch : 128, steps = 64, n = rows * steps, F = net.size[0], C = net.size[net.n_layers];
+    layout(&shape_net);
+    int rows = o->batch > 0 ? o->batch : 128, steps = 64, n = rows * steps, F = shape_net.size[0],
+        C = shape_net.size[shape_net.n_layers];
     lb_gpu gpu;
     lb_gpu_init(&gpu);
+    size_t act_floats = 0;
+    for (int l = 0; l <= shape_net.n_layers; l++) act_floats += (size_t)2 * rows * shape_net.size[l];
+    lb_require_device_memory(sizeof(float) * (2 * 5 * shape_net.n_params + 2 * act_floats + (size_t)n * F) + (80u << 20),
+                             "two networks and the synthetic data");
     char shape[128];
-    shape_text(&net, shape, sizeof shape);
+    shape_text(&shape_net, shape, sizeof shape);
     if (!args->quiet)
-        printf("dnn benchmark: %s, batch %d, %s, random data (%d samples), %s (%s)\n", shape, rows,
-               o->adam ? "Adam" : "SGD with momentum", n, gpu.prop.name, gpu.sm);
+        printf("dnn benchmark: %s, batch %d, %s, %s, random data (%d samples), %s (%s)\n", shape, rows,
+               o->adam ? "Adam" : "SGD with momentum", o->tf32 ? "TF32 on the cuBLAS path" : "fp32", n, gpu.prop.name,
+               gpu.sm);
 
     lb_rng rng;
     lb_rng_seed(&rng, args->seed);
@@ -243,31 +331,23 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
     lb_fill_uniform(data.x, (size_t)n * F, -1.0f, 1.0f, &rng);
     for (int i = 0; i < n; i++) data.y[i] = (int)(lb_rng_next(&rng) % (uint64_t)C), perm[i] = i;
     shuffle(perm, n, &rng);
-    net_alloc(&net, rows);
-    float *h_p = lb_host_alloc(sizeof(float) * net.n_params, "parameters");
-    init_params(&net, h_p, &rng);
-    CUDA_CHECK(cudaMemcpy(net.d_params, h_p, sizeof(float) * net.n_params, cudaMemcpyHostToDevice));
-    trainer t;
-    trainer_create(&t, &net, rows, &data, o->adam,
-                   (float)(o->lr > 0 ? o->lr
-                           : o->adam ? 1e-3
-                                     : 0.01),
-                   (float)o->momentum);
-    CUDA_CHECK(cudaMemcpy(t.d_perm, perm, sizeof(int) * n, cudaMemcpyHostToDevice));
+    float *h_p = lb_host_alloc(sizeof(float) * shape_net.n_params, "parameters");
+    init_params(&shape_net, h_p, &rng);
     cudaStream_t s;
     CUDA_CHECK(cudaStreamCreate(&s)); /* blocking: the default stream's events order with it */
-    CUBLAS_CHECK(cublasSetStream(net.h, s));
+    dnn_options po = *o;
+    po.batch = rows;
+    po.lr = o->lr > 0 ? o->lr : o->adam ? 1e-3 : 0.01;
+    po.weight_decay = o->weight_decay != UNSET_DOUBLE ? o->weight_decay : 0.0;
 
-    epoch_job plain = {&t, NULL, steps, s}, graphed = {&t, capture_step(&t, s), steps, s};
-    /* the check: the mean loss of an epoch must fall from the first epoch to the last (the
-     * network memorizes its random labels); finite alone would pass a step that learns nothing */
-    double first_loss = epoch_loss(&graphed);
-    float plain_ms = lb_time_ms(run_epoch, &plain, 1, args->iters) / steps;
-    float graph_ms = lb_time_ms(run_epoch, &graphed, 1, args->iters) / steps;
-    double last_loss = epoch_loss(&graphed);
-    int learns = isfinite(last_loss) && last_loss < first_loss;
-    /* the baselines, like for like: the step's GEMMs launched one after another (against the
-     * step's launches), and the same GEMMs captured as one graph (against the step's graph) */
+    /* the cuBLAS path, and its GEMMs alone, like for like: launched one after another (against
+     * the step's launches), and captured as one graph (against the step's graph) */
+    network net;
+    trainer t;
+    path_timing cub, fus = {0};
+    po.cublas = 1;
+    setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
+    time_path(&t, perm, n, steps, 1, args, s, &cub);
     int L = net.n_layers, n_gemms = 3 * L - 1;
     gemm_job gj = {&net, -1, rows, NULL, s};
     float gemms_ms = lb_time_ms(run_gemms, &gj, 1, args->iters);
@@ -276,46 +356,63 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
     CUDA_CHECK(cudaGraphExecDestroy(gj.graph));
     gj.graph = NULL;
     if (!args->quiet) {
-        printf("the step's GEMMs, each timed alone (rows x cols x inner, us):");
+        printf("the cuBLAS path's GEMMs, each timed alone (us):");
         for (gj.which = 0; gj.which < n_gemms; gj.which++)
             printf(" %.1f", lb_time_ms(run_gemms, &gj, 1, args->iters) * 1e3);
         printf("\n");
     }
-    double sps = rows / (graph_ms * 1e-3);
-    if (!args->quiet) {
-        printf(" per step (%d GEMMs + %d small kernels)    us    samples/s   vs its GEMMs alone (speed)\n", n_gemms,
-               L + 3);
-        printf(" launched one by one            %9.1f   %10.3g   %6.2f (the GEMMs launched: %.1f us)\n", plain_ms * 1e3,
-               rows / (plain_ms * 1e-3), gemms_ms / plain_ms, gemms_ms * 1e3);
-        printf(" replayed as one CUDA graph     %9.1f   %10.3g   %6.2f (the GEMMs as a graph: %.1f us; goal >= 0.80)\n",
-               graph_ms * 1e3, sps, gemms_graph_ms / graph_ms, gemms_graph_ms * 1e3);
-        printf("mean loss of an epoch: %.4f first, %.4f last: %s\n", first_loss, last_loss,
-               learns ? "it learns" : "NOT LEARNING");
+    free_net(&net, &t);
+    /* the fused path (fp32 only), from the same weights on the same batches */
+    int fused_too = !o->tf32;
+    if (fused_too) {
+        po.cublas = 0;
+        setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
+        time_path(&t, perm, n, steps, 0, args, s, &fus);
+        free_net(&net, &t);
     }
-    char sz[160];
+
+    const char *suffix = o->tf32 ? "_tf32" : "";
+    if (!args->quiet) {
+        printf(" per step                                 us    samples/s   speed vs the cuBLAS GEMMs\n");
+        printf(" cuBLAS path, launched one by one   %9.1f   %10.3g   %6.2f (the GEMMs launched: %.1f us)\n",
+               cub.launch_ms * 1e3, rows / (cub.launch_ms * 1e-3), gemms_ms / cub.launch_ms, gemms_ms * 1e3);
+        printf(" cuBLAS path, one CUDA graph        %9.1f   %10.3g   %6.2f (the GEMMs as a graph: %.1f us)\n",
+               cub.graph_ms * 1e3, rows / (cub.graph_ms * 1e-3), gemms_graph_ms / cub.graph_ms, gemms_graph_ms * 1e3);
+        if (fused_too)
+            printf(" fused path, one CUDA graph         %9.1f   %10.3g   %6.2f (goal >= 2: half the GEMMs' time)\n",
+                   fus.graph_ms * 1e3, rows / (fus.graph_ms * 1e-3), gemms_graph_ms / fus.graph_ms);
+        printf("mean loss of an epoch, first and last: cuBLAS path %.4f -> %.4f (%s)", cub.first_loss, cub.last_loss,
+               cub.learns ? "it learns" : "NOT LEARNING");
+        if (fused_too)
+            printf(", fused path %.4f -> %.4f (%s)", fus.first_loss, fus.last_loss,
+                   fus.learns ? "it learns" : "NOT LEARNING");
+        printf("\n");
+    }
+    char sz[160], names[5][48];
     snprintf(sz, sizeof sz, "%s_b%d", shape, rows);
+    const char *stems[5] = {"step_fused_graph", "step_graph", "gemms_graph", "step_launches", "gemms_launched"};
+    for (int i = 0; i < 5; i++) snprintf(names[i], sizeof names[i], "%s%s", stems[i], suffix);
     lb_result rs[] = {
-        {"dnn", -1, "step_graph", sz, graph_ms, "msamples_s", sps / 1e6, "gemms_graph", gemms_graph_ms / graph_ms,
-         learns},
-        {"dnn", -1, "gemms_graph", sz, gemms_graph_ms, "msamples_s", rows / (gemms_graph_ms * 1e-3) / 1e6,
-         "gemms_graph", 1.0, -1},
-        {"dnn", -1, "step_launches", sz, plain_ms, "msamples_s", rows / (plain_ms * 1e-3) / 1e6, "gemms_launched",
-         gemms_ms / plain_ms, learns},
-        {"dnn", -1, "gemms_launched", sz, gemms_ms, "msamples_s", rows / (gemms_ms * 1e-3) / 1e6, "gemms_launched", 1.0,
+        {"dnn", -1, names[0], sz, fus.graph_ms, "msamples_s", rows / (fus.graph_ms * 1e-3) / 1e6, names[2],
+         gemms_graph_ms / fus.graph_ms, fus.learns},
+        {"dnn", -1, names[1], sz, cub.graph_ms, "msamples_s", rows / (cub.graph_ms * 1e-3) / 1e6, names[2],
+         gemms_graph_ms / cub.graph_ms, cub.learns},
+        {"dnn", -1, names[2], sz, gemms_graph_ms, "msamples_s", rows / (gemms_graph_ms * 1e-3) / 1e6, names[2], 1.0,
          -1},
+        {"dnn", -1, names[3], sz, cub.launch_ms, "msamples_s", rows / (cub.launch_ms * 1e-3) / 1e6, names[4],
+         gemms_ms / cub.launch_ms, cub.learns},
+        {"dnn", -1, names[4], sz, gemms_ms, "msamples_s", rows / (gemms_ms * 1e-3) / 1e6, names[4], 1.0, -1},
     };
-    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) lb_print_result(&rs[i], args->quiet);
+    for (size_t i = fused_too ? 0 : 1; i < sizeof rs / sizeof rs[0]; i++) lb_print_result(&rs[i], args->quiet);
+    int pass = cub.learns && (!fused_too || fus.learns);
     if (args->quiet)
-        printf("dnn: %s batch %d: %.1f us per step, %.3g samples/s, %.2fx the speed of its GEMMs as a graph, %s\n",
-               shape, rows, graph_ms * 1e3, sps, gemms_graph_ms / graph_ms, learns ? "PASS" : "FAIL");
-    CUDA_CHECK(cudaGraphExecDestroy(graphed.graph));
+        printf("dnn: %s batch %d: %.1f us per step fused, %.1f us cuBLAS path, its GEMMs as a graph %.1f us, %s\n",
+               shape, rows, fus.graph_ms * 1e3, cub.graph_ms * 1e3, gemms_graph_ms * 1e3, pass ? "PASS" : "FAIL");
     CUDA_CHECK(cudaStreamDestroy(s));
-    trainer_free(&t);
-    net_free(&net);
     lb_free_dataset(&data);
     free(perm);
     free(h_p);
-    return learns ? LB_EXIT_PASS : LB_EXIT_FAIL;
+    return pass ? LB_EXIT_PASS : LB_EXIT_FAIL;
 }
 
 /* ================================================================ main's phases */
@@ -383,54 +480,107 @@ static float *choose_shape(const dnn_options *o, const lb_program *prog, const d
     return loaded;
 }
 
-/* A seeded split into training and test rows, both z-scored with the training set's statistics
- * (or the loaded ones), and the rows to classify too. Fills in the size-dependent defaults. */
-static void split_and_normalize(dnn_options *o, const dataset *all, lb_rng *rng, dataset *train, dataset *test,
-                                dataset *to_predict, float **mean, float **sd)
+/* The defaults that depend on the data set's size (n_train training rows) and the optimizer. */
+static void fill_defaults(dnn_options *o, int n_train)
 {
-    int *idx = lb_host_alloc(sizeof(int) * all->n, "indices");
-    for (int i = 0; i < all->n; i++) idx[i] = i;
-    shuffle(idx, all->n, rng);
-    int n_test = (int)lround(all->n * o->test_frac), n_train = all->n - n_test;
+    int small = n_train < 500;
+    if (o->epochs == UNSET_INT) o->epochs = o->load_path ? 0 : small ? 200 : 30;
+    if (o->batch == UNSET_INT) o->batch = small ? 16 : 32;
+    if (o->batch > n_train) o->batch = n_train;
+    if (o->lr == UNSET_DOUBLE) o->lr = o->adam ? 1e-3 : 0.05;
+    if (o->weight_decay == UNSET_DOUBLE) o->weight_decay = o->adam ? DNN_DEFAULT_DECAY_ADAM : DNN_DEFAULT_DECAY_SGD;
+    if (o->patience == UNSET_INT) o->patience = small ? DNN_DEFAULT_PATIENCE_SMALL : DNN_DEFAULT_PATIENCE_LARGE;
+}
+
+/* Rows idx[0..n) of all into train and validation sets (the last val_frac of them validate). */
+static void split_rest(const dnn_options *o, const dataset *all, const int *idx, int n, dataset *train, dataset *val)
+{
+    int n_val = (int)lround(n * o->val_frac), n_train = n - n_val;
     if (n_train < 1)
-        lb_die(LB_EXIT_USAGE, "dnn: %s: no samples left for training with --test-frac %g", o->data_path, o->test_frac);
+        lb_die(LB_EXIT_USAGE, "dnn: %s: no samples left for training with --test-frac %g and --val-frac %g",
+               o->data_path, o->test_frac, o->val_frac);
     *train = subset(all, idx, n_train);
-    *test = subset(all, idx + n_train, n_test);
-    free(idx);
+    *val = subset(all, idx + n_train, n_val);
+}
+
+/* The rows of one run: a seeded shuffle, the last test_frac of it for testing (or, for fold f
+ * of --kfold, the f-th K-th), the rest split into training and validation; all three z-scored
+ * with the training rows' statistics (or the loaded ones: *mean already set). */
+static void make_sets(const dnn_options *o, const dataset *all, const int *order, int fold, dataset *train,
+                      dataset *val, dataset *test, float **mean, float **sd)
+{
+    int n = all->n, *rest = lb_host_alloc(sizeof(int) * n, "indices"), *held = lb_host_alloc(sizeof(int) * n, "indices");
+    int n_rest = 0, n_test = 0;
+    if (o->kfold) { /* fold f: rows [f n / K, (f + 1) n / K) of the shuffled order */
+        int lo = (int)((long long)fold * n / o->kfold), hi = (int)((long long)(fold + 1) * n / o->kfold);
+        for (int i = 0; i < n; i++) {
+            if (i >= lo && i < hi)
+                held[n_test++] = order[i];
+            else
+                rest[n_rest++] = order[i];
+        }
+    } else {
+        n_test = (int)lround(n * o->test_frac), n_rest = n - n_test;
+        memcpy(rest, order, sizeof(int) * n_rest);
+        memcpy(held, order + n_rest, sizeof(int) * n_test);
+    }
+    if (n_rest < 1) lb_die(LB_EXIT_USAGE, "dnn: %s: no samples left for training with --test-frac %g", o->data_path, o->test_frac);
+    split_rest(o, all, rest, n_rest, train, val);
+    *test = subset(all, held, n_test);
     if (!*mean) {
         *mean = lb_host_alloc(sizeof(float) * all->features, "means");
         *sd = lb_host_alloc(sizeof(float) * all->features, "deviations");
         feature_stats(train, *mean, *sd);
     }
     normalize(train, *mean, *sd);
+    normalize(val, *mean, *sd);
     normalize(test, *mean, *sd);
-    if (o->predict_path) normalize(to_predict, *mean, *sd);
-    int small = n_train < 500;
-    if (o->epochs == UNSET_INT) o->epochs = o->load_path ? 0 : small ? 200 : 30;
-    if (o->batch == UNSET_INT) o->batch = small ? 16 : 32;
-    if (o->batch > n_train) o->batch = n_train;
-    if (o->lr == UNSET_DOUBLE) o->lr = o->adam ? 1e-3 : 0.05;
+    free(rest);
+    free(held);
 }
 
-/* The epochs: a fresh shuffle each, the step replayed as a graph (or launched), the loss and
- * accuracies printed per epoch. Returns the exit status; *train_ms the GPU time of the steps. */
-static int train(const dnn_options *o, const lb_args *args, trainer *t, const dataset *train_set, const dataset *test,
-                 lb_rng *rng, cudaStream_t s, double *train_ms)
+/* The learning rate of epoch e (from 0) of E: cosine decay from lr to 0, steps of x0.1 at one
+ * half and three quarters, or constant. */
+static double scheduled_lr(const dnn_options *o, int e)
 {
+    if (!strcmp(o->schedule, "cosine")) return o->lr * 0.5 * (1.0 + cos(3.141592653589793 * e / o->epochs));
+    if (!strcmp(o->schedule, "step")) return o->lr * (e < o->epochs / 2 ? 1.0 : e < 3 * o->epochs / 4 ? 0.1 : 0.01);
+    return o->lr;
+}
+
+/* What a training run ends with. */
+typedef struct {
+    double train_acc, val_acc, val_loss, test_acc, train_ms;
+    int best_epoch, epochs_run, steps;
+} fit_result;
+
+/* The epochs: a fresh shuffle each, the step replayed as a graph (or launched), then the
+ * validation set's loss and accuracy. The weights of the epoch with the lowest validation loss
+ * are kept (the last epoch's without a validation set); --patience epochs without a better one
+ * stop the run. progress: print each epoch (one updating line on a terminal). Returns the exit
+ * status, and the run's numbers in r. */
+static int train(const dnn_options *o, trainer *t, const dataset *train_set, const dataset *val, lb_rng *rng,
+                 cudaStream_t s, int progress, fit_result *r)
+{
+    network *net = t->net;
     int n_train = train_set->n, steps = n_train / o->batch; /* the last partial batch of each epoch is left out */
     cudaGraphExec_t graph = (o->epochs > 0 && !o->no_graph) ? capture_step(t, s) : NULL;
     int *perm = lb_host_alloc(sizeof(int) * n_train, "permutation");
     for (int i = 0; i < n_train; i++) perm[i] = i;
+    float *d_best = NULL;
+    if (val->n) CUDA_CHECK(cudaMalloc((void **)&d_best, sizeof(float) * net->n_params));
     cudaEvent_t e0, e1;
     CUDA_CHECK(cudaEventCreate(&e0));
     CUDA_CHECK(cudaEventCreate(&e1));
-    int status = LB_EXIT_PASS;
-    *train_ms = 0.0;
+    int status = LB_EXIT_PASS, terminal = progress && isatty(fileno(stdout));
+    double best_loss = HUGE_VAL;
+    memset(r, 0, sizeof *r);
     for (int e = 0; e < o->epochs; e++) {
         shuffle(perm, n_train, rng);
         CUDA_CHECK(cudaMemcpyAsync(t->d_perm, perm, sizeof(int) * n_train, cudaMemcpyHostToDevice, s));
         CUDA_CHECK(cudaMemsetAsync(&t->d_state->cursor, 0, sizeof(int), s));
         CUDA_CHECK(cudaMemsetAsync(&t->d_state->loss_sum, 0, sizeof(float) + sizeof(int), s)); /* loss_sum, correct */
+        set_lr(t, (float)scheduled_lr(o, e), s);
         CUDA_CHECK(cudaEventRecord(e0, s));
         for (int k = 0; k < steps; k++) {
             if (graph)
@@ -444,57 +594,109 @@ static int train(const dnn_options *o, const lb_args *args, trainer *t, const da
         CUDA_CHECK(cudaStreamSynchronize(s));
         float ms;
         CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        *train_ms += ms;
+        r->train_ms += ms;
+        r->epochs_run = e + 1;
+        r->steps += steps;
         double loss = st.loss_sum / steps;
         if (!isfinite(loss)) {
+            if (terminal) printf("\n");
             fprintf(stderr, "dnn: the loss is %g at epoch %d: training diverged (try a smaller --lr)\n", loss, e + 1);
             status = LB_EXIT_FAIL;
             break;
         }
-        if (!args->quiet)
-            printf("epoch %4d/%d: loss %.4f, train acc %5.1f%% (during the epoch), test acc %5.1f%%, %.2f ms\n", e + 1,
-                   o->epochs, loss, 100.0 * st.correct / (steps * o->batch), 100.0 * accuracy(t->net, test, NULL, s),
-                   ms);
+        double val_acc = 0.0, val_loss = 0.0;
+        if (val->n) {
+            evaluate(net, val, &val_acc, &val_loss, s);
+            if (val_loss < best_loss) { /* the best epoch so far: keep its weights */
+                best_loss = val_loss, r->best_epoch = e + 1, r->val_acc = val_acc, r->val_loss = val_loss;
+                CUDA_CHECK(cudaMemcpyAsync(d_best, net->d_params, sizeof(float) * net->n_params,
+                                           cudaMemcpyDeviceToDevice, s));
+            }
+        }
+        if (progress) {
+            printf("%sepoch %4d/%d: loss %.4f, train acc %5.1f%%", terminal ? "\r" : "", e + 1, o->epochs, loss,
+                   100.0 * st.correct / (steps * o->batch));
+            if (val->n) printf(", val loss %.4f, val acc %5.1f%% (best: epoch %d)", val_loss, 100 * val_acc, r->best_epoch);
+            printf(", %.3g samples/s%s", steps * o->batch / (ms * 1e-3), terminal ? "\033[K" : "\n");
+            fflush(stdout);
+        }
+        if (val->n && o->patience > 0 && e + 1 - r->best_epoch >= o->patience) break; /* no better for too long */
     }
+    if (terminal && r->epochs_run) printf("\n");
+    if (d_best && r->best_epoch) /* back to the best epoch's weights */
+        CUDA_CHECK(cudaMemcpyAsync(net->d_params, d_best, sizeof(float) * net->n_params, cudaMemcpyDeviceToDevice, s));
+    if (!val->n) r->best_epoch = r->epochs_run;
+    CUDA_CHECK(cudaStreamSynchronize(s));
     if (graph) CUDA_CHECK(cudaGraphExecDestroy(graph));
     CUDA_CHECK(cudaEventDestroy(e0));
     CUDA_CHECK(cudaEventDestroy(e1));
+    CUDA_CHECK(cudaFree(d_best));
     free(perm);
     return status;
 }
 
+/* A network of the chosen shape on the chosen path, with its first weights (from init, or drawn
+ * from rng), and a trainer for train_set. */
+static void setup_net(const dnn_options *o, const network *shape, const float *init, int max_rows, const dataset *train_set,
+                      lb_rng *rng, cudaStream_t s, network *net, trainer *t)
+{
+    *net = *shape;
+    net->fused = !o->cublas;
+    net->tf32 = o->tf32;
+    net_alloc(net, max_rows);
+    float *p = lb_host_alloc(sizeof(float) * net->n_params, "parameters");
+    if (init)
+        memcpy(p, init, sizeof(float) * net->n_params);
+    else
+        init_params(net, p, rng);
+    CUDA_CHECK(cudaMemcpy(net->d_params, p, sizeof(float) * net->n_params, cudaMemcpyHostToDevice));
+    free(p);
+    trainer_create(t, net, o->batch, train_set, o->adam, (float)o->momentum, (float)o->weight_decay);
+    set_lr(t, (float)o->lr, s);
+    CUBLAS_CHECK(cublasSetStream(net->h, s));
+}
+
+static void free_net(network *net, trainer *t)
+{
+    trainer_free(t);
+    net_free(net);
+}
+
 /* Accuracies, the confusion matrix, and the RESULT line; --min-accuracy can fail the run. */
 static int report(const dnn_options *o, const lb_args *args, network *net, const dataset *all, const dataset *train_set,
-                  const dataset *test, cudaStream_t s, double train_ms, double t_start)
+                  const dataset *test, const fit_result *r, cudaStream_t s, double t_start)
 {
     int *confusion = calloc((size_t)all->classes * all->classes, sizeof(int));
     double train_acc = accuracy(net, train_set, NULL, s), test_acc = accuracy(net, test, confusion, s);
     double total_s = (lb_wall_ms() - t_start) / 1e3;
-    int steps = o->epochs * (train_set->n / o->batch);
     char shape[128];
     shape_text(net, shape, sizeof shape);
     if (!args->quiet) {
-        printf("final: train accuracy %.2f%%, test accuracy %.2f%% (%d of %d)\n", 100 * train_acc, 100 * test_acc,
-               (int)lround(test_acc * test->n), test->n);
+        if (r->epochs_run)
+            printf("final (the weights of epoch %d of %d): train accuracy %.2f%%", r->best_epoch, r->epochs_run,
+                   100 * train_acc);
+        else
+            printf("final (no training): train accuracy %.2f%%", 100 * train_acc);
+        if (r->val_loss > 0) printf(", validation %.2f%%", 100 * r->val_acc);
+        printf(", test accuracy %.2f%% (%d of %d)\n", 100 * test_acc, (int)lround(test_acc * test->n), test->n);
         if (test->n) print_confusion(all, confusion);
-        printf("training %.1f ms (%d steps of %d, %.1f us each); whole run %.2f s\n", train_ms, steps, o->batch,
-               steps > 0 ? 1e3 * train_ms / steps : 0.0, total_s);
+        printf("training %.1f ms (%d steps of %d, %.1f us each, %s path); whole run %.2f s\n", r->train_ms, r->steps,
+               o->batch, r->steps > 0 ? 1e3 * r->train_ms / r->steps : 0.0, net->fused ? "fused" : "cuBLAS", total_s);
     } else {
         printf("dnn: %s %s, %d epochs: test accuracy %.2f%%, whole run %.2f s\n", o->data_path, shape, o->epochs,
                100 * test_acc, total_s);
     }
     free(confusion);
-    /* the data set's file name without folder and extension: ../datasets/iris.csv -> iris */
-    const char *base = strrchr(o->data_path, '/') ? strrchr(o->data_path, '/') + 1 : o->data_path;
     char name[96], sz[160];
-    snprintf(name, sizeof name, "%.*s_seed%llu", (int)strcspn(base, "."), base, args->seed);
+    data_name(o, name, sizeof name);
+    snprintf(name + strlen(name), sizeof name - strlen(name), "_seed%llu", args->seed);
     snprintf(sz, sizeof sz, "%s_e%d", shape, o->epochs);
     int acc_ok = o->min_accuracy < 0 || 100 * test_acc >= o->min_accuracy;
     if (!acc_ok)
         fprintf(stderr, "dnn: test accuracy %.2f%% is below --min-accuracy %g\n", 100 * test_acc, o->min_accuracy);
-    lb_result r = {
-        "dnn", -1, name, sz, train_ms, "test_acc_pct", 100 * test_acc, NULL, 0.0, o->min_accuracy < 0 ? -1 : acc_ok};
-    lb_print_result(&r, args->quiet);
+    lb_result res = {
+        "dnn", -1, name, sz, r->train_ms, "test_acc_pct", 100 * test_acc, NULL, 0.0, o->min_accuracy < 0 ? -1 : acc_ok};
+    lb_print_result(&res, args->quiet);
     return acc_ok ? LB_EXIT_PASS : LB_EXIT_FAIL;
 }
 
@@ -502,33 +704,135 @@ static int report(const dnn_options *o, const lb_args *args, network *net, const
  * same split, with the same optimizer, learning rate, batch and epochs. The network must beat
  * it: an accuracy bar that a linear model also clears cannot tell a working hidden layer from
  * a broken one. */
-static int beat_linear(const dnn_options *o, const lb_args *args, const dataset *train_set, const dataset *test,
+static int beat_linear(const dnn_options *o, const dataset *train_set, const dataset *val, const dataset *test,
                        int max_rows, lb_rng *rng, network *net, cudaStream_t s)
 {
-    network lin = {0};
-    lin.act = net->act;
-    lin.n_layers = 1;
-    lin.size[0] = train_set->features;
-    lin.size[1] = train_set->classes;
-    net_alloc(&lin, max_rows);
-    float *p = lb_host_alloc(sizeof(float) * lin.n_params, "parameters");
-    init_params(&lin, p, rng);
-    CUDA_CHECK(cudaMemcpy(lin.d_params, p, sizeof(float) * lin.n_params, cudaMemcpyHostToDevice));
+    network lin = {0}, shape = {0};
     trainer t;
-    trainer_create(&t, &lin, o->batch, train_set, o->adam, (float)o->lr, (float)o->momentum);
-    CUBLAS_CHECK(cublasSetStream(lin.h, s));
-    lb_args quiet = *args;
-    quiet.quiet = 1;
-    double ms;
-    int status = train(o, &quiet, &t, train_set, test, rng, s, &ms);
+    shape.act = net->act;
+    shape.n_layers = 1;
+    shape.size[0] = train_set->features;
+    shape.size[1] = train_set->classes;
+    setup_net(o, &shape, NULL, max_rows, train_set, rng, s, &lin, &t);
+    fit_result r;
+    int status = train(o, &t, train_set, val, rng, s, 0, &r);
     double lin_acc = accuracy(&lin, test, NULL, s), net_acc = accuracy(net, test, NULL, s);
     int ok = status == LB_EXIT_PASS && net_acc > lin_acc;
     printf("logistic regression %d-%d on the same split: test accuracy %.2f%%, the network's %.2f%%: %s\n", lin.size[0],
            lin.size[1], 100 * lin_acc, 100 * net_acc,
            ok ? "PASS (the hidden layers help)" : "FAIL (the network is no better than a linear model)");
-    trainer_free(&t);
-    net_free(&lin);
-    free(p);
+    free_net(&lin, &t);
+    return ok ? LB_EXIT_PASS : LB_EXIT_FAIL;
+}
+
+/* --seeds K, --kfold K: K trainings, each on its own sets, network and shuffles, reported as the
+ * test accuracy's mean and standard deviation (--seeds: seed k gives the run `./dnn --seed k`
+ * would), or pooled over the folds (--kfold: every row is tested once, by the one network that
+ * did not train on it). */
+static int run_repeated(const dnn_options *o, const lb_args *args, const dataset *all, const network *shape,
+                        int max_rows, cudaStream_t s, double t_start)
+{
+    int runs = o->kfold ? o->kfold : o->seeds, status = LB_EXIT_PASS, *order = lb_host_alloc(sizeof(int) * all->n, "order");
+    double *acc = lb_host_alloc(sizeof(double) * runs, "accuracies"), mean = 0.0, var = 0.0, val_mean = 0.0;
+    long right = 0, tested = 0;
+    lb_rng rng;
+    for (int k = 0; k < runs; k++) {
+        if (k == 0 || !o->kfold) { /* --seeds: a new shuffle per run; --kfold: one, cut into folds */
+            lb_rng_seed(&rng, args->seed + (o->kfold ? 0 : (unsigned long long)k));
+            for (int i = 0; i < all->n; i++) order[i] = i;
+            shuffle(order, all->n, &rng);
+        }
+        dataset train_set, val, test;
+        float *mean_x = NULL, *sd_x = NULL;
+        make_sets(o, all, order, k, &train_set, &val, &test, &mean_x, &sd_x);
+        network net;
+        trainer t;
+        setup_net(o, shape, NULL, max_rows, &train_set, &rng, s, &net, &t);
+        fit_result r;
+        if (train(o, &t, &train_set, &val, &rng, s, 0, &r) != LB_EXIT_PASS) status = LB_EXIT_FAIL;
+        acc[k] = accuracy(&net, &test, NULL, s);
+        right += lround(acc[k] * test.n), tested += test.n;
+        mean += acc[k] / runs, val_mean += r.val_acc / runs;
+        if (!args->quiet)
+            printf("%s %d: test accuracy %6.2f%% (%d of %d), validation %6.2f%%, the weights of epoch %d of %d\n",
+                   o->kfold ? "fold" : "seed", o->kfold ? k + 1 : (int)(args->seed + k), 100 * acc[k],
+                   (int)lround(acc[k] * test.n), test.n, 100 * r.val_acc, r.best_epoch, r.epochs_run);
+        free_net(&net, &t);
+        lb_free_dataset(&train_set);
+        lb_free_dataset(&val);
+        lb_free_dataset(&test);
+        free(mean_x);
+        free(sd_x);
+    }
+    for (int k = 0; k < runs; k++) var += (acc[k] - mean) * (acc[k] - mean) / (runs > 1 ? runs - 1 : 1);
+    double sd = sqrt(var), pooled = tested ? (double)right / tested : 0.0, score = o->kfold ? pooled : mean;
+    char shape_s[128], name[128], sz[160];
+    shape_text(shape, shape_s, sizeof shape_s);
+    data_name(o, name, sizeof name);
+    snprintf(name + strlen(name), sizeof name - strlen(name), o->kfold ? "_kfold%d" : "_%dseeds", runs);
+    snprintf(sz, sizeof sz, "%s_e%d", shape_s, o->epochs);
+    if (o->kfold)
+        printf("dnn: %s %s: %d-fold cross-validation accuracy %.2f%% (%ld of %ld rows; folds %.2f%% +- %.2f sd), "
+               "validation %.2f%%, whole run %.2f s\n",
+               o->data_path, shape_s, runs, 100 * pooled, right, tested, 100 * mean, 100 * sd, 100 * val_mean,
+               (lb_wall_ms() - t_start) / 1e3);
+    else
+        printf("dnn: %s %s, seeds %llu..%llu: test accuracy %.2f%% +- %.2f (mean +- sd of %d runs), validation "
+               "%.2f%%, whole run %.2f s\n",
+               o->data_path, shape_s, args->seed, args->seed + runs - 1, 100 * mean, 100 * sd, runs, 100 * val_mean,
+               (lb_wall_ms() - t_start) / 1e3);
+    int acc_ok = o->min_accuracy < 0 || 100 * score >= o->min_accuracy;
+    if (!acc_ok)
+        fprintf(stderr, "dnn: %s accuracy %.2f%% is below --min-accuracy %g\n", o->kfold ? "cross-validation" : "mean test",
+                100 * score, o->min_accuracy);
+    lb_result res = {"dnn", -1, name, sz, 0.0, "test_acc_pct", 100 * score, NULL, 0.0, o->min_accuracy < 0 ? -1 : acc_ok};
+    lb_print_result(&res, args->quiet);
+    if (!o->kfold) {
+        char sd_name[160];
+        snprintf(sd_name, sizeof sd_name, "%s_sd", name);
+        lb_result rs = {"dnn", -1, sd_name, sz, 0.0, "sd_pct", 100 * sd, NULL, 0.0, -1};
+        lb_print_result(&rs, args->quiet);
+    }
+    free(order);
+    free(acc);
+    return status != LB_EXIT_PASS ? status : acc_ok ? LB_EXIT_PASS : LB_EXIT_FAIL;
+}
+
+/* --compare-paths: the same first weights, batches and learning rates on the cuBLAS path and on
+ * the fused one. Their sums run in other orders, so the weights drift apart by rounding only:
+ * a gap beyond 1e-3 means one path computes something else. */
+static int compare_paths(const dnn_options *o, const lb_args *args, const network *shape, const float *init,
+                         const dataset *train_set, int max_rows, const lb_rng *rng, cudaStream_t s)
+{
+    float *w[2];
+    dataset no_val = {0, train_set->features, train_set->classes, NULL, NULL, NULL}; /* no early stopping */
+    fit_result r;
+    int status = LB_EXIT_PASS;
+    for (int path = 0; path < 2; path++) { /* 0 cuBLAS, 1 fused */
+        dnn_options po = *o;
+        po.cublas = path == 0, po.fused = path == 1;
+        lb_rng same = *rng; /* the same shuffles on both paths */
+        network net;
+        trainer t;
+        setup_net(&po, shape, init, max_rows, train_set, &same, s, &net, &t);
+        if (train(&po, &t, train_set, &no_val, &same, s, 0, &r) != LB_EXIT_PASS) status = LB_EXIT_FAIL;
+        w[path] = lb_host_alloc(sizeof(float) * net.n_params, "parameters");
+        CUDA_CHECK(cudaMemcpy(w[path], net.d_params, sizeof(float) * net.n_params, cudaMemcpyDeviceToHost));
+        free_net(&net, &t);
+    }
+    double gap = 0.0, largest = 0.0;
+    for (size_t i = 0; i < shape->n_params; i++) {
+        double d = fabs((double)w[0][i] - w[1][i]);
+        if (!(d <= gap)) gap = d; /* NaN sticks */
+        largest = fmax(largest, fabs((double)w[0][i]));
+    }
+    int ok = status == LB_EXIT_PASS && gap <= 1e-3;
+    printf("dnn: %d epochs (%d steps) from the same weights: the cuBLAS and fused paths' weights differ by at most "
+           "%.2e (the largest weight is %.3f): %s\n",
+           r.epochs_run, r.steps, gap, largest, ok ? "PASS" : "FAIL (more than 1e-3)");
+    (void)args;
+    free(w[0]);
+    free(w[1]);
     return ok ? LB_EXIT_PASS : LB_EXIT_FAIL;
 }
 
@@ -599,81 +903,102 @@ int main(int argc, char **argv)
     if (o.synthetic) return run_synthetic(&o, &program, &args);
     if (predict_only(&o)) return run_predict_only(&o);
 
-    /* ---- setup: data, shape, split (all checked before the GPU is touched), then the GPU */
-    dataset all, to_predict = {0}, train_set, test;
+    /* ---- setup: data, shape and defaults (all checked before the GPU is touched), then the GPU */
+    dataset all, to_predict = {0};
     load_data(&o, &all, &to_predict);
-    network net = {0};
+    network shape = {0};
     float *mean = NULL, *sd = NULL;
-    float *params = choose_shape(&o, &program, &all, &net, &mean, &sd);
-    lb_rng rng;
-    lb_rng_seed(&rng, args.seed);
-    split_and_normalize(&o, &all, &rng, &train_set, &test, &to_predict, &mean, &sd);
-
+    float *params = choose_shape(&o, &program, &all, &shape, &mean, &sd);
+    int n_rest = o.kfold ? all.n - all.n / o.kfold : all.n - (int)lround(all.n * o.test_frac),
+        n_train = n_rest - (int)lround(n_rest * o.val_frac);
+    if (n_rest < 1 || n_train < 1)
+        lb_die(LB_EXIT_USAGE, "dnn: %s: no samples left for training with --test-frac %g and --val-frac %g",
+               o.data_path, o.test_frac, o.val_frac);
+    fill_defaults(&o, n_train);
     lb_gpu gpu;
     lb_gpu_init(&gpu);
     int max_rows = o.batch > DNN_EVAL_ROWS ? o.batch : DNN_EVAL_ROWS;
     size_t act_floats = 0;
-    for (int l = 0; l <= net.n_layers; l++) act_floats += (size_t)2 * max_rows * net.size[l];
-    lb_require_device_memory(sizeof(float) * (4 * net.n_params + act_floats + (size_t)train_set.n * all.features) +
-                                 (32u << 20),
+    for (int l = 0; l <= shape.n_layers; l++) act_floats += (size_t)2 * max_rows * shape.size[l];
+    lb_require_device_memory(sizeof(float) * (5 * shape.n_params + act_floats + (size_t)all.n * all.features) +
+                                 (40u << 20),
                              "the network and the training set");
-    char shape[128];
-    shape_text(&net, shape, sizeof shape);
-    if (!args.quiet)
-        printf("dnn: %s (%d samples: %d train, %d test), layers %s, %s, %s lr %g, batch %d, %d epochs, seed %llu, %s "
-               "(%s)\n",
-               o.data_path, all.n, train_set.n, test.n, shape, net.act == ACT_RELU ? "ReLU" : "sigmoid",
-               o.adam ? "Adam" : "SGD momentum", o.lr, o.batch, o.epochs, args.seed, gpu.prop.name, gpu.sm);
-    net_alloc(&net, max_rows);
-    if (!params) {
-        params = lb_host_alloc(sizeof(float) * net.n_params, "parameters");
-        init_params(&net, params, &rng);
-    }
-    CUDA_CHECK(cudaMemcpy(net.d_params, params, sizeof(float) * net.n_params, cudaMemcpyHostToDevice));
-    trainer t;
-    trainer_create(&t, &net, o.batch, &train_set, o.adam, (float)o.lr, (float)o.momentum);
     cudaStream_t s;
     CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    CUBLAS_CHECK(cublasSetStream(net.h, s));
+    char shape_s[128];
+    shape_text(&shape, shape_s, sizeof shape_s);
+    if (!args.quiet)
+        printf("dnn: %s (%d samples), layers %s, %s, %s lr %g (%s), weight decay %g, batch %d, %d epochs, %s path, "
+               "seed %llu, %s (%s)\n",
+               o.data_path, all.n, shape_s, shape.act == ACT_RELU ? "ReLU" : "sigmoid", o.adam ? "Adam" : "SGD momentum",
+               o.lr, o.schedule, o.weight_decay, o.batch, o.epochs, o.cublas ? (o.tf32 ? "cuBLAS TF32" : "cuBLAS") : "fused",
+               args.seed, gpu.prop.name, gpu.sm);
+    if (o.seeds > 1 || o.kfold) {
+        int status = run_repeated(&o, &args, &all, &shape, max_rows, s, t_start);
+        CUDA_CHECK(cudaStreamDestroy(s));
+        lb_free_dataset(&all);
+        return status;
+    }
+
+    /* ---- one run: the split (a seeded shuffle), then the network */
+    lb_rng rng;
+    lb_rng_seed(&rng, args.seed);
+    int *order = lb_host_alloc(sizeof(int) * all.n, "order");
+    for (int i = 0; i < all.n; i++) order[i] = i;
+    shuffle(order, all.n, &rng);
+    dataset train_set, val, test;
+    make_sets(&o, &all, order, 0, &train_set, &val, &test, &mean, &sd);
+    free(order);
+    if (o.predict_path) normalize(&to_predict, mean, sd);
+    if (!args.quiet)
+        printf("rows: %d to train, %d to validate (--val-frac), %d to test (--test-frac)\n", train_set.n, val.n, test.n);
 
     int status;
-    if (o.gradcheck) {
-        /* ---- check the gradients, and stop: fp32 gradients against a double-precision oracle;
-         * 1e-3 is ten times what a correct backward pass shows, a wrong transpose or a missing
-         * term gives order 1 */
-        double worst = gradcheck(&t, &train_set, train_set.n < 8 ? train_set.n : 8, s, args.quiet);
-        status = worst <= 1e-3 ? LB_EXIT_PASS : LB_EXIT_FAIL;
-        if (args.quiet)
-            printf("dnn gradcheck: %s, max relative error %.2e, %s\n", shape, worst, status ? "FAIL" : "PASS");
-        else
-            printf("%s\n", status ? "FAIL" : "PASS");
+    network net;
+    trainer t;
+    if (o.compare) {
+        status = compare_paths(&o, &args, &shape, params, &train_set, max_rows, &rng, s);
     } else {
-        /* ---- train, then report; save and classify on request */
-        double train_ms;
-        status = train(&o, &args, &t, &train_set, &test, &rng, s, &train_ms);
-        int report_status = report(&o, &args, &net, &all, &train_set, &test, s, train_ms, t_start);
-        if (status == LB_EXIT_PASS) status = report_status;
-        if (o.vs_linear) {
-            int linear_status = beat_linear(&o, &args, &train_set, &test, max_rows, &rng, &net, s);
-            if (status == LB_EXIT_PASS) status = linear_status;
+        setup_net(&o, &shape, params, max_rows, &train_set, &rng, s, &net, &t);
+        if (o.gradcheck) {
+            /* ---- check the gradients, and stop: fp32 gradients against a double-precision oracle;
+             * 1e-3 is ten times what a correct backward pass shows, a wrong transpose or a missing
+             * term gives order 1 */
+            double worst = gradcheck(&t, &train_set, train_set.n < 8 ? train_set.n : 8, s, args.quiet);
+            status = worst <= 1e-3 ? LB_EXIT_PASS : LB_EXIT_FAIL;
+            if (args.quiet)
+                printf("dnn gradcheck: %s, %s path, max relative error %.2e, %s\n", shape_s,
+                       net.fused ? "fused" : "cuBLAS", worst, status ? "FAIL" : "PASS");
+            else
+                printf("%s\n", status ? "FAIL" : "PASS");
+        } else {
+            /* ---- train, then report; save and classify on request */
+            fit_result r;
+            status = train(&o, &t, &train_set, &val, &rng, s, !args.quiet, &r);
+            int report_status = report(&o, &args, &net, &all, &train_set, &test, &r, s, t_start);
+            if (status == LB_EXIT_PASS) status = report_status;
+            if (o.vs_linear) {
+                int linear_status = beat_linear(&o, &train_set, &val, &test, max_rows, &rng, &net, s);
+                if (status == LB_EXIT_PASS) status = linear_status;
+            }
+            char err[512];
+            if (o.save_path) {
+                if (save_weights(o.save_path, &net, mean, sd, all.class_names, err, sizeof err))
+                    lb_die(LB_EXIT_USAGE, "dnn: %s", err);
+                if (!args.quiet) printf("saved the weights to %s\n", o.save_path);
+            }
+            if (o.predict_path) predict_rows(&o, &net, all.class_names, &to_predict, s);
         }
-        char err[512];
-        if (o.save_path) {
-            if (save_weights(o.save_path, &net, mean, sd, all.class_names, err, sizeof err))
-                lb_die(LB_EXIT_USAGE, "dnn: %s", err);
-            if (!args.quiet) printf("saved the weights to %s\n", o.save_path);
-        }
-        if (o.predict_path) predict_rows(&o, &net, all.class_names, &to_predict, s);
+        free_net(&net, &t);
     }
 
     CUDA_CHECK(cudaStreamDestroy(s));
-    trainer_free(&t);
-    net_free(&net);
     free(params);
     free(mean);
     free(sd);
     lb_free_dataset(&all);
     lb_free_dataset(&train_set);
+    lb_free_dataset(&val);
     lb_free_dataset(&test);
     lb_free_dataset(&to_predict);
     return status;

@@ -6,11 +6,12 @@
  *                           its gradient, the bias gradient, accuracy, and the step counter
  *   act_backward_kernel     dZ = dA * act'(A), with the bias gradient (column sums) in the same pass
  *   sgd_momentum_kernel, adam_kernel   one update over every parameter of every layer
- *   predict_kernel          argmax and its probability, for evaluation
+ *   predict_kernel          argmax, its probability and the row's loss, for evaluation
  * Every sum is taken in a fixed order (no atomics), so a run is bit-for-bit repeatable.
  */
 #include "dnn_kernels.h"
 #include <math.h>
+#include "dnn_math.cuh" /* activate, activate_grad, sgd_update, adam_update */
 
 __global__ void gather_batch_kernel(const float *x, const int *y, const int *perm, const step_state *state, int rows,
                                     int features, float *xb, int *yb)
@@ -36,16 +37,6 @@ extern "C" cudaError_t gather_batch_launch(const float *d_x, const int *d_y, con
     return cudaGetLastError();
 }
 
-__device__ __forceinline__ float activate(float z, int act)
-{
-    return act == ACT_RELU ? fmaxf(z, 0.0f) : 1.0f / (1.0f + __expf(-z));
-}
-/* the derivative from the output a = act(z): relu' = (a > 0), sigmoid' = a (1 - a) */
-__device__ __forceinline__ float activate_grad(float a, int act)
-{
-    return act == ACT_RELU ? (a > 0.0f ? 1.0f : 0.0f) : a * (1.0f - a);
-}
-
 __global__ void bias_act_kernel(float *z, const float *b, int rows, int cols, int act)
 {
     size_t n = (size_t)rows * cols;
@@ -64,14 +55,15 @@ extern "C" cudaError_t bias_act_launch(float *d_z, const float *d_b, int rows, i
 
 #define DNN_LOSS_THREADS 256
 
-__global__ void softmax_xent_kernel(const float *z, const float *b, const int *y, int rows, int classes, float *dz,
-                                    float *db, step_state *state)
+__global__ void softmax_xent_kernel(const float *z, const float *b, const int *y, const int *perm, int rows, int classes,
+                                    float *dz, float *db, step_state *state, int advance)
 {
     __shared__ float row_loss[DNN_LOSS_THREADS];
     __shared__ int row_ok[DNN_LOSS_THREADS];
     float loss = 0.0f;
     int ok = 0;
     float inv_rows = 1.0f / rows;
+    int base = state->cursor;
     for (int r = threadIdx.x; r < rows; r += blockDim.x) {
         const float *zr = z + (size_t)r * classes;
         float *dr = dz + (size_t)r * classes;
@@ -79,24 +71,24 @@ __global__ void softmax_xent_kernel(const float *z, const float *b, const int *y
         float mx = -INFINITY;
         int arg = 0;
         for (int c = 0; c < classes; c++) {
-            float v = zr[c] + b[c];
+            float v = zr[c] + (b ? b[c] : 0.0f);
             if (v > mx) mx = v, arg = c;
         }
         float sum = 0.0f;
-        for (int c = 0; c < classes; c++) sum += __expf(zr[c] + b[c] - mx);
-        int label = y[r];
+        for (int c = 0; c < classes; c++) sum += __expf(zr[c] + (b ? b[c] : 0.0f) - mx);
+        int label = perm ? y[perm[base + r]] : y[r];
         /* -log p[y] = log(sum) - (logit[y] - max): no division, no log of a tiny p */
-        loss += logf(sum) - (zr[label] + b[label] - mx);
+        loss += logf(sum) - (zr[label] + (b ? b[label] : 0.0f) - mx);
         ok += arg == label;
         for (int c = 0; c < classes; c++) {
-            float p = __expf(zr[c] + b[c] - mx) / sum;
+            float p = __expf(zr[c] + (b ? b[c] : 0.0f) - mx) / sum;
             dr[c] = (p - (c == label ? 1.0f : 0.0f)) * inv_rows; /* d(mean loss)/d logit */
         }
     }
     row_loss[threadIdx.x] = loss;
     row_ok[threadIdx.x] = ok;
     __syncthreads(); /* every row's dZ is written before the column sums read them */
-    for (int c = threadIdx.x; c < classes; c += blockDim.x) {
+    for (int c = threadIdx.x; db && c < classes; c += blockDim.x) {
         float s = 0.0f;
         for (int r = 0; r < rows; r++) s += dz[(size_t)r * classes + c];
         db[c] = s;
@@ -112,15 +104,19 @@ __global__ void softmax_xent_kernel(const float *z, const float *b, const int *y
     if (threadIdx.x == 0) {
         state->loss_sum += row_loss[0] * inv_rows;
         state->correct += row_ok[0];
-        state->cursor += rows; /* one block: no other thread reads these during this kernel */
-        state->t += 1;
+        if (advance) {
+            state->cursor += rows; /* one block, and every thread has read the cursor: safe */
+            state->t += 1;
+        }
     }
 }
 
-extern "C" cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, const int *d_y, int rows, int classes,
-                                           float *d_dz, float *d_db, step_state *d_state, cudaStream_t stream)
+extern "C" cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, const int *d_y, const int *d_perm,
+                                           int rows, int classes, float *d_dz, float *d_db, step_state *d_state,
+                                           int advance, cudaStream_t stream)
 {
-    softmax_xent_kernel<<<1, DNN_LOSS_THREADS, 0, stream>>>(d_z, d_b, d_y, rows, classes, d_dz, d_db, d_state);
+    softmax_xent_kernel<<<1, DNN_LOSS_THREADS, 0, stream>>>(d_z, d_b, d_y, d_perm, rows, classes, d_dz, d_db, d_state,
+                                                            advance);
     return cudaGetLastError();
 }
 
@@ -155,48 +151,42 @@ extern "C" cudaError_t act_backward_launch(float *d_da, const float *d_a, int ro
     return cudaGetLastError();
 }
 
-__global__ void sgd_momentum_kernel(float *w, const float *g, float *v, size_t n, float lr, float mu)
+__global__ void sgd_momentum_kernel(float *w, const float *g, float *v, size_t n, float mu, float wd,
+                                    const step_state *state)
 {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float vi = mu * v[i] - lr * g[i];
-        v[i] = vi;
-        w[i] += vi;
-    }
+    float lr = state->lr; /* read on the device: the schedule changes it without a new graph */
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        sgd_update(&w[i], &v[i], g[i], lr, mu, wd);
 }
 
-extern "C" cudaError_t sgd_momentum_launch(float *d_w, const float *d_g, float *d_v, size_t n, float lr, float mu,
-                                           cudaStream_t stream)
+extern "C" cudaError_t sgd_momentum_launch(float *d_w, const float *d_g, float *d_v, size_t n, float mu, float wd,
+                                           const step_state *d_state, cudaStream_t stream)
 {
     unsigned int blocks = (unsigned int)((n + 255) / 256);
     if (blocks > 2048) blocks = 2048;
-    sgd_momentum_kernel<<<blocks, 256, 0, stream>>>(d_w, d_g, d_v, n, lr, mu);
+    sgd_momentum_kernel<<<blocks, 256, 0, stream>>>(d_w, d_g, d_v, n, mu, wd, d_state);
     return cudaGetLastError();
 }
 
-__global__ void adam_kernel(float *w, const float *g, float *m, float *v, size_t n, float lr, const step_state *state)
+__global__ void adam_kernel(float *w, const float *g, float *m, float *v, size_t n, float wd, const step_state *state)
 {
-    const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
-    float t = (float)state->t; /* already counts this step: 1 on the first */
-    float c1 = 1.0f / (1.0f - powf(b1, t)), c2 = 1.0f / (1.0f - powf(b2, t));
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float gi = g[i];
-        float mi = b1 * m[i] + (1.0f - b1) * gi, vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        w[i] -= lr * (mi * c1) / (sqrtf(vi * c2) + eps);
-    }
+    float lr = state->lr;
+    float2 c = adam_corrections(state->t); /* state->t already counts this step: 1 on the first */
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        adam_update(&w[i], &m[i], &v[i], g[i], lr, wd, c);
 }
 
-extern "C" cudaError_t adam_launch(float *d_w, const float *d_g, float *d_m, float *d_v, size_t n, float lr,
+extern "C" cudaError_t adam_launch(float *d_w, const float *d_g, float *d_m, float *d_v, size_t n, float wd,
                                    const step_state *d_state, cudaStream_t stream)
 {
     unsigned int blocks = (unsigned int)((n + 255) / 256);
     if (blocks > 2048) blocks = 2048;
-    adam_kernel<<<blocks, 256, 0, stream>>>(d_w, d_g, d_m, d_v, n, lr, d_state);
+    adam_kernel<<<blocks, 256, 0, stream>>>(d_w, d_g, d_m, d_v, n, wd, d_state);
     return cudaGetLastError();
 }
 
-__global__ void predict_kernel(const float *z, const float *b, int rows, int classes, int *pred, float *prob)
+__global__ void predict_kernel(const float *z, const float *b, const int *y, int rows, int classes, int *pred,
+                               float *prob, float *nll)
 {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rows) return;
@@ -204,16 +194,17 @@ __global__ void predict_kernel(const float *z, const float *b, int rows, int cla
     float mx = -INFINITY;
     int arg = 0;
     for (int c = 0; c < classes; c++)
-        if (zr[c] + b[c] > mx) mx = zr[c] + b[c], arg = c;
+        if (zr[c] + (b ? b[c] : 0.0f) > mx) mx = zr[c] + (b ? b[c] : 0.0f), arg = c;
     float sum = 0.0f;
-    for (int c = 0; c < classes; c++) sum += expf(zr[c] + b[c] - mx);
+    for (int c = 0; c < classes; c++) sum += expf(zr[c] + (b ? b[c] : 0.0f) - mx);
     pred[r] = arg;
     prob[r] = 1.0f / sum; /* exp(max - max) / sum */
+    if (y) nll[r] = y[r] < 0 ? 0.0f : logf(sum) - (zr[y[r]] + (b ? b[y[r]] : 0.0f) - mx); /* -1: unlabelled */
 }
 
-extern "C" cudaError_t predict_launch(const float *d_z, const float *d_b, int rows, int classes, int *d_pred,
-                                      float *d_prob, cudaStream_t stream)
+extern "C" cudaError_t predict_launch(const float *d_z, const float *d_b, const int *d_y, int rows, int classes,
+                                      int *d_pred, float *d_prob, float *d_nll, cudaStream_t stream)
 {
-    predict_kernel<<<(rows + 255) / 256, 256, 0, stream>>>(d_z, d_b, rows, classes, d_pred, d_prob);
+    predict_kernel<<<(rows + 255) / 256, 256, 0, stream>>>(d_z, d_b, d_y, rows, classes, d_pred, d_prob, d_nll);
     return cudaGetLastError();
 }

@@ -16,6 +16,7 @@ typedef struct {
     int t;          /* optimizer steps so far (Adam's bias correction) */
     float loss_sum; /* this epoch: sum of the batches' mean losses */
     int correct;    /* this epoch: training samples classified right */
+    float lr;       /* this epoch's learning rate (the schedule's), written by the host between epochs */
 } step_state;
 
 /* xb[i] = X[perm[cursor + i]], yb[i] = y[...] for i < rows (F features a row) */
@@ -25,28 +26,34 @@ cudaError_t gather_batch_launch(const float *d_x, const int *d_y, const int *d_p
 /* Z = act(Z + b), in place; Z is rows x cols */
 cudaError_t bias_act_launch(float *d_z, const float *d_b, int rows, int cols, int act, cudaStream_t stream);
 
-/* The loss layer, one block: logits = Z + b (rows x classes); p = softmax(logits);
- * state->loss_sum += mean over rows of -log p[y]; state->correct += rows with argmax = y;
- * dZ = (p - onehot(y)) / rows; db = column sums of dZ. Then advances the step:
- * state->cursor += rows, state->t += 1. */
-cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, const int *d_y, int rows, int classes, float *d_dz,
-                                float *d_db, step_state *d_state, cudaStream_t stream);
+/* The loss layer, one block: logits = Z + b (rows x classes; d_b NULL: Z holds the bias
+ * already); p = softmax(logits); state->loss_sum += mean over rows of -log p[y];
+ * state->correct += rows with argmax = y; dZ = (p - onehot(y)) / rows; db = column sums of dZ
+ * (d_db NULL: not wanted). Row r's label is d_y[r], or d_y[d_perm[state->cursor + r]] when d_perm
+ * is given. advance: then state->cursor += rows, state->t += 1 (the step is over for whoever
+ * reads them). */
+cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, const int *d_y, const int *d_perm, int rows,
+                                int classes, float *d_dz, float *d_db, step_state *d_state, int advance,
+                                cudaStream_t stream);
 
 /* Back through the activation, in place: dZ = dA * act'(A) (A is the layer's output), and
  * db = column sums of dZ (rows x cols) */
 cudaError_t act_backward_launch(float *d_da, const float *d_a, int rows, int cols, int act, float *d_db,
                                 cudaStream_t stream);
 
-/* Optimizers over all n parameters at once. SGD with momentum: v = mu v - lr g; w += v.
- * Adam: m, v moments, bias-corrected with the step count in state->t. */
-cudaError_t sgd_momentum_launch(float *d_w, const float *d_g, float *d_v, size_t n, float lr, float mu,
-                                cudaStream_t stream);
-cudaError_t adam_launch(float *d_w, const float *d_g, float *d_m, float *d_v, size_t n, float lr,
+/* Optimizers over all n parameters at once, with the learning rate state->lr and weight decay wd.
+ * SGD with momentum: g' = g + wd w (L2), v = mu v - lr g'; w += v.
+ * Adam: m, v moments of g, bias-corrected with the step count in state->t; then the decay,
+ * decoupled from the moments (AdamW): w -= lr (m^ / (sqrt(v^) + eps) + wd w). */
+cudaError_t sgd_momentum_launch(float *d_w, const float *d_g, float *d_v, size_t n, float mu, float wd,
+                                const step_state *d_state, cudaStream_t stream);
+cudaError_t adam_launch(float *d_w, const float *d_g, float *d_m, float *d_v, size_t n, float wd,
                         const step_state *d_state, cudaStream_t stream);
 
-/* pred[r] = argmax over classes of (Z + b)[r], prob[r] its softmax probability */
-cudaError_t predict_launch(const float *d_z, const float *d_b, int rows, int classes, int *d_pred, float *d_prob,
-                           cudaStream_t stream);
+/* pred[r] = argmax over classes of (Z + b)[r] (d_b NULL: no bias to add), prob[r] its softmax
+ * probability; with labels d_y, nll[r] = -log p[y[r]] (the row's cross-entropy) */
+cudaError_t predict_launch(const float *d_z, const float *d_b, const int *d_y, int rows, int classes, int *d_pred,
+                           float *d_prob, float *d_nll, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -38,7 +38,17 @@ void net_alloc(network *net, int max_rows)
     /* a workspace of our own: cuBLAS then allocates nothing while a graph is captured */
     CUDA_CHECK(cudaMalloc(&net->d_workspace, 32u << 20));
     CUBLAS_CHECK(cublasSetWorkspace(net->h, net->d_workspace, 32u << 20));
-    CUBLAS_CHECK(cublasSetMathMode(net->h, CUBLAS_PEDANTIC_MATH)); /* plain fp32: gradcheck compares to 1e-3 */
+    /* plain fp32 unless asked for TF32 (10-bit mantissas in the products): gradcheck compares to 1e-3 */
+    CUBLAS_CHECK(cublasSetMathMode(net->h, net->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+    CUDA_CHECK(cudaDeviceGetAttribute(&net->sms, cudaDevAttrMultiProcessorCount, 0));
+    CUDA_CHECK(cudaMalloc((void **)&net->d_split, sizeof(float) * fused_workspace_floats(net->sms)));
+    CUDA_CHECK(cudaMalloc((void **)&net->d_tile_count, sizeof(int) * (fused_counter_ints(net->sms) + 1)));
+    CUDA_CHECK(cudaMemset(net->d_tile_count, 0, sizeof(int) * (fused_counter_ints(net->sms) + 1)));
+    net->d_grid_count = net->d_tile_count + fused_counter_ints(net->sms);
+    CUDA_CHECK(cudaMalloc((void **)&net->d_pred, sizeof(int) * max_rows));
+    CUDA_CHECK(cudaMalloc((void **)&net->d_labels, sizeof(int) * max_rows));
+    CUDA_CHECK(cudaMalloc((void **)&net->d_prob, sizeof(float) * max_rows));
+    CUDA_CHECK(cudaMalloc((void **)&net->d_nll, sizeof(float) * max_rows));
 }
 
 void net_free(network *net)
@@ -53,6 +63,12 @@ void net_free(network *net)
         CUDA_CHECK(cudaFree(net->d_a[l]));
         CUDA_CHECK(cudaFree(net->d_d[l]));
     }
+    CUDA_CHECK(cudaFree(net->d_split));
+    CUDA_CHECK(cudaFree(net->d_tile_count));
+    CUDA_CHECK(cudaFree(net->d_pred));
+    CUDA_CHECK(cudaFree(net->d_labels));
+    CUDA_CHECK(cudaFree(net->d_prob));
+    CUDA_CHECK(cudaFree(net->d_nll));
 }
 
 /* Weights from N(0, 2/in) for ReLU (He) or N(0, 1/in) for sigmoid (Xavier), biases 0. */
@@ -83,9 +99,67 @@ cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N,
                        ldb, A, lda, &zero, C, N);
 }
 
+/* ---------------------------------------------------------------- the fused path */
+
+/* One fused product, planned for its shape (dnn_fused_kernels.cu). */
+static void fused(network *net, const fused_gemm *p, cudaStream_t s)
+{
+    CUDA_CHECK(fused_gemm_launch(p, fused_plan_for(p->M, p->N, p->K, net->sms), net->d_split, net->d_tile_count,
+                                 net->d_grid_count, s));
+}
+
+/* Z = [A, 1] [W; b] and the activation in one kernel per layer. x: the input rows, gathered through
+ * perm from the state's cursor when perm is given (training), else d_a[0] (evaluation). */
+static void forward_fused(network *net, int rows, const float *x, const int *perm, step_state *state, cudaStream_t s)
+{
+    int L = net->n_layers;
+    for (int l = 0; l < L; l++) {
+        fused_gemm p = {0};
+        p.M = rows, p.N = net->size[l + 1], p.K = net->size[l] + 1; /* + 1: the bias row */
+        p.A = l ? net->d_a[l] : x, p.lda = net->size[l], p.a_ones = 1, p.a_perm = l ? NULL : perm;
+        p.B = net_w(net, net->d_params, l), p.ldb = net->size[l + 1]; /* W, and b right after it */
+        p.C = net->d_a[l + 1], p.ldc = net->size[l + 1];
+        p.epilogue = l < L - 1 ? FUSED_ACT : FUSED_STORE, p.act = net->act, p.state = state;
+        fused(net, &p, s);
+    }
+}
+
+/* Given dZ of the last layer in d_d[L]: dZ of every hidden layer (dX GEMM and act' in one kernel),
+ * then every layer's [dW; db] = [A, 1]^T dZ, into d_grads (update 0) or straight into the
+ * optimizer's update of [W; b] (update 1). The dX products read W before any update changes it. */
+static void backward_fused(trainer *t, int rows, int update, cudaStream_t s)
+{
+    network *net = t->net;
+    int L = net->n_layers;
+    for (int l = L - 1; l >= 1; l--) {
+        fused_gemm p = {0};
+        p.M = rows, p.N = net->size[l], p.K = net->size[l + 1];
+        p.A = net->d_d[l + 1], p.lda = net->size[l + 1];
+        p.B = net_w(net, net->d_params, l), p.ldb = net->size[l + 1], p.b_trans = 1; /* W^T */
+        p.C = net->d_d[l], p.ldc = net->size[l];
+        p.epilogue = FUSED_ACT_GRAD, p.act = net->act, p.act_out = net->d_a[l];
+        fused(net, &p, s);
+    }
+    for (int l = L - 1; l >= 0; l--) { /* layer 0 last: it reads the cursor, and then moves it on */
+        fused_gemm p = {0};
+        p.M = net->size[l] + 1, p.N = net->size[l + 1], p.K = rows;
+        p.A = l ? net->d_a[l] : t->d_x, p.lda = net->size[l], p.a_trans = 1, p.a_ones = 1; /* [A, 1]^T */
+        p.a_perm = l ? NULL : t->d_perm;
+        p.B = net->d_d[l + 1], p.ldb = net->size[l + 1];
+        p.C = net_w(net, update ? net->d_params : net->d_grads, l), p.ldc = net->size[l + 1];
+        p.epilogue = !update ? FUSED_STORE : t->adam ? FUSED_ADAM : FUSED_SGD;
+        p.opt1 = net_w(net, net->d_opt1, l), p.opt2 = net_w(net, net->d_opt2, l);
+        p.mu = t->momentum, p.wd = t->weight_decay;
+        p.state = t->d_state, p.advance = l == 0, p.rows = rows;
+        fused(net, &p, s);
+    }
+}
+
+/* ---------------------------------------------------------------- the cuBLAS path */
+
 /* forward through every layer for `rows` rows in d_a[0]; the last layer's logits stay without
  * bias (the loss and predict kernels add it) */
-void forward(network *net, int rows, cudaStream_t s)
+static void forward_cublas(network *net, int rows, cudaStream_t s)
 {
     for (int l = 0; l < net->n_layers; l++) {
         CUBLAS_CHECK(gemm_rm(net->h, 0, 0, rows, net->size[l + 1], net->size[l], net->d_a[l],
@@ -94,6 +168,16 @@ void forward(network *net, int rows, cudaStream_t s)
             CUDA_CHECK(
                 bias_act_launch(net->d_a[l + 1], net_b(net, net->d_params, l), rows, net->size[l + 1], net->act, s));
     }
+}
+
+const float *forward(network *net, int rows, cudaStream_t s)
+{
+    if (net->fused) {
+        forward_fused(net, rows, net->d_a[0], NULL, NULL, s);
+        return NULL;
+    }
+    forward_cublas(net, rows, s);
+    return net_b(net, net->d_params, net->n_layers - 1);
 }
 
 /* gradients of the mean loss over `rows` rows, given dZ of the last layer in d_d[L] */
@@ -112,10 +196,13 @@ void backward(network *net, int rows, cudaStream_t s)
     }
 }
 
-void trainer_create(trainer *t, network *net, int rows, const dataset *train, int adam, float lr, float momentum)
+/* ---------------------------------------------------------------- training */
+
+void trainer_create(trainer *t, network *net, int rows, const dataset *train, int adam, float momentum,
+                    float weight_decay)
 {
     size_t n = (size_t)train->n, F = (size_t)train->features;
-    trainer z = {net, rows, NULL, NULL, NULL, NULL, NULL, adam, lr, momentum};
+    trainer z = {net, rows, NULL, NULL, NULL, NULL, NULL, adam, momentum, weight_decay};
     *t = z;
     CUDA_CHECK(cudaMalloc((void **)&t->d_x, sizeof(float) * n * F));
     CUDA_CHECK(cudaMalloc((void **)&t->d_y, sizeof(int) * n));
@@ -125,6 +212,12 @@ void trainer_create(trainer *t, network *net, int rows, const dataset *train, in
     CUDA_CHECK(cudaMemset(t->d_state, 0, sizeof(step_state)));
     CUDA_CHECK(cudaMemcpy(t->d_x, train->x, sizeof(float) * n * F, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t->d_y, train->y, sizeof(int) * n, cudaMemcpyHostToDevice));
+}
+
+void set_lr(trainer *t, float lr, cudaStream_t s)
+{
+    /* from pageable memory: the call returns once lr has been copied, so a local will do */
+    CUDA_CHECK(cudaMemcpyAsync(&t->d_state->lr, &lr, sizeof lr, cudaMemcpyHostToDevice, s));
 }
 
 void trainer_free(trainer *t)
@@ -138,26 +231,51 @@ void trainer_free(trainer *t)
 
 /* forward, loss and backward for `rows` rows of the permutation from the state's cursor: the
  * gradients of the mean loss in d_grads, no update (gradcheck stops here; a step goes on) */
-void loss_and_grads(trainer *t, int rows, cudaStream_t s)
+static void step_cublas(trainer *t, int rows, int update, cudaStream_t s)
 {
     network *net = t->net;
     int L = net->n_layers, C = net->size[L];
     CUDA_CHECK(gather_batch_launch(t->d_x, t->d_y, t->d_perm, t->d_state, rows, net->size[0], net->d_a[0], t->d_yb, s));
-    forward(net, rows, s);
-    CUDA_CHECK(softmax_xent_launch(net->d_a[L], net_b(net, net->d_params, L - 1), t->d_yb, rows, C, net->d_d[L],
-                                   net_b(net, net->d_grads, L - 1), t->d_state, s));
+    forward_cublas(net, rows, s);
+    CUDA_CHECK(softmax_xent_launch(net->d_a[L], net_b(net, net->d_params, L - 1), t->d_yb, NULL, rows, C, net->d_d[L],
+                                   net_b(net, net->d_grads, L - 1), t->d_state, 1, s));
     backward(net, rows, s);
+    if (!update) return;
+    if (t->adam)
+        CUDA_CHECK(adam_launch(net->d_params, net->d_grads, net->d_opt1, net->d_opt2, net->n_params, t->weight_decay,
+                               t->d_state, s));
+    else
+        CUDA_CHECK(sgd_momentum_launch(net->d_params, net->d_grads, net->d_opt1, net->n_params, t->momentum,
+                                       t->weight_decay, t->d_state, s));
+}
+
+/* the same on the fused path: the batch read through the permutation by the first GEMM, the
+ * bias inside the GEMMs, the update inside the gradient GEMMs (no gather, bias, activation or
+ * optimizer kernels); the loss kernel takes the labels through the permutation too */
+static void step_fused(trainer *t, int rows, int update, cudaStream_t s)
+{
+    network *net = t->net;
+    int L = net->n_layers;
+    forward_fused(net, rows, t->d_x, t->d_perm, t->d_state, s);
+    CUDA_CHECK(softmax_xent_launch(net->d_a[L], NULL, t->d_y, t->d_perm, rows, net->size[L], net->d_d[L], NULL,
+                                   t->d_state, 0, s));
+    backward_fused(t, rows, update, s);
+}
+
+void loss_and_grads(trainer *t, int rows, cudaStream_t s)
+{
+    if (t->net->fused)
+        step_fused(t, rows, 0, s);
+    else
+        step_cublas(t, rows, 0, s);
 }
 
 void train_step(trainer *t, cudaStream_t s)
 {
-    network *net = t->net;
-    loss_and_grads(t, t->rows, s);
-    if (t->adam)
-        CUDA_CHECK(
-            adam_launch(net->d_params, net->d_grads, net->d_opt1, net->d_opt2, net->n_params, t->lr, t->d_state, s));
+    if (t->net->fused)
+        step_fused(t, t->rows, 1, s);
     else
-        CUDA_CHECK(sgd_momentum_launch(net->d_params, net->d_grads, net->d_opt1, net->n_params, t->lr, t->momentum, s));
+        step_cublas(t, t->rows, 1, s);
 }
 
 cudaGraphExec_t capture_step(trainer *t, cudaStream_t s)
@@ -174,43 +292,65 @@ cudaGraphExec_t capture_step(trainer *t, cudaStream_t s)
 
 /* ================================================================ evaluation */
 
-/* predictions (and their probabilities) for every row of a set already on the host */
-void predict_set(network *net, const dataset *d, int *pred, float *prob, cudaStream_t s)
+/* Every row of d (on the host) through the network, in chunks of max_rows: predictions and
+ * their probabilities (pred, prob: may be NULL) and, when d has labels, the summed loss. */
+static double run_set(network *net, const dataset *d, int *pred, float *prob, cudaStream_t s)
 {
-    int L = net->n_layers;
-    int *d_pred;
-    float *d_prob;
-    CUDA_CHECK(cudaMalloc((void **)&d_pred, sizeof(int) * net->max_rows));
-    CUDA_CHECK(cudaMalloc((void **)&d_prob, sizeof(float) * net->max_rows));
+    int L = net->n_layers, has_labels = d->n > 0 && d->y[0] >= 0; /* --predict rows may have none */
+    float *nll = has_labels ? lb_host_alloc(sizeof(float) * net->max_rows, "losses") : NULL;
+    double loss = 0.0;
     for (int r0 = 0; r0 < d->n; r0 += net->max_rows) {
         int rows = d->n - r0 < net->max_rows ? d->n - r0 : net->max_rows;
         CUDA_CHECK(cudaMemcpyAsync(net->d_a[0], d->x + (size_t)r0 * d->features, sizeof(float) * rows * d->features,
                                    cudaMemcpyHostToDevice, s));
-        forward(net, rows, s);
-        CUDA_CHECK(
-            predict_launch(net->d_a[L], net_b(net, net->d_params, L - 1), rows, net->size[L], d_pred, d_prob, s));
-        CUDA_CHECK(cudaMemcpyAsync(pred + r0, d_pred, sizeof(int) * rows, cudaMemcpyDeviceToHost, s));
-        CUDA_CHECK(cudaMemcpyAsync(prob + r0, d_prob, sizeof(float) * rows, cudaMemcpyDeviceToHost, s));
+        if (has_labels)
+            CUDA_CHECK(
+                cudaMemcpyAsync(net->d_labels, d->y + r0, sizeof(int) * rows, cudaMemcpyHostToDevice, s));
+        const float *bias = forward(net, rows, s);
+        CUDA_CHECK(predict_launch(net->d_a[L], bias, has_labels ? net->d_labels : NULL, rows, net->size[L],
+                                  net->d_pred, net->d_prob, net->d_nll, s));
+        if (pred) CUDA_CHECK(cudaMemcpyAsync(pred + r0, net->d_pred, sizeof(int) * rows, cudaMemcpyDeviceToHost, s));
+        if (prob) CUDA_CHECK(cudaMemcpyAsync(prob + r0, net->d_prob, sizeof(float) * rows, cudaMemcpyDeviceToHost, s));
+        if (has_labels) {
+            CUDA_CHECK(cudaMemcpyAsync(nll, net->d_nll, sizeof(float) * rows, cudaMemcpyDeviceToHost, s));
+            CUDA_CHECK(cudaStreamSynchronize(s));
+            for (int i = 0; i < rows; i++) loss += nll[i];
+        }
     }
     CUDA_CHECK(cudaStreamSynchronize(s));
-    CUDA_CHECK(cudaFree(d_pred));
-    CUDA_CHECK(cudaFree(d_prob));
+    free(nll);
+    return loss;
 }
 
-double accuracy(network *net, const dataset *d, int *confusion, cudaStream_t s)
+void predict_set(network *net, const dataset *d, int *pred, float *prob, cudaStream_t s)
 {
+    run_set(net, d, pred, prob, s);
+}
+
+static double accuracy_and_loss(network *net, const dataset *d, int *confusion, double *loss, cudaStream_t s)
+{
+    if (loss) *loss = 0.0;
     if (d->n == 0) return 0.0;
     int *pred = lb_host_alloc(sizeof(int) * d->n, "predictions");
-    float *prob = lb_host_alloc(sizeof(float) * d->n, "probabilities");
-    predict_set(net, d, pred, prob, s);
+    double sum = run_set(net, d, pred, NULL, s);
+    if (loss) *loss = sum / d->n;
     int ok = 0;
     for (int i = 0; i < d->n; i++) {
         ok += pred[i] == d->y[i];
         if (confusion) confusion[d->y[i] * d->classes + pred[i]]++;
     }
     free(pred);
-    free(prob);
     return (double)ok / d->n;
+}
+
+double accuracy(network *net, const dataset *d, int *confusion, cudaStream_t s)
+{
+    return accuracy_and_loss(net, d, confusion, NULL, s);
+}
+
+void evaluate(network *net, const dataset *d, double *acc, double *loss, cudaStream_t s)
+{
+    *acc = accuracy_and_loss(net, d, NULL, loss, s);
 }
 
 /* ================================================================ gradient check */

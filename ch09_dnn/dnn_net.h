@@ -4,8 +4,9 @@
  *
  *   network   net_alloc / net_free, init_params, forward / backward
  *   training  trainer_create / trainer_free, loss_and_grads (no update), train_step (one
- *             optimizer step), capture_step (that step as a CUDA graph)
- *   results   predict_set, accuracy; gradcheck against loss_cpu (double, on the CPU)
+ *             optimizer step), capture_step (that step as a CUDA graph); two paths: cuBLAS GEMMs
+ *             with small kernels around them, or the fused GEMMs of dnn_fused_kernels.cu
+ *   results   predict_set, evaluate (accuracy and loss); gradcheck against loss_cpu (double, CPU)
  *   files     save_weights / load_weights; parse_layers ("4,16,16,3")
  */
 #ifndef DNN_NET_H
@@ -14,6 +15,7 @@
 #include "labbook.h"
 #include "dnn_data.h"
 #include "dnn_kernels.h"
+#include "dnn_fused_kernels.h"
 
 #define DNN_MAX_LAYERS 8   /* weight layers */
 #define DNN_EVAL_ROWS 4096 /* rows per forward pass when evaluating a whole set */
@@ -29,6 +31,13 @@ typedef struct {
     float *d_d[DNN_MAX_LAYERS + 1]; /* d_d[l]: dLoss/d(layer l's output), then dZ in place */
     cublasHandle_t h;
     void *d_workspace;
+    int fused;      /* the fused path (dnn_fused_kernels.cu) instead of cuBLAS and small kernels */
+    int tf32;       /* cuBLAS path: TF32 tensor cores for the GEMMs */
+    int sms;        /* the GPU's multiprocessors: the fused GEMMs' plans fill them */
+    float *d_split; /* the fused GEMMs' split-K workspace, tile counters and step counter */
+    int *d_tile_count, *d_grid_count;
+    int *d_pred, *d_labels; /* evaluation: a chunk's predictions, labels, */
+    float *d_prob, *d_nll;  /* probabilities and losses */
 } network;
 
 typedef struct {
@@ -38,9 +47,9 @@ typedef struct {
     int *d_y;
     int *d_perm; /* this epoch's order of the training rows */
     int *d_yb;   /* the batch's labels */
-    step_state *d_state;
+    step_state *d_state; /* the cursor, step count, loss sums and learning rate */
     int adam;
-    float lr, momentum;
+    float momentum, weight_decay;
 } trainer;
 
 /* Layer l's weights and biases inside a parameter-sized buffer (parameters, gradients, ...). */
@@ -50,7 +59,8 @@ static inline float *net_b(const network *n, float *base, int l) { return base +
 /* The offsets and n_params from n_layers and size[]. */
 void layout(network *net);
 /* Device buffers for activations of up to max_rows rows, the parameters and optimizer state,
- * and a cuBLAS handle with its own workspace (so a graph capture allocates nothing). */
+ * and a cuBLAS handle with its own workspace (so a graph capture allocates nothing); set fused
+ * and tf32 first. */
 void net_alloc(network *net, int max_rows);
 void net_free(network *net);
 /* Weights from N(0, 2/in) for ReLU (He) or N(0, 1/in) for sigmoid (Xavier), biases 0, into h. */
@@ -58,15 +68,22 @@ void init_params(const network *net, float *h, lb_rng *rng);
 /* Row-major C (M,N) = op(A) op(B) on cuBLAS (trans_a, trans_b: 1 = transposed). */
 cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *A, const float *Bm,
                        float *C);
-void forward(network *net, int rows, cudaStream_t s);
+/* Forward through every layer for `rows` rows in d_a[0]; the logits end in d_a[L]. Returns the
+ * last layer's bias for whoever reads the logits: the cuBLAS path leaves it out (the loss kernel
+ * adds it), the fused path adds it in the GEMM (NULL: nothing left to add). */
+const float *forward(network *net, int rows, cudaStream_t s);
 void backward(network *net, int rows, cudaStream_t s);
 
-/* The training set on the device, the batch and the step's state; d_perm is the caller's to fill. */
-void trainer_create(trainer *t, network *net, int rows, const dataset *train, int adam, float lr, float momentum);
+/* The training set on the device, the batch and the step's state; d_perm is the caller's to fill,
+ * and the learning rate (state->lr) too: set_lr. */
+void trainer_create(trainer *t, network *net, int rows, const dataset *train, int adam, float momentum,
+                    float weight_decay);
+void set_lr(trainer *t, float lr, cudaStream_t s);
 void trainer_free(trainer *t);
 /* Gather `rows` rows, forward, loss, backward: gradients in net->d_grads, no update. */
 void loss_and_grads(trainer *t, int rows, cudaStream_t s);
-/* One training step (loss_and_grads of a batch, then the optimizer), queued on s. */
+/* One training step (loss_and_grads of a batch, then the optimizer), queued on s. The fused
+ * path applies the optimizer inside the gradient GEMMs instead. */
 void train_step(trainer *t, cudaStream_t s);
 /* train_step captured once as a CUDA graph, to replay every step. */
 cudaGraphExec_t capture_step(trainer *t, cudaStream_t s);
@@ -75,6 +92,8 @@ cudaGraphExec_t capture_step(trainer *t, cudaStream_t s);
 void predict_set(network *net, const dataset *d, int *pred, float *prob, cudaStream_t s);
 /* The share of d classified right; confusion (classes x classes, or NULL) counts true x predicted. */
 double accuracy(network *net, const dataset *d, int *confusion, cudaStream_t s);
+/* Accuracy and mean cross-entropy of the network on d (both 0 when d is empty). */
+void evaluate(network *net, const dataset *d, double *acc, double *loss, cudaStream_t s);
 /* The mean cross-entropy on n rows, in double on the CPU: the oracle of gradcheck. */
 double loss_cpu(const network *net, const float *params, const float *x, const int *y, int n);
 /* Analytic gradients of `rows` training rows against finite differences of loss_cpu; returns

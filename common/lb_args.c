@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -129,15 +130,16 @@ static void print_usage(const lb_program *prog, const lb_args *a, FILE *f)
         snprintf(left, sizeof left, "%s%s", o->name, arg);
         fprintf(f, "  %-21s %s", left, o->help);
         switch (o->kind) {
-        /* a default of -1 means "chosen by the program": its help text says how */
+        /* a default of -1 (or INT_MIN, -inf: "not given" where -1 is a value) means "chosen by the
+         * program": its help text says how */
         case LB_OPT_INT:
-            if (*(int *)o->dst != -1) fprintf(f, " (default %d)", *(int *)o->dst);
+            if (*(int *)o->dst != -1 && *(int *)o->dst != INT_MIN) fprintf(f, " (default %d)", *(int *)o->dst);
             break;
         case LB_OPT_I64:
             if (*(long long *)o->dst != -1) fprintf(f, " (default %lld)", *(long long *)o->dst);
             break;
         case LB_OPT_DOUBLE:
-            if (*(double *)o->dst != -1.0) fprintf(f, " (default %g)", *(double *)o->dst);
+            if (*(double *)o->dst != -1.0 && isfinite(*(double *)o->dst)) fprintf(f, " (default %g)", *(double *)o->dst);
             break;
         case LB_OPT_STRING:
             if (*(const char **)o->dst) fprintf(f, " (default %s)", *(const char **)o->dst);

@@ -29,6 +29,17 @@ bad_input 2 '--lr must be in (0, 100)' ./dnn --lr -1
 bad_input 2 '--min-accuracy must be a percentage, 0..100' ./dnn --min-accuracy 200
 bad_input 2 '--layers takes 2 to 9 sizes, each 1..65536' ./dnn --layers 4,1000000000,3
 bad_input 2 "--save 'no-such-folder/w.bin': no folder 'no-such-folder'" ./dnn --save no-such-folder/w.bin
+bad_input 2 '--val-frac must be in [0, 1)' ./dnn --val-frac 1
+bad_input 2 '--patience must be 0 or more' ./dnn --patience -3
+bad_input 2 '--weight-decay must be in [0, 1)' ./dnn --weight-decay -0.1
+bad_input 2 '--schedule must be cosine, step or none' ./dnn --schedule linear
+bad_input 2 '--seeds must be 1..1000' ./dnn --seeds 0
+bad_input 2 '--kfold must be 2..1000' ./dnn --kfold 1
+bad_input 2 '--kfold and --seeds: pick one' ./dnn --kfold 5 --seeds 3
+bad_input 2 '--fused and --cublas: pick one path' ./dnn --fused --cublas
+bad_input 2 '--tf32 is for the cuBLAS path' ./dnn --tf32 --fused
+bad_input 2 'no --save, --load, --predict, --gradcheck, --vs-linear or --compare-paths with them' ./dnn --seeds 3 --gradcheck
+bad_input 2 'no samples left for training with --test-frac 0.5 and --val-frac 0.99' ./dnn --test-frac 0.5 --val-frac 0.99
 # a weights file is enough to predict (no --data); rows of another shape, an old or a damaged
 # file, and training without data are refused before the GPU is touched
 bad_input 2 'digits.csv has 64 features and 10 classes, the network in ../tests/data/iris_linear.bin takes 4 features to 3 classes' ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/digits.csv
@@ -40,35 +51,65 @@ gpu_expect 0 "of 150 labelled rows classified right" ./dnn --load ../tests/data/
 no_gpu ./dnn
 no_gpu ./dnn --synthetic 784,1024,10
 
-# the backward pass against finite differences (the book's method), several shapes
-gpu_check ./dnn --gradcheck
-gpu_check ./dnn --gradcheck --act sigmoid
-gpu_check ./dnn --gradcheck --layers 4,3
-gpu_check ./dnn --gradcheck --layers 4,7,5,6,3 --seed 3
-gpu_check ./dnn --gradcheck --data ../datasets/digits.csv
-gpu_check ./dnn --gradcheck --layers 4,5,3 --adam --seed 5
-# a planted bug: the gradient of every odd hidden unit is halved. A gradcheck that samples
-# every second parameter of rows of even length never looks at them
+# the backward pass against finite differences (the book's method), several shapes, on both
+# paths (the fused one is the default); 64,300,10 splits K in the fused GEMMs (K = 301)
+for path in --fused --cublas; do
+    gpu_check ./dnn --gradcheck $path
+    gpu_check ./dnn --gradcheck --act sigmoid $path
+    gpu_check ./dnn --gradcheck --layers 4,3 $path
+    gpu_check ./dnn --gradcheck --layers 4,7,5,6,3 --seed 3 $path
+    gpu_check ./dnn --gradcheck --data ../datasets/digits.csv $path
+    gpu_check ./dnn --gradcheck --layers 4,5,3 --adam --seed 5 $path
+    gpu_check ./dnn --gradcheck --data ../datasets/digits.csv --layers 64,300,10 $path
+done
+# the two paths train to the same weights (their sums only run in other orders)
+gpu_check ./dnn --compare-paths --epochs 20
+gpu_check ./dnn --compare-paths --epochs 20 --adam --act sigmoid --layers 4,9,3
+gpu_check ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3
+gpu_check ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3 --adam --batch 100
+# planted bugs on the cuBLAS path: the gradient of every odd hidden unit is halved. A gradcheck
+# that samples every second parameter of rows of even length never looks at them
 mutant "dnn backward halves the odd units' gradients" dnn_kernels.cu \
     's/float g = da\[i\] \* activate_grad(a\[i\], act);/float g = da[i] * activate_grad(a[i], act) * (c \& 1 ? 0.5f : 1.0f);/' \
-    ./dnn --gradcheck --data ../datasets/digits.csv
+    ./dnn --gradcheck --data ../datasets/digits.csv --cublas
+# and on the fused path: the bias's column of ones left out; the split parts of K summed
+# without the last; the step that never moves on to the next batch
+mutant "dnn fused GEMM without the bias's ones" dnn_fused_kernels.cu \
+    's/(p.a_trans ? m == p.M - 1 : k == p.K - 1)) return 1.0f;/(p.a_trans ? m == p.M - 1 : k == p.K - 1)) return 0.0f;/' \
+    ./dnn --gradcheck
+mutant "dnn fused split-K drops its last part" dnn_fused_kernels.cu \
+    's/for (int z = 0; z < splits; z++)/for (int z = 0; z < splits - 1; z++)/' \
+    ./dnn --gradcheck --data ../datasets/digits.csv --layers 64,300,10
+mutant "dnn fused step never advances the cursor" dnn_fused_kernels.cu \
+    's/p.state->cursor += p.rows;/p.state->cursor += 0;/' \
+    ./dnn --compare-paths --epochs 5
 # it learns: accuracy bounds on both data sets, with SGD and with Adam
 gpu_check_large ./dnn --quiet --min-accuracy 93
+gpu_check_large ./dnn --quiet --cublas --min-accuracy 93
 gpu_check_large ./dnn --quiet --adam --epochs 100 --min-accuracy 90
 gpu_check_large ./dnn --quiet --act sigmoid --epochs 300 --min-accuracy 90
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --vs-linear
+gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --tf32
+# several splits: the mean over seeds, and k-fold cross-validation (every row tested once)
+gpu_check_large ./dnn --quiet --seeds 5 --min-accuracy 94
+gpu_check_large ./dnn --quiet --kfold 5 --min-accuracy 93
+gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --seeds 3 --min-accuracy 96
+# early stopping keeps the best epoch's weights: with patience 5 on iris the run stops early
+gpu_check_large bash -c 'out=$(./dnn --patience 5 --epochs 400) && grep -q "weights of epoch [0-9]* of [0-9]*)" <<<"$out" && ! grep -q "of 400)" <<<"$out"'
 # a planted bug: the hidden layer passes only 8 of its units; the network must then lose to
 # logistic regression trained on the same split
 mutant "dnn hidden layer with 8 live units" dnn_kernels.cu \
     's/z\[i\] = activate(z\[i\] + b\[i % cols\], act);/z[i] = i % cols < 8 ? activate(z[i] + b[i % cols], act) : 0.0f;/' \
-    ./dnn --quiet --data ../datasets/digits.csv --vs-linear
+    ./dnn --quiet --data ../datasets/digits.csv --vs-linear --cublas
 # the same seed gives the same weights, bit for bit, with or without the CUDA graph
-gpu_check_large bash -c 'a=$(mktemp) b=$(mktemp) c=$(mktemp); ./dnn --quiet --epochs 20 --save $a && ./dnn --quiet --epochs 20 --save $b && ./dnn --quiet --epochs 20 --no-graph --save $c && cmp $a $b && cmp $a $c; r=$?; rm -f $a $b $c; exit $r'
+for path in --fused --cublas; do
+    gpu_check_large bash -c "a=\$(mktemp) b=\$(mktemp) c=\$(mktemp); ./dnn --quiet --epochs 20 $path --save \$a && ./dnn --quiet --epochs 20 $path --save \$b && ./dnn --quiet --epochs 20 --no-graph $path --save \$c && cmp \$a \$b && cmp \$a \$c; r=\$?; rm -f \$a \$b \$c; exit \$r"
+done
 # save, then load and predict without --data: the same predictions as the run that trained
 gpu_check_large bash -c 'w=$(mktemp); a=$(./dnn --quiet --epochs 30 --save $w --predict ../datasets/iris.csv | grep " row ") && b=$(./dnn --quiet --load $w --predict ../datasets/iris.csv | grep " row ") && [ -n "$a" ] && [ "$a" = "$b" ]; r=$?; rm -f $w; exit $r'
 gpu_check ./dnn --synthetic 64,32,10 --batch 16 --iters 2
 # a planted bug: the optimizer computes its step but never applies it; the loss must fall
-mutant "dnn SGD never updates the weights" dnn_kernels.cu 's/        w\[i\] += vi;/        w[i] += 0.0f * vi;/' \
+mutant "dnn SGD never updates the weights" dnn_math.cuh 's/    \*w += vi;/    *w += 0.0f * vi;/' \
     ./dnn --synthetic 64,32,10 --batch 16 --iters 2
 gpu_check ./dnn --synthetic 20,17,9,3 --batch 7 --iters 2 --adam
 # the step against its own GEMMs timed the same way (graph against graph, launches against

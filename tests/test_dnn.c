@@ -46,10 +46,38 @@ static void test_loss_cpu(void)
     free(p);
 }
 
+/* The fused GEMMs' plans: a split only while tiles x splits fit the SMs (the workspace is sized
+ * on that), each part of K at least 64 deep, and the shapes of the 784-1024-10 step as
+ * NOTES.md describes them. */
+static void test_fused_plans(void)
+{
+    const int sms[] = {132, 108, 40, 1};
+    const int shapes[][3] = {{128, 1024, 785}, {128, 10, 1025}, {128, 1024, 10}, {1025, 10, 128}, {785, 1024, 128},
+                             {1, 1, 1},        {5, 3, 17},      {4097, 4096, 512}, {512, 1000, 4097}, {16, 17, 5}};
+    for (size_t g = 0; g < sizeof sms / sizeof sms[0]; g++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            int M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
+            fused_plan p = fused_plan_for(M, N, K, sms[g]);
+            int tiles = ((M + p.tile_m - 1) / p.tile_m) * ((N + p.tile_n - 1) / p.tile_n);
+            CHECK(p.splits >= 1);
+            CHECK(p.tile_m == 32 || p.tile_m == 64 || p.tile_m == 128);
+            if (p.splits > 1) {
+                CHECK(tiles * p.splits <= sms[g]);
+                CHECK((size_t)tiles * p.splits * p.tile_m * p.tile_n <= fused_workspace_floats(sms[g]));
+                CHECK((size_t)tiles <= fused_counter_ints(sms[g]));
+                CHECK(K / p.splits >= 64);
+            }
+        }
+    fused_plan fwd = fused_plan_for(128, 1024, 785, 132), dw = fused_plan_for(785, 1024, 128, 132);
+    CHECK(fwd.tile_m == 64 && fwd.splits == 4);
+    CHECK(dw.tile_m == 64 && dw.splits == 1);
+}
+
 int main(void)
 {
     test_layers();
     test_loss_cpu();
+    test_fused_plans();
     printf("test_dnn: %d checks, %d failed\n", n_checks, n_failed);
     return n_failed ? 1 : 0;
 }
