@@ -39,7 +39,7 @@ bad_input 2 '--kfold and --seeds: pick one' ./dnn --kfold 5 --seeds 3
 bad_input 2 '--fused and --cublas: pick one path' ./dnn --fused --cublas
 bad_input 2 '--tf32 is for the cuBLAS path' ./dnn --tf32 --fused
 bad_input 2 'no --save, --load, --predict, --gradcheck, --vs-linear or --compare-paths with them' ./dnn --seeds 3 --gradcheck
-bad_input 2 'no samples left for training with --test-frac 0.5 and --val-frac 0.99' ./dnn --test-frac 0.5 --val-frac 0.99
+bad_input 2 'no samples left for training with --test-frac 0.5 and --val-frac 0.999' ./dnn --test-frac 0.5 --val-frac 0.999
 # a weights file is enough to predict (no --data); rows of another shape, an old or a damaged
 # file, and training without data are refused before the GPU is touched
 bad_input 2 'digits.csv has 64 features and 10 classes, the network in ../tests/data/iris_linear.bin takes 4 features to 3 classes' ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/digits.csv

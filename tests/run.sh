@@ -200,7 +200,7 @@ copy_chapter() {
     local dir=$1
     rm -rf "$dir" && mkdir -p "$dir/$CHAPTER" && cp -r "$ROOT/common" "$dir/common" &&
         cp "$ROOT/$CHAPTER"/Makefile "$ROOT/$CHAPTER"/*.[ch] "$dir/$CHAPTER/" &&
-        { cp "$ROOT/$CHAPTER"/*.cu "$ROOT/$CHAPTER"/*.py "$dir/$CHAPTER/" 2>/dev/null; true; }
+        { cp "$ROOT/$CHAPTER"/*.cu "$ROOT/$CHAPTER"/*.cuh "$ROOT/$CHAPTER"/*.py "$dir/$CHAPTER/" 2>/dev/null; true; }
     rm -f "$dir"/common/*.o
     ln -s "$ROOT/datasets" "$dir/datasets"
     ln -s "$ROOT/tests" "$dir/tests"
