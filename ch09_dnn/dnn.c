@@ -295,6 +295,34 @@ static void time_path(trainer *t, const int *perm, int n, int steps, int launche
     CUDA_CHECK(cudaGraphExecDestroy(graphed.graph));
 }
 
+typedef struct {
+    network *net;
+    const fused_gemm *p;
+    cudaStream_t s;
+} fused_job;
+
+static cudaError_t run_fused_gemm(void *ctx)
+{
+    fused_job *j = (fused_job *)ctx;
+    fused_gemm_run(j->net, j->p, j->s);
+    return cudaGetLastError();
+}
+
+/* the fused path's GEMMs, each timed alone, with its plan (tile, and parts of K) */
+static void print_fused_gemms(trainer *t, const lb_args *args, cudaStream_t s)
+{
+    fused_gemm list[3 * DNN_MAX_LAYERS];
+    int n = fused_step_gemms(t, list, 3 * DNN_MAX_LAYERS);
+    printf("the fused path's GEMMs, each timed alone (M x N x K, tile/parts of K: us):");
+    for (int i = 0; i < n; i++) {
+        fused_job j = {t->net, &list[i], s};
+        fused_plan plan = fused_plan_for(list[i].M, list[i].N, list[i].K, t->net->sms);
+        printf(" %dx%dx%d %d/%d: %.1f;", list[i].M, list[i].N, list[i].K, plan.tile_m, plan.splits,
+               lb_time_ms(run_fused_gemm, &j, 1, args->iters) * 1e3);
+    }
+    printf("\n");
+}
+
 /* --synthetic: random data of the given shape; time a training step on both paths (the cuBLAS one
  * launched, and as one CUDA graph; the fused one as a graph) against the cuBLAS path's GEMMs
  * alone (launched, and as one graph); check that each learns */
@@ -368,6 +396,7 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
         po.cublas = 0;
         setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
         time_path(&t, perm, n, steps, 0, args, s, &fus);
+        if (!args->quiet) print_fused_gemms(&t, args, s);
         free_net(&net, &t);
     }
 

@@ -15,41 +15,61 @@
 
 #define FUSED_BK 16
 
-/* element (m, k) of op(A), for k < k_end: 0 outside the matrix (a partial tile), 1 on the ones
- * line (the bias's input); the batch's rows come through the permutation when there is one */
-__device__ __forceinline__ float load_a(const fused_gemm &p, int m, int k, int k_end, int cursor)
+/* Where a thread's loads go. The elements of the A tile (BM x BK) and of the B tile (BK x BN)
+ * are dealt out so that consecutive threads read consecutive addresses (along k for a row-major
+ * A, along m for a transposed one; the same for B): the loads coalesce whichever the layout.
+ * THREADS being a multiple of BK, BM and BN, one of a thread's two coordinates is the same for
+ * all its elements and the other steps evenly, so a few integers say where all of them are, and
+ * the batch's rows, gathered through the permutation, are looked up once, before the K loop. */
+template <int BM, int BN, int THREADS>
+struct tile_loader {
+    const float *a_row[BM * FUSED_BK / THREADS]; /* a_trans 0: the start of each element's row m */
+    int a_m, a_k, a_dm, a_dk; /* element i: m = a_m + i a_dm, k = k0 + a_k + i a_dk (in the tile) */
+    int b_k, b_n, b_dk, b_dn; /* the same for B */
+};
+
+template <int BM, int BN, int THREADS>
+__device__ __forceinline__ void loader_init(tile_loader<BM, BN, THREADS> &L, const fused_gemm &p, int m0, int n0,
+                                            int tid)
 {
-    if (m >= p.M || k >= k_end) return 0.0f;
-    if (p.a_ones && (p.a_trans ? m == p.M - 1 : k == p.K - 1)) return 1.0f;
-    int r = p.a_trans ? k : m, c = p.a_trans ? m : k;
-    if (p.a_perm) r = p.a_perm[cursor + r];
-    return p.A[(size_t)r * p.lda + c];
+    /* a_trans 0: consecutive threads along k (BK of them per row), so a thread's elements are
+     * THREADS / BK rows apart; a_trans 1: along m, its elements THREADS / BM k apart */
+    L.a_m = m0 + (p.a_trans ? tid % BM : tid / FUSED_BK), L.a_k = p.a_trans ? tid / BM : tid % FUSED_BK;
+    L.a_dm = p.a_trans ? 0 : THREADS / FUSED_BK, L.a_dk = p.a_trans ? THREADS / BM : 0;
+    L.b_n = n0 + (p.b_trans ? tid / FUSED_BK : tid % BN), L.b_k = p.b_trans ? tid % FUSED_BK : tid / BN;
+    L.b_dn = p.b_trans ? THREADS / FUSED_BK : 0, L.b_dk = p.b_trans ? 0 : THREADS / BN;
+    const int cursor = p.a_perm ? p.state->cursor : 0;
+#pragma unroll
+    for (int i = 0; i < BM * FUSED_BK / THREADS; i++) {
+        int m = L.a_m + i * L.a_dm;
+        int r = m < p.M ? (p.a_perm ? p.a_perm[cursor + m] : m) : 0; /* the batch's row m */
+        L.a_row[i] = p.A + (size_t)r * p.lda;
+    }
 }
 
-__device__ __forceinline__ float load_b(const fused_gemm &p, int k, int n, int k_end)
+/* the tiles' elements for the K step from k0 (this block's part of K ends at k_end): 0 outside
+ * the matrix, 1 on the ones line (the bias's input) */
+template <int BM, int BN, int THREADS>
+__device__ __forceinline__ void load_step(const tile_loader<BM, BN, THREADS> &L, const fused_gemm &p, int k0,
+                                          int k_end, float *ra, float *rb)
 {
-    if (k >= k_end || n >= p.N) return 0.0f;
-    return p.b_trans ? p.B[(size_t)n * p.ldb + k] : p.B[(size_t)k * p.ldb + n];
-}
-
-/* Where element e (0 .. BM*BK) of a thread's share of the A tile goes: consecutive threads take
- * consecutive addresses in memory (along k for a row-major A, along m for a transposed one), so
- * the loads coalesce whichever the layout. */
-template <int BM>
-__device__ __forceinline__ void a_slot(const fused_gemm &p, int e, int *mm, int *kk)
-{
-    if (p.a_trans)
-        *mm = e % BM, *kk = e / BM;
-    else
-        *kk = e % FUSED_BK, *mm = e / FUSED_BK;
-}
-template <int BN>
-__device__ __forceinline__ void b_slot(const fused_gemm &p, int e, int *kk, int *nn)
-{
-    if (p.b_trans)
-        *kk = e % FUSED_BK, *nn = e / FUSED_BK;
-    else
-        *nn = e % BN, *kk = e / BN;
+#pragma unroll
+    for (int i = 0; i < BM * FUSED_BK / THREADS; i++) {
+        int m = L.a_m + i * L.a_dm, k = k0 + L.a_k + i * L.a_dk;
+        float v = 0.0f;
+        if (m < p.M && k < k_end) {
+            if (p.a_ones && (p.a_trans ? m == p.M - 1 : k == p.K - 1))
+                v = 1.0f;
+            else
+                v = p.a_trans ? p.A[(size_t)k * p.lda + m] : L.a_row[i][k];
+        }
+        ra[i] = v;
+    }
+#pragma unroll
+    for (int i = 0; i < FUSED_BK * BN / THREADS; i++) {
+        int k = k0 + L.b_k + i * L.b_dk, n = L.b_n + i * L.b_dn;
+        rb[i] = (k < k_end && n < p.N) ? p.B[p.b_trans ? (size_t)n * p.ldb + k : (size_t)k * p.ldb + n] : 0.0f;
+    }
 }
 
 /* the epilogue for one output element (m, n) whose sum over K is v */
@@ -67,17 +87,21 @@ __device__ __forceinline__ void epilogue(const fused_gemm &p, int m, int n, floa
 
 template <int BM, int BN, int QM, int QN>
 __global__ void __launch_bounds__((BM / (4 * QM)) * (BN / (4 * QN)))
-    fused_gemm_kernel(const __grid_constant__ fused_gemm p, int splits, float *work, int *counters, int *grid_counter)
+    fused_gemm_kernel(const __grid_constant__ fused_gemm p, int splits, float *work, int *counters)
 {
     constexpr int TX = BN / (4 * QN), TY = BM / (4 * QM), THREADS = TX * TY;
     constexpr int A_PER = BM * FUSED_BK / THREADS, B_PER = FUSED_BK * BN / THREADS;
+    static_assert(THREADS % FUSED_BK == 0 && THREADS % BM == 0 && THREADS % BN == 0, "see tile_loader");
     /* k-major tiles, so a thread reads its 4 rows (or columns) as one float4; +4 keeps rows 16-byte
      * aligned and spreads the transposing stores over more banks */
     __shared__ __align__(16) float As[FUSED_BK][BM + 4];
     __shared__ __align__(16) float Bs[FUSED_BK][BN + 4];
     const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int cursor = p.a_perm ? p.state->cursor : 0;
+    tile_loader<BM, BN, THREADS> L;
+    loader_init(L, p, m0, n0, tid);
+    /* the first layer's first column of tiles also keeps the batch it gathered, for its dW GEMM */
+    float *copy = blockIdx.x == 0 ? p.a_copy : NULL;
     /* this block's part of K: whole BK steps, the last part takes what is left */
     const int chunk = ((p.K + splits - 1) / splits + FUSED_BK - 1) / FUSED_BK * FUSED_BK;
     const int k_begin = blockIdx.z * chunk, k_end = min(p.K, k_begin + chunk);
@@ -89,46 +113,19 @@ __global__ void __launch_bounds__((BM / (4 * QM)) * (BN / (4 * QN)))
         for (int j = 0; j < 4 * QN; j++) acc[i][j] = 0.0f;
 
     float ra[A_PER], rb[B_PER]; /* the next K step, on its way from global memory */
-#pragma unroll
-    for (int i = 0; i < A_PER; i++) {
-        int mm, kk;
-        a_slot<BM>(p, tid + i * THREADS, &mm, &kk);
-        ra[i] = load_a(p, m0 + mm, k_begin + kk, k_end, cursor);
-    }
-#pragma unroll
-    for (int i = 0; i < B_PER; i++) {
-        int kk, nn;
-        b_slot<BN>(p, tid + i * THREADS, &kk, &nn);
-        rb[i] = load_b(p, k_begin + kk, n0 + nn, k_end);
-    }
+    load_step(L, p, k_begin, k_end, ra, rb);
     for (int k0 = k_begin; k0 < k_end; k0 += FUSED_BK) {
 #pragma unroll
         for (int i = 0; i < A_PER; i++) {
-            int mm, kk;
-            a_slot<BM>(p, tid + i * THREADS, &mm, &kk);
-            As[kk][mm] = ra[i];
+            int m = L.a_m + i * L.a_dm, kk = L.a_k + i * L.a_dk, k = k0 + kk;
+            As[kk][m - m0] = ra[i];
+            if (copy && m < p.M && k < k_end && k < p.K - 1) copy[(size_t)m * p.lda + k] = ra[i];
         }
 #pragma unroll
-        for (int i = 0; i < B_PER; i++) {
-            int kk, nn;
-            b_slot<BN>(p, tid + i * THREADS, &kk, &nn);
-            Bs[kk][nn] = rb[i];
-        }
+        for (int i = 0; i < B_PER; i++) Bs[L.b_k + i * L.b_dk][L.b_n + i * L.b_dn - n0] = rb[i];
         __syncthreads();
-        if (k0 + FUSED_BK < k_end) { /* issue the next step's loads now; they land during the math */
-#pragma unroll
-            for (int i = 0; i < A_PER; i++) {
-                int mm, kk;
-                a_slot<BM>(p, tid + i * THREADS, &mm, &kk);
-                ra[i] = load_a(p, m0 + mm, k0 + FUSED_BK + kk, k_end, cursor);
-            }
-#pragma unroll
-            for (int i = 0; i < B_PER; i++) {
-                int kk, nn;
-                b_slot<BN>(p, tid + i * THREADS, &kk, &nn);
-                rb[i] = load_b(p, k0 + FUSED_BK + kk, n0 + nn, k_end);
-            }
-        }
+        /* issue the next step's loads now; they land during this step's math */
+        if (k0 + FUSED_BK < k_end) load_step(L, p, k0 + FUSED_BK, k_end, ra, rb);
 #pragma unroll
         for (int k = 0; k < FUSED_BK; k++) {
             float a[4 * QM], b[4 * QN];
@@ -151,7 +148,6 @@ __global__ void __launch_bounds__((BM / (4 * QM)) * (BN / (4 * QN)))
     }
 
     /* split K: park this part's sums; the last part of the tile to arrive adds them all */
-    int finish = 1;
     if (splits > 1) {
         __shared__ int is_last;
         const int tile = blockIdx.y * gridDim.x + blockIdx.x;
@@ -164,51 +160,34 @@ __global__ void __launch_bounds__((BM / (4 * QM)) * (BN / (4 * QN)))
         __syncthreads();
         if (tid == 0) is_last = atomicAdd(&counters[tile], 1) == splits - 1;
         __syncthreads();
-        finish = is_last;
-        if (finish) {
-            /* parts 0, 1, ... in order, not in order of arrival: a fixed sum, run after run */
-            const float *parts = work + (size_t)tile * splits * (BM * BN);
+        if (!is_last) return;
+        /* parts 0, 1, ... in order, not in order of arrival: a fixed sum, run after run */
+        const float *parts = work + (size_t)tile * splits * (BM * BN);
 #pragma unroll
-            for (int i = 0; i < 4 * QM; i++)
-#pragma unroll
-                for (int j = 0; j < 4 * QN; j++) {
-                    float s = 0.0f;
-                    for (int z = 0; z < splits; z++) s += __ldcg(&parts[(size_t)z * (BM * BN) + (i * 4 * QN + j) * THREADS + tid]);
-                    acc[i][j] = s;
-                }
-            if (tid == 0) counters[tile] = 0; /* ready for the next product */
-        }
-    }
-    if (finish) {
-        float lr = 0.0f;
-        float2 adam_c = make_float2(1.0f, 1.0f);
-        if (p.epilogue == FUSED_SGD || p.epilogue == FUSED_ADAM) {
-            lr = p.state->lr;
-            /* state->t counts the steps before this one: the step ends (and counts) below */
-            if (p.epilogue == FUSED_ADAM) adam_c = adam_corrections(p.state->t + 1);
-        }
-#pragma unroll
-        for (int i = 0; i < 4 * QM; i++) {
-            int m = m0 + ty * 4 + (i / 4) * (BM / QM) + i % 4;
-            if (m >= p.M) continue;
+        for (int i = 0; i < 4 * QM; i++)
 #pragma unroll
             for (int j = 0; j < 4 * QN; j++) {
-                int n = n0 + tx * 4 + (j / 4) * (BN / QN) + j % 4;
-                if (n < p.N) epilogue(p, m, n, acc[i][j], lr, adam_c);
+                float s = 0.0f;
+#pragma unroll 4
+                for (int z = 0; z < splits; z++) s += __ldcg(&parts[(size_t)z * (BM * BN) + (i * 4 * QN + j) * THREADS + tid]);
+                acc[i][j] = s;
             }
-        }
+        if (tid == 0) counters[tile] = 0; /* ready for the next product */
     }
-    /* the step's last product: its last block to finish ends the step (every block of it, and every
-     * kernel before it, has read the cursor and the step count by then) */
-    if (p.advance) {
-        __syncthreads();
-        if (tid == 0) {
-            __threadfence();
-            if (atomicAdd(grid_counter, 1) == (int)(gridDim.x * gridDim.y * gridDim.z) - 1) {
-                p.state->cursor += p.rows;
-                p.state->t += 1;
-                *grid_counter = 0;
-            }
+    float lr = 0.0f;
+    float2 adam_c = make_float2(1.0f, 1.0f);
+    if (p.epilogue == FUSED_SGD || p.epilogue == FUSED_ADAM) {
+        lr = p.state->lr;
+        if (p.epilogue == FUSED_ADAM) adam_c = adam_corrections(p.state->t); /* t counts this step already */
+    }
+#pragma unroll
+    for (int i = 0; i < 4 * QM; i++) {
+        int m = m0 + ty * 4 + (i / 4) * (BM / QM) + i % 4;
+        if (m >= p.M) continue;
+#pragma unroll
+        for (int j = 0; j < 4 * QN; j++) {
+            int n = n0 + tx * 4 + (j / 4) * (BN / QN) + j % 4;
+            if (n < p.N) epilogue(p, m, n, acc[i][j], lr, adam_c);
         }
     }
 }
@@ -221,37 +200,38 @@ static fused_plan plan_of(int tile, int splits)
 }
 
 /* Tiles that fill the GPU without a split (the larger the tile, the fewer loads per
- * multiply-add), else K split so that the blocks reach three quarters of the SMs, each part at
- * least 64 deep; 256-thread blocks first (8 warps hide latency), 32 x 32 tiles of 64 threads for
- * the thinnest products (the 10-wide layer). */
+ * multiply-add), else K split so that the blocks reach FUSED_SPLIT_FILL times the SMs, each part
+ * at least 64 deep: a small product is bound by the latency of its loads, and more blocks per
+ * SM keep more of them in flight. 256-thread blocks first (8 warps hide latency), 32 x 32 tiles
+ * of 64 threads for the thinnest products (the 10-wide layer). */
+#ifndef FUSED_SPLIT_FILL
+#define FUSED_SPLIT_FILL 2
+#endif
 extern "C" fused_plan fused_plan_for(int M, int N, int K, int sms)
 {
-    const int target = sms * 3 / 4, max_splits = K / 64 > 1 ? K / 64 : 1;
+    const int target = sms * 3 / 4, max_splits = K / 64 > 1 ? K / 64 : 1, room = FUSED_SPLIT_FILL * sms;
     if (cdiv(M, 128) * cdiv(N, 128) >= target) return plan_of(128, 1);
     int tiles64 = cdiv(M, 64) * cdiv(N, 64);
     if (tiles64 >= target) return plan_of(64, 1);
-    int s64 = sms / tiles64 < max_splits ? sms / tiles64 : max_splits;
+    int s64 = room / tiles64 < max_splits ? room / tiles64 : max_splits;
     if (tiles64 * s64 >= target) return plan_of(64, s64);
-    int tiles32 = cdiv(M, 32) * cdiv(N, 32), s32 = sms / tiles32 < max_splits ? sms / tiles32 : max_splits;
+    int tiles32 = cdiv(M, 32) * cdiv(N, 32), s32 = room / tiles32 < max_splits ? room / tiles32 : max_splits;
     return plan_of(32, s32);
 }
 
-/* With a split, tiles x splits <= the SMs (see fused_plan_for), so this bounds every plan. */
-extern "C" size_t fused_workspace_floats(int sms) { return (size_t)sms * 64 * 64; }
-extern "C" size_t fused_counter_ints(int sms) { return (size_t)sms; }
+/* With a split, tiles x splits <= FUSED_SPLIT_FILL x SMs (see fused_plan_for): this bounds every plan. */
+extern "C" size_t fused_workspace_floats(int sms) { return (size_t)FUSED_SPLIT_FILL * sms * 64 * 64; }
+extern "C" size_t fused_counter_ints(int sms) { return (size_t)FUSED_SPLIT_FILL * sms; }
 
 extern "C" cudaError_t fused_gemm_launch(const fused_gemm *p, fused_plan plan, float *d_workspace, int *d_counters,
-                                         int *d_grid_counter, cudaStream_t stream)
+                                         cudaStream_t stream)
 {
     dim3 grid(cdiv(p->N, plan.tile_n), cdiv(p->M, plan.tile_m), plan.splits);
     if (plan.tile_m == 128)
-        fused_gemm_kernel<128, 128, 2, 2>
-            <<<grid, 256, 0, stream>>>(*p, plan.splits, d_workspace, d_counters, d_grid_counter);
+        fused_gemm_kernel<128, 128, 2, 2><<<grid, 256, 0, stream>>>(*p, plan.splits, d_workspace, d_counters);
     else if (plan.tile_m == 64)
-        fused_gemm_kernel<64, 64, 1, 1><<<grid, 256, 0, stream>>>(*p, plan.splits, d_workspace, d_counters,
-                                                                  d_grid_counter);
+        fused_gemm_kernel<64, 64, 1, 1><<<grid, 256, 0, stream>>>(*p, plan.splits, d_workspace, d_counters);
     else
-        fused_gemm_kernel<32, 32, 1, 1><<<grid, 64, 0, stream>>>(*p, plan.splits, d_workspace, d_counters,
-                                                                 d_grid_counter);
+        fused_gemm_kernel<32, 32, 1, 1><<<grid, 64, 0, stream>>>(*p, plan.splits, d_workspace, d_counters);
     return cudaGetLastError();
 }

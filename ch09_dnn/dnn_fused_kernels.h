@@ -22,10 +22,10 @@ enum { FUSED_STORE = 0, FUSED_ACT = 1, FUSED_ACT_GRAD = 2, FUSED_SGD = 3, FUSED_
 
 typedef struct {
     int M, N, K;
-    /* op(A) (M,K): a_trans 0: element (m,k) = A[row(m) lda + k]; 1: A[row(k) lda + m], where
-     * row(i) = a_perm[state->cursor + i] when a_perm is given (the batch gathered on the fly from
-     * the shuffled training set), else i. a_ones: the last k (a_trans 0) or the last m
-     * (a_trans 1) is a 1 instead of a load: the bias's input. */
+    /* op(A) (M,K): a_trans 0: element (m,k) = A[row(m) lda + k], where row(m) =
+     * a_perm[state->cursor + m] when a_perm is given (the batch gathered on the fly from the
+     * shuffled training set), else m; a_trans 1: A[k lda + m]. a_ones: the last k (a_trans 0)
+     * or the last m (a_trans 1) is a 1 instead of a load: the bias's input. */
     const float *A;
     int lda, a_trans, a_ones;
     const int *a_perm;
@@ -35,13 +35,11 @@ typedef struct {
     float *C; /* (M,N), row-major with ldc; for the updates: the parameters [W; b] */
     int ldc;
     int epilogue, act;
+    float *a_copy;        /* with a_perm: where to keep the gathered rows of A (M x (K - 1), lda) */
     const float *act_out; /* FUSED_ACT_GRAD: the layer's output (M,N, ldc) whose act' multiplies */
     float *opt1, *opt2;   /* FUSED_SGD: velocity; FUSED_ADAM: the two moments (laid out like C) */
-    float mu, wd;         /* momentum, weight decay (the learning rate is state->lr) */
-    step_state *state;
-    int advance; /* the step's last GEMM: its last block moves state->cursor on by `rows` and counts
-                  * the step (state->t), after every block of the step has read them */
-    int rows;
+    float mu, wd;         /* momentum, weight decay (the learning rate is state->lr, the step state->t) */
+    const step_state *state;
 } fused_gemm;
 
 /* The tiling of one product: a tile of tile_m x tile_n outputs per block and K cut into
@@ -53,14 +51,14 @@ typedef struct {
 /* The plan for a product of this shape on this GPU (sms: its multiprocessors). */
 fused_plan fused_plan_for(int M, int N, int K, int sms);
 /* Floats of split-K workspace and ints of tile counters that are enough for every plan on a GPU
- * of `sms` multiprocessors (a split is planned only while tiles x splits <= sms). */
+ * of `sms` multiprocessors. */
 size_t fused_workspace_floats(int sms);
 size_t fused_counter_ints(int sms);
 
 /* Queue p with plan on stream. workspace and counters: from fused_*_floats/ints (counters zeroed
- * once: every use leaves them zero again); grid_counter: one int, zeroed once (for advance). */
+ * once: every use leaves them zero again). */
 cudaError_t fused_gemm_launch(const fused_gemm *p, fused_plan plan, float *d_workspace, int *d_counters,
-                              int *d_grid_counter, cudaStream_t stream);
+                              cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -42,9 +42,8 @@ void net_alloc(network *net, int max_rows)
     CUBLAS_CHECK(cublasSetMathMode(net->h, net->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
     CUDA_CHECK(cudaDeviceGetAttribute(&net->sms, cudaDevAttrMultiProcessorCount, 0));
     CUDA_CHECK(cudaMalloc((void **)&net->d_split, sizeof(float) * fused_workspace_floats(net->sms)));
-    CUDA_CHECK(cudaMalloc((void **)&net->d_tile_count, sizeof(int) * (fused_counter_ints(net->sms) + 1)));
-    CUDA_CHECK(cudaMemset(net->d_tile_count, 0, sizeof(int) * (fused_counter_ints(net->sms) + 1)));
-    net->d_grid_count = net->d_tile_count + fused_counter_ints(net->sms);
+    CUDA_CHECK(cudaMalloc((void **)&net->d_tile_count, sizeof(int) * fused_counter_ints(net->sms)));
+    CUDA_CHECK(cudaMemset(net->d_tile_count, 0, sizeof(int) * fused_counter_ints(net->sms)));
     CUDA_CHECK(cudaMalloc((void **)&net->d_pred, sizeof(int) * max_rows));
     CUDA_CHECK(cudaMalloc((void **)&net->d_labels, sizeof(int) * max_rows));
     CUDA_CHECK(cudaMalloc((void **)&net->d_prob, sizeof(float) * max_rows));
@@ -101,33 +100,49 @@ cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N,
 
 /* ---------------------------------------------------------------- the fused path */
 
+/* Where the fused products go: launched on s, or, with a list, collected (to time each alone). */
+typedef struct {
+    fused_gemm *list;
+    int n, max;
+} gemm_sink;
+
 /* One fused product, planned for its shape (dnn_fused_kernels.cu). */
-static void fused(network *net, const fused_gemm *p, cudaStream_t s)
+void fused_gemm_run(network *net, const fused_gemm *p, cudaStream_t s)
 {
-    CUDA_CHECK(fused_gemm_launch(p, fused_plan_for(p->M, p->N, p->K, net->sms), net->d_split, net->d_tile_count,
-                                 net->d_grid_count, s));
+    CUDA_CHECK(fused_gemm_launch(p, fused_plan_for(p->M, p->N, p->K, net->sms), net->d_split, net->d_tile_count, s));
+}
+
+static void emit(network *net, const fused_gemm *p, cudaStream_t s, gemm_sink *sink)
+{
+    if (!sink)
+        fused_gemm_run(net, p, s);
+    else if (sink->n < sink->max)
+        sink->list[sink->n++] = *p;
 }
 
 /* Z = [A, 1] [W; b] and the activation in one kernel per layer. x: the input rows, gathered through
- * perm from the state's cursor when perm is given (training), else d_a[0] (evaluation). */
-static void forward_fused(network *net, int rows, const float *x, const int *perm, step_state *state, cudaStream_t s)
+ * perm from the state's cursor when perm is given (training: the first GEMM also keeps the rows
+ * it gathered in d_a[0], for the dW GEMM), else d_a[0] itself (evaluation). */
+static void forward_fused(network *net, int rows, const float *x, const int *perm, const step_state *state,
+                          cudaStream_t s, gemm_sink *sink)
 {
     int L = net->n_layers;
     for (int l = 0; l < L; l++) {
         fused_gemm p = {0};
         p.M = rows, p.N = net->size[l + 1], p.K = net->size[l] + 1; /* + 1: the bias row */
         p.A = l ? net->d_a[l] : x, p.lda = net->size[l], p.a_ones = 1, p.a_perm = l ? NULL : perm;
+        p.a_copy = l == 0 && perm ? net->d_a[0] : NULL;
         p.B = net_w(net, net->d_params, l), p.ldb = net->size[l + 1]; /* W, and b right after it */
         p.C = net->d_a[l + 1], p.ldc = net->size[l + 1];
         p.epilogue = l < L - 1 ? FUSED_ACT : FUSED_STORE, p.act = net->act, p.state = state;
-        fused(net, &p, s);
+        emit(net, &p, s, sink);
     }
 }
 
 /* Given dZ of the last layer in d_d[L]: dZ of every hidden layer (dX GEMM and act' in one kernel),
  * then every layer's [dW; db] = [A, 1]^T dZ, into d_grads (update 0) or straight into the
  * optimizer's update of [W; b] (update 1). The dX products read W before any update changes it. */
-static void backward_fused(trainer *t, int rows, int update, cudaStream_t s)
+static void backward_fused(trainer *t, int rows, int update, cudaStream_t s, gemm_sink *sink)
 {
     network *net = t->net;
     int L = net->n_layers;
@@ -138,20 +153,18 @@ static void backward_fused(trainer *t, int rows, int update, cudaStream_t s)
         p.B = net_w(net, net->d_params, l), p.ldb = net->size[l + 1], p.b_trans = 1; /* W^T */
         p.C = net->d_d[l], p.ldc = net->size[l];
         p.epilogue = FUSED_ACT_GRAD, p.act = net->act, p.act_out = net->d_a[l];
-        fused(net, &p, s);
+        emit(net, &p, s, sink);
     }
-    for (int l = L - 1; l >= 0; l--) { /* layer 0 last: it reads the cursor, and then moves it on */
+    for (int l = L - 1; l >= 0; l--) {
         fused_gemm p = {0};
         p.M = net->size[l] + 1, p.N = net->size[l + 1], p.K = rows;
-        p.A = l ? net->d_a[l] : t->d_x, p.lda = net->size[l], p.a_trans = 1, p.a_ones = 1; /* [A, 1]^T */
-        p.a_perm = l ? NULL : t->d_perm;
+        p.A = net->d_a[l], p.lda = net->size[l], p.a_trans = 1, p.a_ones = 1; /* [A, 1]^T */
         p.B = net->d_d[l + 1], p.ldb = net->size[l + 1];
         p.C = net_w(net, update ? net->d_params : net->d_grads, l), p.ldc = net->size[l + 1];
         p.epilogue = !update ? FUSED_STORE : t->adam ? FUSED_ADAM : FUSED_SGD;
         p.opt1 = net_w(net, net->d_opt1, l), p.opt2 = net_w(net, net->d_opt2, l);
-        p.mu = t->momentum, p.wd = t->weight_decay;
-        p.state = t->d_state, p.advance = l == 0, p.rows = rows;
-        fused(net, &p, s);
+        p.mu = t->momentum, p.wd = t->weight_decay, p.state = t->d_state;
+        emit(net, &p, s, sink);
     }
 }
 
@@ -173,7 +186,7 @@ static void forward_cublas(network *net, int rows, cudaStream_t s)
 const float *forward(network *net, int rows, cudaStream_t s)
 {
     if (net->fused) {
-        forward_fused(net, rows, net->d_a[0], NULL, NULL, s);
+        forward_fused(net, rows, net->d_a[0], NULL, NULL, s, NULL);
         return NULL;
     }
     forward_cublas(net, rows, s);
@@ -251,15 +264,24 @@ static void step_cublas(trainer *t, int rows, int update, cudaStream_t s)
 
 /* the same on the fused path: the batch read through the permutation by the first GEMM, the
  * bias inside the GEMMs, the update inside the gradient GEMMs (no gather, bias, activation or
- * optimizer kernels); the loss kernel takes the labels through the permutation too */
+ * optimizer kernels); the loss kernel takes the labels through the permutation too, and ends
+ * the step's use of the cursor (it moves it on) */
 static void step_fused(trainer *t, int rows, int update, cudaStream_t s)
 {
     network *net = t->net;
     int L = net->n_layers;
-    forward_fused(net, rows, t->d_x, t->d_perm, t->d_state, s);
+    forward_fused(net, rows, t->d_x, t->d_perm, t->d_state, s, NULL);
     CUDA_CHECK(softmax_xent_launch(net->d_a[L], NULL, t->d_y, t->d_perm, rows, net->size[L], net->d_d[L], NULL,
-                                   t->d_state, 0, s));
-    backward_fused(t, rows, update, s);
+                                   t->d_state, 1, s));
+    backward_fused(t, rows, update, s, NULL);
+}
+
+int fused_step_gemms(trainer *t, fused_gemm *list, int max)
+{
+    gemm_sink sink = {list, 0, max};
+    forward_fused(t->net, t->rows, t->d_x, t->d_perm, t->d_state, 0, &sink);
+    backward_fused(t, t->rows, 1, 0, &sink);
+    return sink.n;
 }
 
 void loss_and_grads(trainer *t, int rows, cudaStream_t s)

@@ -34,8 +34,8 @@ typedef struct {
     int fused;      /* the fused path (dnn_fused_kernels.cu) instead of cuBLAS and small kernels */
     int tf32;       /* cuBLAS path: TF32 tensor cores for the GEMMs */
     int sms;        /* the GPU's multiprocessors: the fused GEMMs' plans fill them */
-    float *d_split; /* the fused GEMMs' split-K workspace, tile counters and step counter */
-    int *d_tile_count, *d_grid_count;
+    float *d_split; /* the fused GEMMs' split-K workspace and tile counters */
+    int *d_tile_count;
     int *d_pred, *d_labels; /* evaluation: a chunk's predictions, labels, */
     float *d_prob, *d_nll;  /* probabilities and losses */
 } network;
@@ -85,6 +85,11 @@ void loss_and_grads(trainer *t, int rows, cudaStream_t s);
 /* One training step (loss_and_grads of a batch, then the optimizer), queued on s. The fused
  * path applies the optimizer inside the gradient GEMMs instead. */
 void train_step(trainer *t, cudaStream_t s);
+/* The fused path's GEMMs of one step, in launch order (forward, dX, dW with the update; the loss
+ * kernel runs between the forward and the dX ones), into list (at most max): to time each alone
+ * with fused_gemm_run. Returns how many. */
+int fused_step_gemms(trainer *t, fused_gemm *list, int max);
+void fused_gemm_run(network *net, const fused_gemm *p, cudaStream_t s);
 /* train_step captured once as a CUDA graph, to replay every step. */
 cudaGraphExec_t capture_step(trainer *t, cudaStream_t s);
 

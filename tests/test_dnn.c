@@ -46,9 +46,8 @@ static void test_loss_cpu(void)
     free(p);
 }
 
-/* The fused GEMMs' plans: a split only while tiles x splits fit the SMs (the workspace is sized
- * on that), each part of K at least 64 deep, and the shapes of the 784-1024-10 step as
- * NOTES.md describes them. */
+/* The fused GEMMs' plans: with a split, the workspace and counters hold every part, each part
+ * of K is at least 64 deep; and the plans of the 784-1024-10 step as NOTES.md describes them. */
 static void test_fused_plans(void)
 {
     const int sms[] = {132, 108, 40, 1};
@@ -62,14 +61,13 @@ static void test_fused_plans(void)
             CHECK(p.splits >= 1);
             CHECK(p.tile_m == 32 || p.tile_m == 64 || p.tile_m == 128);
             if (p.splits > 1) {
-                CHECK(tiles * p.splits <= sms[g]);
                 CHECK((size_t)tiles * p.splits * p.tile_m * p.tile_n <= fused_workspace_floats(sms[g]));
                 CHECK((size_t)tiles <= fused_counter_ints(sms[g]));
                 CHECK(K / p.splits >= 64);
             }
         }
     fused_plan fwd = fused_plan_for(128, 1024, 785, 132), dw = fused_plan_for(785, 1024, 128, 132);
-    CHECK(fwd.tile_m == 64 && fwd.splits == 4);
+    CHECK(fwd.tile_m == 64 && fwd.splits == 8);
     CHECK(dw.tile_m == 64 && dw.splits == 1);
 }
 
