@@ -126,15 +126,18 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
         {"--weight-decay", LB_OPT_DOUBLE, &o->weight_decay,
          "L2 weight decay (SGD: added to the gradient; Adam: decoupled, AdamW; default " STR(
              DNN_DEFAULT_DECAY_SGD) " SGD, " STR(DNN_DEFAULT_DECAY_ADAM) " Adam)"},
-        {"--schedule", LB_OPT_STRING, &o->schedule, "learning rate over the epochs: cosine, step (x0.1 at 1/2 and 3/4) or none"},
+        {"--schedule", LB_OPT_STRING, &o->schedule,
+         "learning rate over the epochs: cosine, step (x0.1 at 1/2 and 3/4) or none"},
         {"--seeds", LB_OPT_INT, &o->seeds,
          "K: train K times (seeds seed..seed+K-1: other splits and weights), report mean and sd of the test accuracy"},
         {"--kfold", LB_OPT_INT, &o->kfold, "K: K-fold cross-validation accuracy (each row tested once)"},
         {"--fused", LB_OPT_FLAG, &o->fused, "the fused step: GEMMs with bias, activation and update inside (default)"},
         {"--cublas", LB_OPT_FLAG, &o->cublas, "the step on cuBLAS GEMMs with small kernels around them"},
-        {"--tf32", LB_OPT_FLAG, &o->tf32, "TF32 tensor cores for the cuBLAS path's GEMMs (10-bit mantissas)"},
+        {"--tf32", LB_OPT_FLAG, &o->tf32,
+         "TF32 tensor cores for the GEMMs, both paths (inputs rounded to 10-bit mantissas; sm_80 and newer)"},
         {"--compare-paths", LB_OPT_FLAG, &o->compare,
-         "train from the same weights on both paths; fail unless they end with the same weights (within 1e-3)"},
+         "train from the same weights on both paths; fail unless they end with the same weights (within 1e-3, "
+         "1e-2 with --tf32)"},
     };
     memcpy(opts, table, sizeof table);
     const lb_program p = {
@@ -170,13 +173,15 @@ static void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_progra
     if (o->seeds < 1 || o->seeds > 1000) lb_usage_error(program, "--seeds must be 1..1000");
     if (o->kfold != 0 && (o->kfold < 2 || o->kfold > 1000)) lb_usage_error(program, "--kfold must be 2..1000");
     if (o->fused && o->cublas) lb_usage_error(program, "--fused and --cublas: pick one path");
-    if (o->tf32 && o->fused) lb_usage_error(program, "--tf32 is for the cuBLAS path (--cublas); the fused GEMMs are fp32");
-    if (o->tf32) o->cublas = 1;
+    if (o->tf32 && o->gradcheck)
+        lb_usage_error(program,
+                       "--gradcheck compares fp32 gradients (1e-3); TF32's products alone differ by that much");
     int repeated = o->seeds > 1 || o->kfold;
     if (o->kfold && o->seeds > 1) lb_usage_error(program, "--kfold and --seeds: pick one");
     if (repeated && (o->save_path || o->load_path || o->predict_path || o->gradcheck || o->vs_linear || o->compare))
-        lb_usage_error(program, "--seeds and --kfold train several networks: no --save, --load, --predict, --gradcheck, "
-                                "--vs-linear or --compare-paths with them");
+        lb_usage_error(program,
+                       "--seeds and --kfold train several networks: no --save, --load, --predict, --gradcheck, "
+                       "--vs-linear or --compare-paths with them");
     if (predict_only(o) && o->epochs != UNSET_INT && o->epochs > 0)
         lb_usage_error(program, "--epochs: training needs --data (with --load and --predict alone, dnn only predicts)");
     if (!predict_only(o) && !o->data_path) o->data_path = DNN_DEFAULT_DATA;
@@ -188,6 +193,13 @@ static void shape_text(const network *net, char *buf, size_t len)
     buf[0] = '\0';
     for (int l = 0; l <= net->n_layers; l++)
         snprintf(buf + strlen(buf), len - strlen(buf), l ? "-%d" : "%d", net->size[l]);
+}
+
+/* TF32 tensor cores came with sm_80: refuse --tf32 on an older GPU rather than run fp32 under its name */
+static void require_tf32(const dnn_options *o, const lb_gpu *gpu)
+{
+    if (o->tf32 && gpu->cc < 80)
+        lb_die(LB_EXIT_USAGE, "dnn: --tf32 needs TF32 tensor cores (sm_80 or newer); this GPU is %s", gpu->sm);
 }
 
 /* the data set's file name without folder and extension: ../datasets/iris.csv -> iris */
@@ -351,15 +363,17 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
         C = shape_net.size[shape_net.n_layers];
     lb_gpu gpu;
     lb_gpu_init(&gpu);
+    require_tf32(o, &gpu);
     size_t act_floats = 0;
     for (int l = 0; l <= shape_net.n_layers; l++) act_floats += (size_t)2 * rows * shape_net.size[l];
-    lb_require_device_memory(sizeof(float) * (2 * 5 * shape_net.n_params + 2 * act_floats + (size_t)n * F) + (80u << 20),
+    lb_require_device_memory(sizeof(float) * (2 * 5 * shape_net.n_params + 2 * act_floats + (size_t)n * F) +
+                                 (80u << 20),
                              "two networks and the synthetic data");
     char shape[128];
     shape_text(&shape_net, shape, sizeof shape);
     if (!args->quiet)
         printf("dnn benchmark: %s, batch %d, %s, %s, random data (%d samples), %s (%s)\n", shape, rows,
-               o->adam ? "Adam" : "SGD with momentum", o->tf32 ? "TF32 on the cuBLAS path" : "fp32", n, gpu.prop.name,
+               o->adam ? "Adam" : "SGD with momentum", o->tf32 ? "TF32 tensor cores" : "fp32", n, gpu.prop.name,
                gpu.sm);
 
     lb_rng rng;
@@ -383,7 +397,7 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
      * the step's launches), and captured as one graph (against the step's graph) */
     network net;
     trainer t;
-    path_timing cub, fus = {0};
+    path_timing cub, fus;
     po.cublas = 1;
     setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
     time_path(&t, perm, n, steps, 1, args, s, &cub);
@@ -401,15 +415,12 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
         printf("\n");
     }
     free_net(&net, &t);
-    /* the fused path (fp32 only), from the same weights on the same batches */
-    int fused_too = !o->tf32;
-    if (fused_too) {
-        po.cublas = 0;
-        setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
-        time_path(&t, perm, n, steps, 0, args, s, &fus);
-        if (!args->quiet) print_fused_gemms(&t, args, s);
-        free_net(&net, &t);
-    }
+    /* the fused path, from the same weights on the same batches */
+    po.cublas = 0;
+    setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
+    time_path(&t, perm, n, steps, 0, args, s, &fus);
+    if (!args->quiet) print_fused_gemms(&t, args, s);
+    free_net(&net, &t);
 
     const char *suffix = o->tf32 ? "_tf32" : "";
     if (!args->quiet) {
@@ -418,14 +429,12 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
                cub.launch_ms * 1e3, rows / (cub.launch_ms * 1e-3), gemms_ms / cub.launch_ms, gemms_ms * 1e3);
         printf(" cuBLAS path, one CUDA graph        %9.1f   %10.3g   %6.2f (the GEMMs as a graph: %.1f us)\n",
                cub.graph_ms * 1e3, rows / (cub.graph_ms * 1e-3), gemms_graph_ms / cub.graph_ms, gemms_graph_ms * 1e3);
-        if (fused_too)
-            printf(" fused path, one CUDA graph         %9.1f   %10.3g   %6.2f (goal >= 2: half the GEMMs' time)\n",
-                   fus.graph_ms * 1e3, rows / (fus.graph_ms * 1e-3), gemms_graph_ms / fus.graph_ms);
+        printf(" fused path, one CUDA graph         %9.1f   %10.3g   %6.2f (goal >= 2: half the GEMMs' time)\n",
+               fus.graph_ms * 1e3, rows / (fus.graph_ms * 1e-3), gemms_graph_ms / fus.graph_ms);
         printf("mean loss of an epoch, first and last: cuBLAS path %.4f -> %.4f (%s)", cub.first_loss, cub.last_loss,
                cub.learns ? "it learns" : "NOT LEARNING");
-        if (fused_too)
-            printf(", fused path %.4f -> %.4f (%s)", fus.first_loss, fus.last_loss,
-                   fus.learns ? "it learns" : "NOT LEARNING");
+        printf(", fused path %.4f -> %.4f (%s)", fus.first_loss, fus.last_loss,
+               fus.learns ? "it learns" : "NOT LEARNING");
         printf("\n");
     }
     char sz[160], names[5][48];
@@ -443,8 +452,8 @@ static int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_
          gemms_ms / cub.launch_ms, cub.learns},
         {"dnn", -1, names[4], sz, gemms_ms, "msamples_s", rows / (gemms_ms * 1e-3) / 1e6, names[4], 1.0, -1},
     };
-    for (size_t i = fused_too ? 0 : 1; i < sizeof rs / sizeof rs[0]; i++) lb_print_result(&rs[i], args->quiet);
-    int pass = cub.learns && (!fused_too || fus.learns);
+    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) lb_print_result(&rs[i], args->quiet);
+    int pass = cub.learns && fus.learns;
     if (args->quiet)
         printf("dnn: %s batch %d: %.1f us per step fused, %.1f us cuBLAS path, its GEMMs as a graph %.1f us, %s\n",
                shape, rows, fus.graph_ms * 1e3, cub.graph_ms * 1e3, gemms_graph_ms * 1e3, pass ? "PASS" : "FAIL");
@@ -524,7 +533,8 @@ static float *choose_shape(const dnn_options *o, const lb_program *prog, const d
 static void fill_defaults(dnn_options *o, int n_train)
 {
     int small = n_train < 500;
-    if (o->epochs == UNSET_INT) o->epochs = o->load_path ? 0 : small ? DNN_DEFAULT_EPOCHS_SMALL : DNN_DEFAULT_EPOCHS_LARGE;
+    if (o->epochs == UNSET_INT)
+        o->epochs = o->load_path ? 0 : small ? DNN_DEFAULT_EPOCHS_SMALL : DNN_DEFAULT_EPOCHS_LARGE;
     if (o->batch == UNSET_INT) o->batch = small ? 16 : 32;
     if (o->batch > n_train) o->batch = n_train;
     if (o->lr == UNSET_DOUBLE) o->lr = o->adam ? DNN_DEFAULT_LR_ADAM : DNN_DEFAULT_LR_SGD;
@@ -549,7 +559,8 @@ static void split_rest(const dnn_options *o, const dataset *all, const int *idx,
 static void make_sets(const dnn_options *o, const dataset *all, const int *order, int fold, dataset *train,
                       dataset *val, dataset *test, float **mean, float **sd)
 {
-    int n = all->n, *rest = lb_host_alloc(sizeof(int) * n, "indices"), *held = lb_host_alloc(sizeof(int) * n, "indices");
+    int n = all->n, *rest = lb_host_alloc(sizeof(int) * n, "indices"),
+        *held = lb_host_alloc(sizeof(int) * n, "indices");
     int n_rest = 0, n_test = 0;
     if (o->kfold) { /* fold f: rows [f n / K, (f + 1) n / K) of the shuffled order */
         int lo = (int)((long long)fold * n / o->kfold), hi = (int)((long long)(fold + 1) * n / o->kfold);
@@ -564,7 +575,8 @@ static void make_sets(const dnn_options *o, const dataset *all, const int *order
         memcpy(rest, order, sizeof(int) * n_rest);
         memcpy(held, order + n_rest, sizeof(int) * n_test);
     }
-    if (n_rest < 1) lb_die(LB_EXIT_USAGE, "dnn: %s: no samples left for training with --test-frac %g", o->data_path, o->test_frac);
+    if (n_rest < 1)
+        lb_die(LB_EXIT_USAGE, "dnn: %s: no samples left for training with --test-frac %g", o->data_path, o->test_frac);
     split_rest(o, all, rest, n_rest, train, val);
     *test = subset(all, held, n_test);
     if (!*mean) {
@@ -649,14 +661,15 @@ static int train(const dnn_options *o, trainer *t, const dataset *train_set, con
             evaluate(net, val, &val_acc, &val_loss, s);
             if (val_loss < best_loss) { /* the best epoch so far: keep its weights */
                 best_loss = val_loss, r->best_epoch = e + 1, r->val_acc = val_acc, r->val_loss = val_loss;
-                CUDA_CHECK(cudaMemcpyAsync(d_best, net->d_params, sizeof(float) * net->n_params,
-                                           cudaMemcpyDeviceToDevice, s));
+                CUDA_CHECK(
+                    cudaMemcpyAsync(d_best, net->d_params, sizeof(float) * net->n_params, cudaMemcpyDeviceToDevice, s));
             }
         }
         if (progress) {
             printf("%sepoch %4d/%d: loss %.4f, train acc %5.1f%%", terminal ? "\r" : "", e + 1, o->epochs, loss,
                    100.0 * st.correct / (steps * o->batch));
-            if (val->n) printf(", val loss %.4f, val acc %5.1f%% (best: epoch %d)", val_loss, 100 * val_acc, r->best_epoch);
+            if (val->n)
+                printf(", val loss %.4f, val acc %5.1f%% (best: epoch %d)", val_loss, 100 * val_acc, r->best_epoch);
             printf(", %.3g samples/s%s", steps * o->batch / (ms * 1e-3), terminal ? "\033[K" : "\n");
             fflush(stdout);
         }
@@ -677,8 +690,8 @@ static int train(const dnn_options *o, trainer *t, const dataset *train_set, con
 
 /* A network of the chosen shape on the chosen path, with its first weights (from init, or drawn
  * from rng), and a trainer for train_set. */
-static void setup_net(const dnn_options *o, const network *shape, const float *init, int max_rows, const dataset *train_set,
-                      lb_rng *rng, cudaStream_t s, network *net, trainer *t)
+static void setup_net(const dnn_options *o, const network *shape, const float *init, int max_rows,
+                      const dataset *train_set, lb_rng *rng, cudaStream_t s, network *net, trainer *t)
 {
     *net = *shape;
     net->fused = !o->cublas;
@@ -772,7 +785,8 @@ static int beat_linear(const dnn_options *o, const dataset *train_set, const dat
 static int run_repeated(const dnn_options *o, const lb_args *args, const dataset *all, const network *shape,
                         int max_rows, cudaStream_t s, double t_start)
 {
-    int runs = o->kfold ? o->kfold : o->seeds, status = LB_EXIT_PASS, *order = lb_host_alloc(sizeof(int) * all->n, "order");
+    int runs = o->kfold ? o->kfold : o->seeds, status = LB_EXIT_PASS,
+        *order = lb_host_alloc(sizeof(int) * all->n, "order");
     double *acc = lb_host_alloc(sizeof(double) * runs, "accuracies"), mean = 0.0, var = 0.0, val_mean = 0.0;
     long right = 0, tested = 0;
     lb_rng rng;
@@ -823,9 +837,10 @@ static int run_repeated(const dnn_options *o, const lb_args *args, const dataset
                (lb_wall_ms() - t_start) / 1e3);
     int acc_ok = o->min_accuracy < 0 || 100 * score >= o->min_accuracy;
     if (!acc_ok)
-        fprintf(stderr, "dnn: %s accuracy %.2f%% is below --min-accuracy %g\n", o->kfold ? "cross-validation" : "mean test",
-                100 * score, o->min_accuracy);
-    lb_result res = {"dnn", -1, name, sz, 0.0, "test_acc_pct", 100 * score, NULL, 0.0, o->min_accuracy < 0 ? -1 : acc_ok};
+        fprintf(stderr, "dnn: %s accuracy %.2f%% is below --min-accuracy %g\n",
+                o->kfold ? "cross-validation" : "mean test", 100 * score, o->min_accuracy);
+    lb_result res = {"dnn",          -1,          name, sz,  0.0,
+                     "test_acc_pct", 100 * score, NULL, 0.0, o->min_accuracy < 0 ? -1 : acc_ok};
     lb_print_result(&res, args->quiet);
     if (!o->kfold) {
         char sd_name[160];
@@ -866,10 +881,11 @@ static int compare_paths(const dnn_options *o, const lb_args *args, const networ
         if (!(d <= gap)) gap = d; /* NaN sticks */
         largest = fmax(largest, fabs((double)w[0][i]));
     }
-    int ok = status == LB_EXIT_PASS && gap <= 1e-3;
+    double tol = o->tf32 ? 1e-2 : 1e-3; /* TF32: each product's inputs rounded to 10 bits, differently per path */
+    int ok = status == LB_EXIT_PASS && gap <= tol;
     printf("dnn: %d epochs (%d steps) from the same weights: the cuBLAS and fused paths' weights differ by at most "
-           "%.2e (the largest weight is %.3f): %s\n",
-           r.epochs_run, r.steps, gap, largest, ok ? "PASS" : "FAIL (more than 1e-3)");
+           "%.2e (the largest weight is %.3f): %s (tolerance %g)\n",
+           r.epochs_run, r.steps, gap, largest, ok ? "PASS" : "FAIL", tol);
     (void)args;
     free(w[0]);
     free(w[1]);
@@ -957,6 +973,7 @@ int main(int argc, char **argv)
     fill_defaults(&o, n_train);
     lb_gpu gpu;
     lb_gpu_init(&gpu);
+    require_tf32(&o, &gpu);
     int max_rows = o.batch > DNN_EVAL_ROWS ? o.batch : DNN_EVAL_ROWS;
     size_t act_floats = 0;
     for (int l = 0; l <= shape.n_layers; l++) act_floats += (size_t)2 * max_rows * shape.size[l];
@@ -970,9 +987,10 @@ int main(int argc, char **argv)
     if (!args.quiet)
         printf("dnn: %s (%d samples), layers %s, %s, %s lr %g (%s), weight decay %g, batch %d, %d epochs, %s path, "
                "seed %llu, %s (%s)\n",
-               o.data_path, all.n, shape_s, shape.act == ACT_RELU ? "ReLU" : "sigmoid", o.adam ? "Adam" : "SGD momentum",
-               o.lr, o.schedule, o.weight_decay, o.batch, o.epochs, o.cublas ? (o.tf32 ? "cuBLAS TF32" : "cuBLAS") : "fused",
-               args.seed, gpu.prop.name, gpu.sm);
+               o.data_path, all.n, shape_s, shape.act == ACT_RELU ? "ReLU" : "sigmoid",
+               o.adam ? "Adam" : "SGD momentum", o.lr, o.schedule, o.weight_decay, o.batch, o.epochs,
+               o.cublas ? (o.tf32 ? "cuBLAS TF32" : "cuBLAS") : (o.tf32 ? "fused TF32" : "fused"), args.seed,
+               gpu.prop.name, gpu.sm);
     if (o.seeds > 1 || o.kfold) {
         int status = run_repeated(&o, &args, &all, &shape, max_rows, s, t_start);
         CUDA_CHECK(cudaStreamDestroy(s));
@@ -991,7 +1009,8 @@ int main(int argc, char **argv)
     free(order);
     if (o.predict_path) normalize(&to_predict, mean, sd);
     if (!args.quiet)
-        printf("rows: %d to train, %d to validate (--val-frac), %d to test (--test-frac)\n", train_set.n, val.n, test.n);
+        printf("rows: %d to train, %d to validate (--val-frac), %d to test (--test-frac)\n", train_set.n, val.n,
+               test.n);
 
     int status;
     network net;

@@ -21,11 +21,10 @@
  * THREADS being a multiple of BK, BM and BN, one of a thread's two coordinates is the same for
  * all its elements and the other steps evenly, so a few integers say where all of them are, and
  * the batch's rows, gathered through the permutation, are looked up once, before the K loop. */
-template <int BM, int BN, int THREADS>
-struct tile_loader {
+template <int BM, int BN, int THREADS> struct tile_loader {
     const float *a_row[BM * FUSED_BK / THREADS]; /* a_trans 0: the start of each element's row m */
-    int a_m, a_k, a_dm, a_dk; /* element i: m = a_m + i a_dm, k = k0 + a_k + i a_dk (in the tile) */
-    int b_k, b_n, b_dk, b_dn; /* the same for B */
+    int a_m, a_k, a_dm, a_dk;                    /* element i: m = a_m + i a_dm, k = k0 + a_k + i a_dk (in the tile) */
+    int b_k, b_n, b_dk, b_dn;                    /* the same for B */
 };
 
 template <int BM, int BN, int THREADS>
@@ -50,8 +49,8 @@ __device__ __forceinline__ void loader_init(tile_loader<BM, BN, THREADS> &L, con
 /* the tiles' elements for the K step from k0 (this block's part of K ends at k_end): 0 outside
  * the matrix, 1 on the ones line (the bias's input) */
 template <int BM, int BN, int THREADS>
-__device__ __forceinline__ void load_step(const tile_loader<BM, BN, THREADS> &L, const fused_gemm &p, int k0,
-                                          int k_end, float *ra, float *rb)
+__device__ __forceinline__ void load_step(const tile_loader<BM, BN, THREADS> &L, const fused_gemm &p, int k0, int k_end,
+                                          float *ra, float *rb)
 {
 #pragma unroll
     for (int i = 0; i < BM * FUSED_BK / THREADS; i++) {
@@ -72,28 +71,30 @@ __device__ __forceinline__ void load_step(const tile_loader<BM, BN, THREADS> &L,
     }
 }
 
-/* The epilogue of one row of a thread's outputs (n0: its first column, step: the distance between
- * its quads, v: the sums). Everything the row needs is read first, then everything is written:
+/* The epilogue of one row of a thread's outputs (cols: their columns, v: their sums). Everything
+ * the row needs is read first, then everything is written:
  * interleaved, each load would have to wait for the store before it (C and the optimizer's state
  * could alias for all the compiler knows), one memory round trip per element. */
 template <int W>
-__device__ __forceinline__ void epilogue_row(const fused_gemm &p, int m, int n0, int step, const float *v, float lr,
+__device__ __forceinline__ void epilogue_row(const fused_gemm &p, int m, const int *cols, const float *v, float lr,
                                              float2 adam_c)
 {
     float in1[W], in2[W], in3[W];
     const int e = p.epilogue;
 #pragma unroll
     for (int j = 0; j < W; j++) {
-        int n = n0 + (j / 4) * step + j % 4;
+        int n = cols[j];
         size_t i = (size_t)m * p.ldc + n;
         bool ok = n < p.N;
         in1[j] = ok && (e == FUSED_SGD || e == FUSED_ADAM) ? p.C[i] : 0.0f;
-        in2[j] = ok && (e == FUSED_SGD || e == FUSED_ADAM) ? p.opt1[i] : ok && e == FUSED_ACT_GRAD ? p.act_out[i] : 0.0f;
+        in2[j] = ok && (e == FUSED_SGD || e == FUSED_ADAM) ? p.opt1[i]
+                 : ok && e == FUSED_ACT_GRAD               ? p.act_out[i]
+                                                           : 0.0f;
         in3[j] = ok && e == FUSED_ADAM ? p.opt2[i] : 0.0f;
     }
 #pragma unroll
     for (int j = 0; j < W; j++) {
-        int n = n0 + (j / 4) * step + j % 4;
+        int n = cols[j];
         if (n >= p.N) continue;
         size_t i = (size_t)m * p.ldc + n;
         switch (e) {
@@ -112,11 +113,39 @@ __device__ __forceinline__ void epilogue_row(const fused_gemm &p, int m, int n0,
     }
 }
 
-template <int BM, int BN, int QM, int QN>
+/* TF32 tensor cores (sm_80 and newer): D = A B + C on a 16 x 8 tile, k = 8, by one warp.
+ * Fragments (g = lane / 4, t = lane % 4): A holds (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4);
+ * B holds (t, g), (t + 4, g); C and D hold (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1). */
+__device__ __forceinline__ unsigned to_tf32(float x)
+{
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)); /* round to 10 mantissa bits */
+    return r;
+}
+__device__ __forceinline__ void mma_tf32(float *c0, float *c1, float *c2, float *c3, const unsigned *a,
+                                         const unsigned *b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(*c0), "+f"(*c1), "+f"(*c2), "+f"(*c3)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    __trap(); /* not built for this GPU: fused_gemm_launch refuses TF32 below sm_80 */
+#endif
+}
+
+template <int BM, int BN, int QM, int QN, bool TF32>
 __global__ void __launch_bounds__((BM / (4 * QM)) * (BN / (4 * QN)))
     fused_gemm_kernel(const __grid_constant__ fused_gemm p, int splits, float *work, int *counters)
 {
     constexpr int TX = BN / (4 * QN), TY = BM / (4 * QM), THREADS = TX * TY;
+    /* TF32: the same acc[4 QM][4 QN] per thread, as 2 QM x 2 QN tensor-core tiles of 16 x 8 per
+     * warp; warps laid out WM x WN over the block's tile */
+    constexpr int MT = 2 * QM, NT = 2 * QN, WM = BM / (16 * MT), WN = BN / (8 * NT);
+    static_assert(!TF32 || WM * WN * 32 == THREADS, "one warp per 16 MT x 8 NT outputs");
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    const int wm = warp / WN, wn = warp % WN;
     constexpr int A_PER = BM * FUSED_BK / THREADS, B_PER = FUSED_BK * BN / THREADS;
     static_assert(THREADS % FUSED_BK == 0 && THREADS % BM == 0 && THREADS % BN == 0, "see tile_loader");
     /* k-major tiles, so a thread reads its 4 rows (or columns) as one float4; +4 keeps rows 16-byte
@@ -153,23 +182,47 @@ __global__ void __launch_bounds__((BM / (4 * QM)) * (BN / (4 * QN)))
         __syncthreads();
         /* issue the next step's loads now; they land during this step's math */
         if (k0 + FUSED_BK < k_end) load_step(L, p, k0 + FUSED_BK, k_end, ra, rb);
+        if constexpr (TF32) {
 #pragma unroll
-        for (int k = 0; k < FUSED_BK; k++) {
-            float a[4 * QM], b[4 * QN];
+            for (int k = 0; k < FUSED_BK; k += 8) {
+                unsigned a[MT][4], b[NT][2];
 #pragma unroll
-            for (int q = 0; q < QM; q++) {
-                float4 v = *(const float4 *)&As[k][ty * 4 + q * (BM / QM)];
-                a[4 * q] = v.x, a[4 * q + 1] = v.y, a[4 * q + 2] = v.z, a[4 * q + 3] = v.w;
+                for (int mi = 0; mi < MT; mi++) {
+                    int r = wm * 16 * MT + mi * 16 + g;
+                    a[mi][0] = to_tf32(As[k + t4][r]), a[mi][1] = to_tf32(As[k + t4][r + 8]);
+                    a[mi][2] = to_tf32(As[k + t4 + 4][r]), a[mi][3] = to_tf32(As[k + t4 + 4][r + 8]);
+                }
+#pragma unroll
+                for (int ni = 0; ni < NT; ni++) {
+                    int c = wn * 8 * NT + ni * 8 + g;
+                    b[ni][0] = to_tf32(Bs[k + t4][c]), b[ni][1] = to_tf32(Bs[k + t4 + 4][c]);
+                }
+#pragma unroll
+                for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+                    for (int ni = 0; ni < NT; ni++)
+                        mma_tf32(&acc[2 * mi][2 * ni], &acc[2 * mi][2 * ni + 1], &acc[2 * mi + 1][2 * ni],
+                                 &acc[2 * mi + 1][2 * ni + 1], a[mi], b[ni]);
             }
+        } else {
 #pragma unroll
-            for (int q = 0; q < QN; q++) {
-                float4 v = *(const float4 *)&Bs[k][tx * 4 + q * (BN / QN)];
-                b[4 * q] = v.x, b[4 * q + 1] = v.y, b[4 * q + 2] = v.z, b[4 * q + 3] = v.w;
+            for (int k = 0; k < FUSED_BK; k++) {
+                float a[4 * QM], b[4 * QN];
+#pragma unroll
+                for (int q = 0; q < QM; q++) {
+                    float4 v = *(const float4 *)&As[k][ty * 4 + q * (BM / QM)];
+                    a[4 * q] = v.x, a[4 * q + 1] = v.y, a[4 * q + 2] = v.z, a[4 * q + 3] = v.w;
+                }
+#pragma unroll
+                for (int q = 0; q < QN; q++) {
+                    float4 v = *(const float4 *)&Bs[k][tx * 4 + q * (BN / QN)];
+                    b[4 * q] = v.x, b[4 * q + 1] = v.y, b[4 * q + 2] = v.z, b[4 * q + 3] = v.w;
+                }
+#pragma unroll
+                for (int i = 0; i < 4 * QM; i++)
+#pragma unroll
+                    for (int j = 0; j < 4 * QN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
             }
-#pragma unroll
-            for (int i = 0; i < 4 * QM; i++)
-#pragma unroll
-                for (int j = 0; j < 4 * QN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
         __syncthreads(); /* everyone is done with this step's tiles before they are overwritten */
     }
@@ -209,10 +262,16 @@ __global__ void __launch_bounds__((BM / (4 * QM)) * (BN / (4 * QN)))
         lr = p.state->lr;
         if (p.epilogue == FUSED_ADAM) adam_c = adam_corrections(p.state->t); /* t counts this step already */
     }
+    /* where a thread's outputs are: quads of 4 x 4 (FFMA), or the tensor-core fragments' rows
+     * g, g + 8 and column pairs 2t, 2t + 1 of each 16 x 8 tile (TF32) */
+    int cols[4 * QN];
+#pragma unroll
+    for (int j = 0; j < 4 * QN; j++)
+        cols[j] = TF32 ? n0 + wn * 8 * NT + (j / 2) * 8 + 2 * t4 + j % 2 : n0 + tx * 4 + (j / 4) * (BN / QN) + j % 4;
 #pragma unroll
     for (int i = 0; i < 4 * QM; i++) {
-        int m = m0 + ty * 4 + (i / 4) * (BM / QM) + i % 4;
-        if (m < p.M) epilogue_row<4 * QN>(p, m, n0 + tx * 4, BN / QN, acc[i], lr, adam_c);
+        int m = TF32 ? m0 + wm * 16 * MT + (i / 2) * 16 + g + 8 * (i % 2) : m0 + ty * 4 + (i / 4) * (BM / QM) + i % 4;
+        if (m < p.M) epilogue_row<4 * QN>(p, m, cols, acc[i], lr, adam_c);
     }
 }
 
@@ -247,15 +306,24 @@ extern "C" fused_plan fused_plan_for(int M, int N, int K, int sms)
 extern "C" size_t fused_workspace_floats(int sms) { return (size_t)FUSED_SPLIT_FILL * sms * 64 * 64; }
 extern "C" size_t fused_counter_ints(int sms) { return (size_t)FUSED_SPLIT_FILL * sms; }
 
-extern "C" cudaError_t fused_gemm_launch(const fused_gemm *p, fused_plan plan, float *d_workspace, int *d_counters,
-                                         cudaStream_t stream)
+template <bool TF32>
+static void launch(const fused_gemm *p, fused_plan plan, float *d_workspace, int *d_counters, cudaStream_t stream)
 {
     dim3 grid(cdiv(p->N, plan.tile_n), cdiv(p->M, plan.tile_m), plan.splits);
     if (plan.tile_m == 128)
-        fused_gemm_kernel<128, 128, 2, 2><<<grid, 256, 0, stream>>>(*p, plan.splits, d_workspace, d_counters);
+        fused_gemm_kernel<128, 128, 2, 2, TF32><<<grid, 256, 0, stream>>>(*p, plan.splits, d_workspace, d_counters);
     else if (plan.tile_m == 64)
-        fused_gemm_kernel<64, 64, 1, 1><<<grid, 256, 0, stream>>>(*p, plan.splits, d_workspace, d_counters);
+        fused_gemm_kernel<64, 64, 1, 1, TF32><<<grid, 256, 0, stream>>>(*p, plan.splits, d_workspace, d_counters);
     else
-        fused_gemm_kernel<32, 32, 1, 1><<<grid, 64, 0, stream>>>(*p, plan.splits, d_workspace, d_counters);
+        fused_gemm_kernel<32, 32, 1, 1, TF32><<<grid, 64, 0, stream>>>(*p, plan.splits, d_workspace, d_counters);
+}
+
+extern "C" cudaError_t fused_gemm_launch(const fused_gemm *p, fused_plan plan, float *d_workspace, int *d_counters,
+                                         cudaStream_t stream)
+{
+    if (p->tf32)
+        launch<true>(p, plan, d_workspace, d_counters, stream);
+    else
+        launch<false>(p, plan, d_workspace, d_counters, stream);
     return cudaGetLastError();
 }

@@ -35,6 +35,7 @@ typedef struct {
     float *C; /* (M,N), row-major with ldc; for the updates: the parameters [W; b] */
     int ldc;
     int epilogue, act;
+    int tf32;             /* the products on TF32 tensor cores (sm_80 and newer), sums in fp32 */
     float *a_copy;        /* with a_perm: where to keep the gathered rows of A (M x (K - 1), lda) */
     const float *act_out; /* FUSED_ACT_GRAD: the layer's output (M,N, ldc) whose act' multiplies */
     float *opt1, *opt2;   /* FUSED_SGD: velocity; FUSED_ADAM: the two moments (laid out like C) */

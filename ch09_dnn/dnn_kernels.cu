@@ -55,8 +55,8 @@ extern "C" cudaError_t bias_act_launch(float *d_z, const float *d_b, int rows, i
 
 #define DNN_LOSS_THREADS 256
 
-__global__ void softmax_xent_kernel(const float *z, const float *b, const int *y, const int *perm, int rows, int classes,
-                                    float *dz, float *db, step_state *state, int advance)
+__global__ void softmax_xent_kernel(const float *z, const float *b, const int *y, const int *perm, int rows,
+                                    int classes, float *dz, float *db, step_state *state, int advance)
 {
     __shared__ float row_loss[DNN_LOSS_THREADS];
     __shared__ int row_ok[DNN_LOSS_THREADS];
@@ -198,7 +198,7 @@ __global__ void predict_kernel(const float *z, const float *b, const int *y, int
     float sum = 0.0f;
     for (int c = 0; c < classes; c++) sum += expf(zr[c] + (b ? b[c] : 0.0f) - mx);
     pred[r] = arg;
-    prob[r] = 1.0f / sum; /* exp(max - max) / sum */
+    prob[r] = 1.0f / sum;                                                                 /* exp(max - max) / sum */
     if (y) nll[r] = y[r] < 0 ? 0.0f : logf(sum) - (zr[y[r]] + (b ? b[y[r]] : 0.0f) - mx); /* -1: unlabelled */
 }
 

@@ -134,7 +134,7 @@ static void forward_fused(network *net, int rows, const float *x, const int *per
         p.a_copy = l == 0 && perm ? net->d_a[0] : NULL;
         p.B = net_w(net, net->d_params, l), p.ldb = net->size[l + 1]; /* W, and b right after it */
         p.C = net->d_a[l + 1], p.ldc = net->size[l + 1];
-        p.epilogue = l < L - 1 ? FUSED_ACT : FUSED_STORE, p.act = net->act, p.state = state;
+        p.epilogue = l < L - 1 ? FUSED_ACT : FUSED_STORE, p.act = net->act, p.state = state, p.tf32 = net->tf32;
         emit(net, &p, s, sink);
     }
 }
@@ -152,7 +152,7 @@ static void backward_fused(trainer *t, int rows, int update, cudaStream_t s, gem
         p.A = net->d_d[l + 1], p.lda = net->size[l + 1];
         p.B = net_w(net, net->d_params, l), p.ldb = net->size[l + 1], p.b_trans = 1; /* W^T */
         p.C = net->d_d[l], p.ldc = net->size[l];
-        p.epilogue = FUSED_ACT_GRAD, p.act = net->act, p.act_out = net->d_a[l];
+        p.epilogue = FUSED_ACT_GRAD, p.act = net->act, p.act_out = net->d_a[l], p.tf32 = net->tf32;
         emit(net, &p, s, sink);
     }
     for (int l = L - 1; l >= 0; l--) {
@@ -163,7 +163,7 @@ static void backward_fused(trainer *t, int rows, int update, cudaStream_t s, gem
         p.C = net_w(net, update ? net->d_params : net->d_grads, l), p.ldc = net->size[l + 1];
         p.epilogue = !update ? FUSED_STORE : t->adam ? FUSED_ADAM : FUSED_SGD;
         p.opt1 = net_w(net, net->d_opt1, l), p.opt2 = net_w(net, net->d_opt2, l);
-        p.mu = t->momentum, p.wd = t->weight_decay, p.state = t->d_state;
+        p.mu = t->momentum, p.wd = t->weight_decay, p.state = t->d_state, p.tf32 = net->tf32;
         emit(net, &p, s, sink);
     }
 }
@@ -326,11 +326,10 @@ static double run_set(network *net, const dataset *d, int *pred, float *prob, cu
         CUDA_CHECK(cudaMemcpyAsync(net->d_a[0], d->x + (size_t)r0 * d->features, sizeof(float) * rows * d->features,
                                    cudaMemcpyHostToDevice, s));
         if (has_labels)
-            CUDA_CHECK(
-                cudaMemcpyAsync(net->d_labels, d->y + r0, sizeof(int) * rows, cudaMemcpyHostToDevice, s));
+            CUDA_CHECK(cudaMemcpyAsync(net->d_labels, d->y + r0, sizeof(int) * rows, cudaMemcpyHostToDevice, s));
         const float *bias = forward(net, rows, s);
-        CUDA_CHECK(predict_launch(net->d_a[L], bias, has_labels ? net->d_labels : NULL, rows, net->size[L],
-                                  net->d_pred, net->d_prob, net->d_nll, s));
+        CUDA_CHECK(predict_launch(net->d_a[L], bias, has_labels ? net->d_labels : NULL, rows, net->size[L], net->d_pred,
+                                  net->d_prob, net->d_nll, s));
         if (pred) CUDA_CHECK(cudaMemcpyAsync(pred + r0, net->d_pred, sizeof(int) * rows, cudaMemcpyDeviceToHost, s));
         if (prob) CUDA_CHECK(cudaMemcpyAsync(prob + r0, net->d_prob, sizeof(float) * rows, cudaMemcpyDeviceToHost, s));
         if (has_labels) {

@@ -32,7 +32,7 @@ typedef struct {
     cublasHandle_t h;
     void *d_workspace;
     int fused;      /* the fused path (dnn_fused_kernels.cu) instead of cuBLAS and small kernels */
-    int tf32;       /* cuBLAS path: TF32 tensor cores for the GEMMs */
+    int tf32;       /* TF32 tensor cores for the GEMMs (both paths; sm_80 and newer) */
     int sms;        /* the GPU's multiprocessors: the fused GEMMs' plans fill them */
     float *d_split; /* the fused GEMMs' split-K workspace and tile counters */
     int *d_tile_count;
@@ -45,8 +45,8 @@ typedef struct {
     int rows;   /* the batch */
     float *d_x; /* the training set, on the device */
     int *d_y;
-    int *d_perm; /* this epoch's order of the training rows */
-    int *d_yb;   /* the batch's labels */
+    int *d_perm;         /* this epoch's order of the training rows */
+    int *d_yb;           /* the batch's labels */
     step_state *d_state; /* the cursor, step count, loss sums and learning rate */
     int adam;
     float momentum, weight_decay;

@@ -139,7 +139,8 @@ static void print_usage(const lb_program *prog, const lb_args *a, FILE *f)
             if (*(long long *)o->dst != -1) fprintf(f, " (default %lld)", *(long long *)o->dst);
             break;
         case LB_OPT_DOUBLE:
-            if (*(double *)o->dst != -1.0 && isfinite(*(double *)o->dst)) fprintf(f, " (default %g)", *(double *)o->dst);
+            if (*(double *)o->dst != -1.0 && isfinite(*(double *)o->dst))
+                fprintf(f, " (default %g)", *(double *)o->dst);
             break;
         case LB_OPT_STRING:
             if (*(const char **)o->dst) fprintf(f, " (default %s)", *(const char **)o->dst);

@@ -37,7 +37,7 @@ bad_input 2 '--seeds must be 1..1000' ./dnn --seeds 0
 bad_input 2 '--kfold must be 2..1000' ./dnn --kfold 1
 bad_input 2 '--kfold and --seeds: pick one' ./dnn --kfold 5 --seeds 3
 bad_input 2 '--fused and --cublas: pick one path' ./dnn --fused --cublas
-bad_input 2 '--tf32 is for the cuBLAS path' ./dnn --tf32 --fused
+bad_input 2 '--gradcheck compares fp32 gradients' ./dnn --gradcheck --tf32
 bad_input 2 'no --save, --load, --predict, --gradcheck, --vs-linear or --compare-paths with them' ./dnn --seeds 3 --gradcheck
 bad_input 2 'no samples left for training with --test-frac 0.5 and --val-frac 0.999' ./dnn --test-frac 0.5 --val-frac 0.999
 # a weights file is enough to predict (no --data); rows of another shape, an old or a damaged
@@ -114,6 +114,7 @@ gpu_check ./dnn --synthetic 64,32,10 --batch 16 --iters 2
 mutant "dnn SGD never updates the weights" dnn_math.cuh 's/    \*w += vi;/    *w += 0.0f * vi;/' \
     ./dnn --synthetic 64,32,10 --batch 16 --iters 2
 gpu_check ./dnn --synthetic 20,17,9,3 --batch 7 --iters 2 --adam
+gpu_check ./dnn --synthetic 64,300,10 --batch 33 --iters 2 --tf32
 # the step against its own GEMMs timed the same way (graph against graph, launches against
 # launches): never faster than the GEMMs it contains
 gpu_check_large bash ../tests/like_for_like.sh step_graph gemms_graph ./dnn --synthetic 64,32,10 --batch 16 --iters 5

@@ -51,7 +51,7 @@ static void test_loss_cpu(void)
 static void test_fused_plans(void)
 {
     const int sms[] = {132, 108, 40, 1};
-    const int shapes[][3] = {{128, 1024, 785}, {128, 10, 1025}, {128, 1024, 10}, {1025, 10, 128}, {785, 1024, 128},
+    const int shapes[][3] = {{128, 1024, 785}, {128, 10, 1025}, {128, 1024, 10},   {1025, 10, 128},   {785, 1024, 128},
                              {1, 1, 1},        {5, 3, 17},      {4097, 4096, 512}, {512, 1000, 4097}, {16, 17, 5}};
     for (size_t g = 0; g < sizeof sms / sizeof sms[0]; g++)
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""bench/torch_mlp.py - the PyTorch reference for ch09's --synthetic benchmark.
+
+Trains the same dense network (ReLU hidden layers, softmax cross-entropy, SGD with momentum 0.9,
+lr 0.01) on the same kind of data (uniform random inputs in [-1, 1), random labels), with the
+whole step - forward, loss, backward and the optimizer - captured once as a CUDA graph and
+replayed, in fp32 and in TF32. Prints one RESULT line per measurement in the lab book's format,
+so `make bench` puts PyTorch's step beside ch09's in one run:
+
+    python3 bench/torch_mlp.py 784,1024,10 128      (sizes F,H,...,C and the batch)
+
+Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (skipped).
+"""
+import sys
+import time
+
+
+def main():
+    sizes = [int(v) for v in (sys.argv[1] if len(sys.argv) > 1 else "784,1024,10").split(",")]
+    batch = int(sys.argv[2]) if len(sys.argv) > 2 else 128
+    try:
+        import torch
+    except ImportError:
+        print("torch_mlp: skipped (python3 has no torch)")
+        return 0
+    if not torch.cuda.is_available():
+        print("torch_mlp: skipped (torch sees no CUDA GPU)")
+        return 0
+    shape = "-".join(str(s) for s in sizes)
+    for tf32 in (False, True):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        ms = time_graph_step(torch, sizes, batch)
+        name = "torch_graph_tf32" if tf32 else "torch_graph"
+        print(f"RESULT prog=dnn name={name} size={shape}_b{batch} ms={ms:.4f} "
+              f"msamples_s={batch / (ms * 1e-3) / 1e6:.4g} check=none")
+    return 0
+
+
+def time_graph_step(torch, sizes, batch, steps=64, iters=20):
+    dev = torch.device("cuda")
+    torch.manual_seed(1)
+    layers = []
+    for i in range(len(sizes) - 1):
+        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(torch.nn.ReLU())
+    model = torch.nn.Sequential(*layers).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, capturable=True) \
+        if "capturable" in torch.optim.SGD.__init__.__code__.co_varnames \
+        else torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    data_x = torch.rand(steps * batch, sizes[0], device=dev) * 2 - 1
+    data_y = torch.randint(0, sizes[-1], (steps * batch,), device=dev)
+    static_x = data_x[:batch].clone()
+    static_y = data_y[:batch].clone()
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = loss_fn(model(static_x), static_y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    # warm up on a side stream (as PyTorch's CUDA graph recipe asks), then capture one step
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+
+    def epoch():
+        for k in range(steps):  # the batch is copied into the graph's input tensors, as a loader would
+            static_x.copy_(data_x[k * batch:(k + 1) * batch])
+            static_y.copy_(data_y[k * batch:(k + 1) * batch])
+            graph.replay()
+
+    epoch()
+    torch.cuda.synchronize()
+    samples = []
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(iters):
+        start.record()
+        epoch()
+        stop.record()
+        stop.synchronize()
+        samples.append(start.elapsed_time(stop) / steps)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
