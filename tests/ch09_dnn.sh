@@ -38,6 +38,7 @@ bad_input 2 '--kfold must be 2..1000' ./dnn --kfold 1
 bad_input 2 '--kfold and --seeds: pick one' ./dnn --kfold 5 --seeds 3
 bad_input 2 '--fused and --cublas: pick one path' ./dnn --fused --cublas
 bad_input 2 '--gradcheck compares fp32 gradients' ./dnn --gradcheck --tf32
+bad_input 2 '--compare-paths compares fp32 training' ./dnn --compare-paths --tf32
 bad_input 2 'no --save, --load, --predict, --gradcheck, --vs-linear or --compare-paths with them' ./dnn --seeds 3 --gradcheck
 bad_input 2 'no samples left for training with --test-frac 0.5 and --val-frac 0.999' ./dnn --test-frac 0.5 --val-frac 0.999
 # a weights file is enough to predict (no --data); rows of another shape, an old or a damaged
@@ -52,7 +53,7 @@ no_gpu ./dnn
 no_gpu ./dnn --synthetic 784,1024,10
 
 # the backward pass against finite differences (the book's method), several shapes, on both
-# paths (the fused one is the default); 64,300,10 splits K in the fused GEMMs (K = 301)
+# paths (cuBLAS is the default); 64,300,10 splits K in the fused GEMMs (K = 301)
 for path in --fused --cublas; do
     gpu_check ./dnn --gradcheck $path
     gpu_check ./dnn --gradcheck --act sigmoid $path
@@ -76,26 +77,28 @@ mutant "dnn backward halves the odd units' gradients" dnn_kernels.cu \
 # without the last; the batch gathered by the first GEMM not kept for the dW GEMM
 mutant "dnn fused GEMM without the bias's ones" dnn_fused_kernels.cu \
     's/^                v = 1.0f;/                v = 0.0f;/' \
-    ./dnn --gradcheck
+    ./dnn --gradcheck --fused
 mutant "dnn fused split-K drops its last part" dnn_fused_kernels.cu \
     's/for (int z = 0; z < splits; z++)/for (int z = 0; z < splits - 1; z++)/' \
-    ./dnn --gradcheck --data ../datasets/digits.csv --layers 64,300,10
+    ./dnn --gradcheck --data ../datasets/digits.csv --layers 64,300,10 --fused
 mutant "dnn fused GEMM does not keep the gathered batch" dnn_fused_kernels.cu \
     's/if (copy \&\& m < p.M/if (0 \&\& copy \&\& m < p.M/' \
-    ./dnn --gradcheck
+    ./dnn --gradcheck --fused
 # it learns: accuracy bounds on both data sets, with SGD and with Adam
 # (one iris split moves in steps of 2 points and its accuracy depends on the split: single runs get
 # a loose bar, the means over seeds and folds below a tighter one)
 gpu_check_large ./dnn --quiet --min-accuracy 88
-gpu_check_large ./dnn --quiet --cublas --min-accuracy 88
+gpu_check_large ./dnn --quiet --fused --min-accuracy 88
 gpu_check_large ./dnn --quiet --adam --epochs 100 --min-accuracy 86
 gpu_check_large ./dnn --quiet --act sigmoid --epochs 300 --min-accuracy 86
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --vs-linear
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --tf32
+gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --tf32 --fused
 # several splits: the mean over seeds, and k-fold cross-validation (every row tested once)
 gpu_check_large ./dnn --quiet --seeds 5 --min-accuracy 94
 gpu_check_large ./dnn --quiet --kfold 5 --min-accuracy 93
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --seeds 3 --min-accuracy 96
+gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --seeds 3 --min-accuracy 96 --fused
 # early stopping keeps the best epoch's weights: with patience 5 on iris the run stops early
 gpu_check_large bash -c 'out=$(./dnn --patience 5 --epochs 400) && grep -q "weights of epoch [0-9]* of [0-9]*)" <<<"$out" && ! grep -q "of 400)" <<<"$out"'
 # a planted bug: the hidden layer passes only 8 of its units; the network must then lose to
