@@ -4,6 +4,7 @@
  *   bias_act_kernel         Z = act(Z + b): bias and activation fused, one pass
  *   softmax_xent_kernel     the loss layer in one block: bias, stable softmax, cross-entropy,
  *                           its gradient, the bias gradient, accuracy, and the step counter
+ *   column_sums_kernel      the bias gradient of a loss layer with many classes, over the GPU
  *   act_backward_kernel     dZ = dA * act'(A), with the bias gradient (column sums) in the same pass
  *   sgd_momentum_kernel, adam_kernel   one update over every parameter of every layer
  *   predict_kernel          argmax, its probability and the row's loss, for evaluation
@@ -54,6 +55,28 @@ extern "C" cudaError_t bias_act_launch(float *d_z, const float *d_b, int rows, i
 }
 
 #define DNN_LOSS_THREADS 256
+/* up to this many classes the loss kernel sums db itself (a thread per column); beyond, a thread
+ * walking 512 rows one load after another is the slowest part of the step, and
+ * column_sums_kernel spreads the sums over the GPU instead (one more launch) */
+#define DNN_LOSS_OWN_SUMS 32
+
+/* db = column sums of dz (rows x cols). Block: 32 columns x 8 row groups; each thread walks its
+ * column over rows ty, ty + 8, ...; the 8 partial sums of a column are added in order. */
+__global__ void column_sums_kernel(const float *dz, int rows, int cols, float *db)
+{
+    __shared__ float part[8][33]; /* 33: no bank conflicts when a column's 8 values are read */
+    int c = blockIdx.x * 32 + threadIdx.x;
+    float s = 0.0f;
+    if (c < cols)
+        for (int r = threadIdx.y; r < rows; r += 8) s += dz[(size_t)r * cols + c];
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < cols) {
+        float t = 0.0f;
+        for (int k = 0; k < 8; k++) t += part[k][threadIdx.x];
+        db[c] = t;
+    }
+}
 
 __global__ void softmax_xent_kernel(const float *z, const float *b, const int *y, const int *perm, int rows,
                                     int classes, float *dz, float *db, step_state *state, int advance)
@@ -88,7 +111,7 @@ __global__ void softmax_xent_kernel(const float *z, const float *b, const int *y
     row_loss[threadIdx.x] = loss;
     row_ok[threadIdx.x] = ok;
     __syncthreads(); /* every row's dZ is written before the column sums read them */
-    for (int c = threadIdx.x; db && c < classes; c += blockDim.x) {
+    for (int c = threadIdx.x; db && classes <= DNN_LOSS_OWN_SUMS && c < classes; c += blockDim.x) {
         float s = 0.0f;
         for (int r = 0; r < rows; r++) s += dz[(size_t)r * classes + c];
         db[c] = s;
@@ -117,6 +140,8 @@ extern "C" cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, c
 {
     softmax_xent_kernel<<<1, DNN_LOSS_THREADS, 0, stream>>>(d_z, d_b, d_y, d_perm, rows, classes, d_dz, d_db, d_state,
                                                             advance);
+    if (d_db && classes > DNN_LOSS_OWN_SUMS)
+        column_sums_kernel<<<(classes + 31) / 32, dim3(32, 8), 0, stream>>>(d_dz, rows, classes, d_db);
     return cudaGetLastError();
 }
 

@@ -29,7 +29,7 @@ cudaError_t bias_act_launch(float *d_z, const float *d_b, int rows, int cols, in
 /* The loss layer, one block: logits = Z + b (rows x classes; d_b NULL: Z holds the bias
  * already); p = softmax(logits); state->loss_sum += mean over rows of -log p[y];
  * state->correct += rows with argmax = y; dZ = (p - onehot(y)) / rows; db = column sums of dZ
- * (d_db NULL: not wanted). Row r's label is d_y[r], or d_y[d_perm[state->cursor + r]] when d_perm
+ * (d_db NULL: not wanted; for many classes by a second kernel over the GPU). Row r's label is d_y[r], or d_y[d_perm[state->cursor + r]] when d_perm
  * is given. advance: then state->cursor += rows, state->t += 1 (the step is over for whoever
  * reads them). */
 cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, const int *d_y, const int *d_perm, int rows,

@@ -62,6 +62,8 @@ for path in --fused --cublas; do
     gpu_check ./dnn --gradcheck --data ../datasets/digits.csv $path
     gpu_check ./dnn --gradcheck --layers 4,5,3 --adam --seed 5 $path
     gpu_check ./dnn --gradcheck --data ../datasets/digits.csv --layers 64,300,10 $path
+    # more than 32 classes: the bias gradient of the loss layer by its own kernel (cuBLAS path)
+    gpu_check ./dnn --gradcheck --data ../tests/data/many_classes.csv --layers 3,8,40 $path
 done
 # the two paths train to the same weights (their sums only run in other orders)
 gpu_check ./dnn --compare-paths --epochs 20
