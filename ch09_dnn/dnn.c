@@ -1,21 +1,28 @@
 /* dnn.c - a small dense neural network built on cuBLAS, trained with backpropagation.
  *
- *   data: a CSV in the datasets/ layout (default ../datasets/iris.csv); a seeded shuffle splits
- *         it 2/3 : 1/3 into training and test sets, z-scored with the training set's statistics
+ *   data: a CSV in the datasets/ layout (default ../datasets/iris.csv); a seeded shuffle holds
+ *         out 1/3 for testing (--test-frac) and a fifth of the rest for validation (--val-frac),
+ *         all z-scored with the training rows' statistics
  *   net:  --layers F,H1,...,C (default per data set: F,16,16,C for few features, else F,2F,C),
  *         dense layers (X W + b) with ReLU (--act sigmoid for the book's), and a softmax
  *         cross-entropy loss; row-major: X is (batch, in), W is (in, out), b is (out)
  *   step: gather the batch, forward (GEMM, bias+activation), loss, backward (GEMMs, fused
  *         activation gradient and bias sums), one optimizer update over every parameter:
- *         SGD with momentum (default) or Adam (--adam); captured once as a CUDA graph and
- *         replayed every step
+ *         SGD with momentum (default) or Adam (--adam), with weight decay and a learning-rate
+ *         schedule; captured once as a CUDA graph and replayed every step. --fused: the same
+ *         step on our own GEMM kernel with bias, activation and update in its epilogue
+ *   train: the weights of the epoch with the lowest validation loss are kept; --seeds K and
+ *         --kfold K train several times for an accuracy that does not hang on one split
  *   build: make ch09      run: ./dnn [--data FILE] [--layers ...] [--epochs E] [--batch B] [--lr R]
  *          ./dnn --gradcheck           analytic gradients against finite differences (the book's method)
- *          ./dnn --synthetic 784,1024,10 --batch 128    time a training step (benchmark)
+ *          ./dnn --compare-paths       the cuBLAS and fused paths train to the same weights
+ *          ./dnn --synthetic 784,1024,10 --batch 128    time a training step on both paths (benchmark)
  *          ./dnn --save w.bin, ./dnn --load w.bin --predict rows.csv
  *
  * Files: dnn.c (options, main's phases, the benchmark), dnn_data.c (CSV, split, z-score),
- * dnn_net.c (the network, training step, evaluation, gradcheck, weights file), dnn_kernels.cu.
+ * dnn_net.c (the network on both paths, training step, evaluation, gradcheck, weights file),
+ * dnn_kernels.cu (the cuBLAS path's small kernels), dnn_fused_kernels.cu (the fused GEMM),
+ * dnn_math.cuh (what both share).
  *
  * The backward pass, for a layer Z = X W + b, A = act(Z), given dA = dLoss/dA:
  *   dZ = dA * act'(Z)        (act_backward_kernel; ReLU: 1 where A > 0; sigmoid: A (1 - A))
