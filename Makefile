@@ -3,14 +3,16 @@
 #   make                 build every chapter
 #   make ch04            build one chapter (or make ch04_matmul)
 #   make test            build, then run every test (host unit tests, bad input, no-GPU paths,
-#                        GPU checks; the GPU checks are skipped without a GPU)
+#                        GPU checks; the GPU checks are skipped without a GPU), TEST_JOBS at a
+#                        time (default: the CPU cores)
 #   make test REQUIRE_GPU=1   the same, and a check skipped for want of a GPU fails (run this
 #                        on a GPU machine: a broken driver then cannot pass as "no GPU")
 #   make bench           build, then run every benchmark into bench/results-<gpu>.md
 #   make run             build, then the tour: each chapter's demo at small sizes, one line per
 #                        program (passed, FAILED, skipped: no GPU); exits 1 if any failed
 #   make sanitize [CH=ch10]   the GPU checks under compute-sanitizer (memcheck, racecheck,
-#                        synccheck, initcheck), several at once; CH= for one chapter
+#                        synccheck, initcheck), TEST_JOBS at once, a line as each finishes;
+#                        CH= for one chapter
 #   make env             check the machine: toolkit, driver, GPU, libraries (env/check.sh)
 #   make cpu-profile     where the CPU Mandelbrot spends its time (gprof, and perf where allowed;
 #                        no GPU needed; ch01's README)
@@ -36,17 +38,21 @@ $(CHAPTERS):
 # ch04 -> ch04_matmul
 $(foreach c,$(CHAPTERS),$(eval $(call short,$(c)): $(c)))
 
+# the build and the cases in parallel, one job per CPU core (TEST_JOBS=4 for fewer)
+JOBS := $(shell nproc 2>/dev/null || echo 4)
+TEST_JOBS ?= $(JOBS)
 REQUIRE_GPU ?= 0
-test: all
-	@REQUIRE_GPU=$(REQUIRE_GPU) bash tests/run.sh
+test:
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@REQUIRE_GPU=$(REQUIRE_GPU) TEST_JOBS=$(TEST_JOBS) bash tests/run.sh
 
 # compute-sanitizer and ncu come with the toolkit; without them, one line and exit 2
 SANITIZER ?= $(shell command -v compute-sanitizer 2>/dev/null || echo $(CUDA_PATH)/bin/compute-sanitizer)
 sanitize:
 	@test -x "$(SANITIZER)" || { echo "make sanitize: compute-sanitizer not found (not on PATH, not $(SANITIZER)); it comes with the CUDA toolkit (Debian/Ubuntu package cuda-sanitizer-XX-Y), or pass SANITIZER=/path/to/compute-sanitizer"; exit 2; }
 	@test -z "$(CH)" -o -n "$(wildcard $(CH)/Makefile $(CH)_*/Makefile)" || { echo "make sanitize: no chapter $(CH) (try CH=ch10 or CH=ch10_advanced)"; exit 2; }
-	@$(MAKE) -s --no-print-directory $(if $(CH),$(CH),all)
-	@COMPUTE_SANITIZER="$(SANITIZER)" bash tests/run.sh --sanitize $(CH)
+	@$(MAKE) -s --no-print-directory -j$(JOBS) $(if $(CH),$(CH),all)
+	@COMPUTE_SANITIZER="$(SANITIZER)" TEST_JOBS=$(TEST_JOBS) bash tests/run.sh --sanitize $(CH)
 
 bench: all
 	@bash bench/run.sh

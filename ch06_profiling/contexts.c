@@ -12,8 +12,8 @@
  *                   on its own stream and pops it: the book's simple_context_create (--push-pop)
  *   build: make ch06      run: ./contexts [0-3] [--threads T] [--size N] [--reps R] [--blocks B]
  *
- * Every thread's array is checked against the CPU; the device memory free and the memory pool's
- * bytes in use before and after a way's runs must be the same (nothing leaked); each kernel is
+ * Every thread's array is checked against the CPU; the memory pool's bytes in use and the
+ * contexts alive before and after a way's runs must be the same (nothing leaked); each kernel is
  * timed with events in its own thread, and the overlap is the kernels' summed time over the time from the first thread's
  * start to the last one's end: about 1 when they take turns, up to T when all run at once.
  * The cost of creating and destroying one context is measured on its own. NVTX ranges name
@@ -27,6 +27,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- CPU reference */
@@ -82,6 +83,9 @@ static void run_task_runtime(task *t, cudaStream_t stream)
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
 }
+
+/* the contexts created and not yet destroyed, for the leak check (way 2's threads change it) */
+static atomic_int live_contexts;
 
 /* Contexts and push-pop: the same steps in the driver API, in whatever context is current. */
 static void run_task_driver(task *t, CUfunction fn, CUstream stream)
@@ -142,10 +146,12 @@ static void *contexts_thread(void *arg)
     /* a context of its own, current in this thread from here on; CUDA 13's cuCtxCreate takes
      * an optional params struct (NULL: none) before the flags */
     CU_CHECK(lb_cu.cuCtxCreate(&ctx, NULL, 0, t->s->dev));
+    atomic_fetch_add(&live_contexts, 1);
     CUmodule mod = load_module(t->s->module_path, &fn); /* modules belong to a context: load it again */
     run_task_driver(t, fn, NULL);                       /* the context's own default stream */
     CU_CHECK(lb_cu.cuModuleUnload(mod));
     CU_CHECK(lb_cu.cuCtxDestroy(ctx)); /* frees whatever the context still held */
+    atomic_fetch_sub(&live_contexts, 1);
     nvtxRangePop();
     return NULL;
 }
@@ -189,11 +195,27 @@ static double run_mode(const setup *s, task *tasks, int n_tasks)
 
 /* ---------------------------------------------------------------- checks and measures */
 
-/* every task's output against the CPU (a sample within a cost budget, and the last element) */
+static size_t gcd_of(size_t a, size_t b)
+{
+    while (b) {
+        size_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* every task's output against the CPU (a sample within a cost budget, and the last element).
+ * The kernel is a grid-stride loop: element i belongs to thread i mod (blocks x block). A step
+ * sharing a factor with that count would land on a few threads only (a step of 16 on a 64-thread
+ * grid sees threads 0, 16, 32 and 48, never the other 60), so the step is moved to the next
+ * number that shares none: the samples then walk through every thread of the grid. */
 static size_t check_tasks(const task *tasks, int n_tasks, int quiet)
 {
     size_t bad = 0, n = (size_t)tasks[0].s->n;
+    size_t grid_threads = (size_t)tasks[0].s->blocks * (size_t)tasks[0].s->threads;
     size_t step = lb_sample_step(n * (size_t)n_tasks, tasks[0].s->reps + 1, 33554432.0);
+    while (step > 1 && gcd_of(step, grid_threads) != 1) step++;
     for (int k = 0; k < n_tasks; k++)
         for (size_t i = 0; i < n; i = lb_sample_next(i, n, step)) {
             float want = mult_cpu(tasks[k].h_in[i], tasks[k].s->reps), got = tasks[k].h_out[i];
@@ -225,38 +247,33 @@ static double mean_kernel_ms(const task *tasks, int n_tasks)
     return sum / n_tasks;
 }
 
-/* the leak check's slack: device memory is handed out in pages of 2 MiB, so less than one page
- * can be the driver's own bookkeeping; a leaked array of these tests' sizes is many pages */
-#define LEAK_SLACK_BYTES (2u << 20) /* (the pool counts bytes exactly: no slack there) */
-
-/* What the leak check reads: the device memory free (a context that is never destroyed, a
- * cuMemAlloc never freed), and the bytes in use from the device's memory pool, where the
- * stream-ordered allocations come from (cudaMallocAsync, cuMemAllocAsync): the pool keeps the
- * memory it got from the device for reuse, so an allocation never freed need not show in the
- * free memory, only here. */
+/* What the leak check reads, all of it this process's own, so that another program on the GPU
+ * cannot change it (the device's free memory could): the bytes in use from the device's memory
+ * pool, where every array here comes from (cudaMallocAsync, cuMemAllocAsync: the pool counts
+ * this process's allocations exactly, and keeps memory it got from the device for reuse, so an
+ * array never freed need not show in the free memory at all, only here), and the contexts this
+ * program created and has not destroyed (a context never destroyed keeps its memory, module
+ * and streams until the process ends): way 2's threads count them in live_contexts. */
 typedef struct {
-    size_t free_bytes;
     unsigned long long pool_used;
-} device_usage;
+    int contexts;
+} process_usage;
 
-static device_usage read_usage(void)
+static process_usage read_usage(void)
 {
-    device_usage u;
-    size_t total_b;
+    process_usage u;
     cudaMemPool_t pool;
     CUDA_CHECK(cudaDeviceSynchronize()); /* stream-ordered frees land first */
-    CUDA_CHECK(cudaMemGetInfo(&u.free_bytes, &total_b));
     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &u.pool_used));
+    u.contexts = atomic_load(&live_contexts);
     return u;
 }
 
-/* bytes lost between two readings: the larger of the two measures */
-static double leaked_bytes(device_usage before, device_usage after)
+/* what a way's runs left behind: bytes still in use, and contexts still alive */
+static double leaked_bytes(process_usage before, process_usage after)
 {
-    double freed_less = (double)before.free_bytes - (double)after.free_bytes;
-    double pool_more = (double)after.pool_used - (double)before.pool_used;
-    return fmax(0.0, fmax(freed_less > LEAK_SLACK_BYTES ? freed_less : 0.0, pool_more));
+    return fmax(0.0, (double)after.pool_used - (double)before.pool_used);
 }
 
 /* The book's question "what does a context cost?": create + destroy one, and load the module
@@ -386,22 +403,23 @@ int main(int argc, char **argv)
         lb_poison_host(h_out, all_bytes);
         run_mode(&s, tasks, n_threads);
         size_t bad = check_tasks(tasks, n_threads, args.quiet);
-        /* then the runs that count, between two readings of the free device memory */
+        /* then the runs that count, between two readings of what this process holds */
         int runs = args.check_only ? 1 : args.iters;
         double *wall = lb_host_alloc(sizeof(double) * (size_t)runs, "samples");
-        device_usage before = read_usage();
+        process_usage before = read_usage();
         for (int i = 0; i < runs; i++) {
             wall[i] = run_mode(&s, tasks, n_threads);
             overlap[m] += overlap_of(tasks, n_threads) / runs;
             kernel_ms[m] += mean_kernel_ms(tasks, n_threads) / runs;
         }
-        device_usage after = read_usage();
+        process_usage after = read_usage();
         bad += check_tasks(tasks, n_threads, args.quiet);
         double leaked_mib = leaked_bytes(before, after) / 1048576.0;
-        int leak = leaked_mib > 0;
+        int contexts_left = after.contexts - before.contexts;
+        int leak = leaked_mib > 0 || contexts_left != 0;
         if (leak && !args.quiet)
-            fprintf(stderr, "  %s: %.1f MiB less device memory free after %d runs: a leak\n", versions[m].name,
-                    leaked_mib, runs);
+            fprintf(stderr, "  %s: %.1f MiB still in use and %d contexts still alive after %d runs: a leak\n",
+                    versions[m].name, leaked_mib, contexts_left, runs);
         double ms = lb_median(wall, runs);
         char verdict[96];
         snprintf(verdict, sizeof verdict, "%s (overlap %.1fx, %.1f MiB leaked)", bad || leak ? "FAIL" : "PASS",

@@ -111,7 +111,9 @@ debug:
 run: all
 	@bash $(COMMON_DIR)/demo.sh '$(DEMO)'
 
-test: all
+# the chapter built with a job per CPU core, then its cases, TEST_JOBS at a time (default: the cores)
+test:
+	@$(MAKE) --no-print-directory -j$(shell nproc 2>/dev/null || echo 4) all
 	@REQUIRE_GPU=$(or $(REQUIRE_GPU),0) bash $(COMMON_DIR)/../tests/run.sh $(CHAPTER)
 
 clean:

@@ -77,6 +77,12 @@ gpu_check ./contexts --threads 4 --size 2^16 --iters 2
 # the leak check must see a thread that does not free its array (4 x 4 MiB, beyond the slack)
 mutant "contexts: push-pop threads never free their arrays" contexts.c \
     's/    CU_CHECK(lb_cu.cuMemFreeAsync(d_x, stream));//' ./contexts 3 --check-only --threads 4 --size 2^20
+# the check must reach every thread of the grid-stride kernel: at 10 x 2^20 elements the cost
+# budget samples every 16th element, which on a 64-thread grid met only 4 threads; thread 5 of 64
+# leaving its elements alone must be seen
+mutant "contexts: one thread of the grid never multiplies" contexts_kernels.cu \
+    's|        float v = x\[i\];|        if (i % (gridDim.x * blockDim.x) == 5) continue;\n        float v = x[i];|' \
+    ./contexts 1 --check-only --size 2^20
 
 bad_input 2 "unknown argument '--bogus'" ./debugging --bogus
 bad_input 2 '--bug must be 0..4' ./debugging --bug 5

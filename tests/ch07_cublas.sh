@@ -66,8 +66,8 @@ gpu_check ./fft_conv --check-only --sigma 2 --output ""
 gpu_check_large ./fft_conv --check-only
 gpu_check ./fft_conv --sigma 4 --iters 3 --output ""
 # each path against its own FFTs timed the same way (launched, or as a graph): never faster
-gpu_check_large bash ../tests/like_for_like.sh fft_path cufft_alone ./fft_conv --iters 5 --output ""
-gpu_check_large bash ../tests/like_for_like.sh fft_path_graph cufft_alone_graph ./fft_conv --iters 5 --output ""
+alone gpu_check_large bash ../tests/like_for_like.sh fft_path cufft_alone ./fft_conv --iters 5 --output ""
+alone gpu_check_large bash ../tests/like_for_like.sh fft_path_graph cufft_alone_graph ./fft_conv --iters 5 --output ""
 
 bad_input 2 '--size: M and N at most 32768 each, M*N at most 2^28 (got 40000x10)' ./svd_pca --size 40000,10
 bad_input 2 '--size: M and N at most 32768 each, M*N at most 2^28 (got 20000x20000)' ./svd_pca --size 20000

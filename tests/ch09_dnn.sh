@@ -122,5 +122,5 @@ gpu_check ./dnn --synthetic 20,17,9,3 --batch 7 --iters 2 --adam
 gpu_check ./dnn --synthetic 64,300,10 --batch 33 --iters 2 --tf32
 # the step against its own GEMMs timed the same way (graph against graph, launches against
 # launches): never faster than the GEMMs it contains
-gpu_check_large bash ../tests/like_for_like.sh step_graph gemms_graph ./dnn --synthetic 64,32,10 --batch 16 --iters 5
-gpu_check_large bash ../tests/like_for_like.sh step_launches gemms_launched ./dnn --synthetic 64,32,10 --batch 16 --iters 5
+alone gpu_check_large bash ../tests/like_for_like.sh step_graph gemms_graph ./dnn --synthetic 64,32,10 --batch 16 --iters 5
+alone gpu_check_large bash ../tests/like_for_like.sh step_launches gemms_launched ./dnn --synthetic 64,32,10 --batch 16 --iters 5

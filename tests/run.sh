@@ -4,9 +4,10 @@
 #   bash tests/run.sh                  every chapter
 #   bash tests/run.sh ch03_vecadd      one chapter (what `make test` inside a chapter runs; ch03 works too)
 #   bash tests/run.sh --sanitize       only the GPU checks, each under compute-sanitizer's
-#                                      memcheck, racecheck, synccheck and initcheck, in parallel
-#                                      (SANITIZE_JOBS at a time, default: the CPU cores)
-#   REQUIRE_GPU=1 bash tests/run.sh    on a GPU machine: a check skipped for want of a GPU fails
+#                                      memcheck, racecheck, synccheck and initcheck
+#   REQUIRE_GPU=1 bash tests/run.sh    on a GPU machine: a check skipped for want of a GPU fails,
+#                                      and so does a version a program skips ("needs sm_80")
+#   TEST_JOBS=4 bash tests/run.sh      cases at a time (default: the CPU cores)
 #
 # It runs, in order:
 #   1. host-only unit tests (tests/*.c, built by tests/Makefile): run everywhere
@@ -14,8 +15,12 @@
 #      CUDA_VISIBLE_DEVICES="", its no-GPU path (exit 77 and the message): run everywhere
 #   3. GPU checks: every program in --check-only mode on small and awkward sizes, every
 #      version, expecting exit 0; skipped (and counted as skipped) when there is no GPU;
-#      and mutants: a program broken on purpose, whose own checks must catch it (exit 1)
-# The cases live in tests/<chapter>.sh. The last line is "N passed, N failed, N skipped".
+#      mutants (a program broken on purpose, whose own checks must catch it: exit 1) and the
+#      code solutions of SOLUTIONS.md (each check must fail before its diff and pass after)
+# The cases live in tests/<chapter>.sh. They run TEST_JOBS at a time, each in the background;
+# the results print in the order the case files give them, one line each, a failure with its
+# log. A case that times or measures the whole GPU runs alone (`alone gpu_check ...`).
+# The last line is "N passed, N failed, N skipped".
 # "No GPU" means device_query exited 77 and nothing else: if it crashes, or a CUDA call fails
 # on a GPU machine, the GPU checks run (and fail) instead of being skipped. A case file that
 # stops on an error (a syntax error, a misspelt helper) fails the run.
@@ -25,13 +30,15 @@ ROOT=$PWD
 LOG_DIR=${TEST_LOG_DIR:-$ROOT/tests/bin/logs}
 mkdir -p "$LOG_DIR"
 TIMEOUT=${TEST_TIMEOUT:-300}
+JOBS=${TEST_JOBS:-$(nproc 2>/dev/null || echo 4)}
+case $JOBS in '' | *[!0-9]* | 0) echo "tests/run.sh: TEST_JOBS must be a positive number (got '$JOBS')"; exit 2 ;; esac
 
 SANITIZE=0
 CHAPTERS=()
 for arg in "$@"; do
     case $arg in
         --sanitize) SANITIZE=1 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) chapter=${arg%/}
            [ -d "$chapter" ] || chapter=$(ls -d "${chapter}"_* 2>/dev/null | head -n 1)   # ch10 -> ch10_advanced
            [ -n "$chapter" ] && [ -d "$chapter" ] || { echo "tests/run.sh: no chapter $arg (try ch04 or ch04_matmul)"; exit 2; }
@@ -49,38 +56,108 @@ SANITIZER=${COMPUTE_SANITIZER:-compute-sanitizer}
 if ! command -v "$SANITIZER" >/dev/null 2>&1; then
     [ -x /usr/local/cuda/bin/compute-sanitizer ] && SANITIZER=/usr/local/cuda/bin/compute-sanitizer
 fi
+export SANITIZER ROOT
 
 CHAPTER=.        # the folder the current case runs in
-n_case=0
+START=$SECONDS
 
-record() {   # record <PASS|FAIL|SKIP> <name> [log]
+# ---- results, printed in order ----
+# Every case is an entry, numbered as the case files give them. A case runs in the background
+# and writes its verdict lines (STATUS<tab>name<tab>log) to $RESULTS/<entry> when it is done;
+# `flush` prints the finished entries at the head of the line, so the output keeps the case
+# files' order however the cases finish.
+RESULTS=$LOG_DIR/results
+rm -rf "$RESULTS" && mkdir -p "$RESULTS"
+n_entry=0 next_entry=0
+
+print_result() {   # print_result <PASS|FAIL|SKIP|TEXT> <name> [log]
     case $1 in
         PASS) passed=$((passed + 1)); echo "  ok    $2" ;;
-        SKIP) if [ "$REQUIRE_GPU" = 1 ]; then record FAIL "$2: skipped, and REQUIRE_GPU=1"; return 0; fi
+        SKIP) if [ "$REQUIRE_GPU" = 1 ]; then print_result FAIL "$2: skipped, and REQUIRE_GPU=1"; return 0; fi
               skipped=$((skipped + 1)); echo "  skip  $2" ;;
         FAIL) failed=$((failed + 1)); failures+=("$2"); echo "  FAIL  $2"
-              if [ -n "${3:-}" ]; then sed -n '1,25p' "$3" | sed 's/^/        | /'; fi ;;
+              if [ -n "${3:-}" ] && [ -f "$3" ]; then sed -n '1,25p' "$3" | sed 's/^/        | /'; fi ;;
+        TEXT) echo "$2" ;;
     esac
     return 0
 }
+
+flush() {
+    local status name log
+    while [ -f "$RESULTS/$next_entry" ]; do
+        while IFS=$'\t' read -r status name log; do
+            print_result "$status" "$name" "$log"
+        done <"$RESULTS/$next_entry"
+        next_entry=$((next_entry + 1))
+    done
+}
+
+# verdict <STATUS> <name> [log] : inside a case, one result line (a case may give several)
+verdict() { printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >&3; }
+
+# record <STATUS> <name> [log] : a result known at once, in its place in the order
+record() {
+    printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >"$RESULTS/$n_entry"
+    n_entry=$((n_entry + 1))
+    flush
+}
+
+# submit <function> <args...> : runs the function in the background as the next entry (ENTRY
+# holds its number), TEST_JOBS at a time; under `alone`, after every running case has finished
+# and with nothing beside it
+submit() {
+    local entry=$n_entry
+    n_entry=$((n_entry + 1))
+    if [ "${RUN_ALONE:-0}" = 1 ]; then
+        wait
+        ENTRY=$entry run_entry "$@"
+    else
+        while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
+            wait -n
+            flush
+        done
+        ENTRY=$entry run_entry "$@" &
+    fi
+    flush
+}
+run_entry() {
+    local out="$RESULTS/$ENTRY"
+    "$@" 3>"$out.part" >/dev/null 2>&1
+    mv "$out.part" "$out"
+}
+finish_all() { wait; flush; }
+
+# alone <helper> <args...> : the case runs with no other case beside it (it times something, or
+# reads the whole GPU), e.g. `alone gpu_check_large bash ../tests/like_for_like.sh ...`
+alone() { local RUN_ALONE=1; "$@"; }
 
 # run_case <name> <expected exit> <grep pattern or ""> <env-prefix or ""> <command...>
 # (the pattern is a grep regular expression; GREP_MODE=-F, set by a caller, makes it a fixed string)
 run_case() {
     local name=$1 want=$2 pattern=$3 envp=$4
     shift 4
-    n_case=$((n_case + 1))
-    local log="$LOG_DIR/case$n_case.log"
-    ( cd "${RUN_DIR:-$ROOT/$CHAPTER}" && env $envp timeout "$TIMEOUT" "$@" ) >"$log" 2>&1
+    submit case_job "$name" "$want" "$pattern" "$envp" "${RUN_DIR:-$ROOT/$CHAPTER}" "${GREP_MODE:-}" \
+        "${PROGRAM_CASE:-0}" "$@"
+}
+case_job() {
+    local name=$1 want=$2 pattern=$3 envp=$4 dir=$5 grep_mode=$6 program_case=$7
+    shift 7
+    local log="$LOG_DIR/case$ENTRY.log"
+    # shellcheck disable=SC2086  # envp: VAR=value words
+    ( cd "$dir" && env $envp timeout "$TIMEOUT" "$@" ) >"$log" 2>&1 </dev/null
     local got=$?
     if [ "$got" != "$want" ]; then
         echo "(exit $got, expected $want: $*)" >>"$log"
-        record FAIL "$name" "$log"
-    elif [ -n "$pattern" ] && ! grep -q ${GREP_MODE:-} -- "$pattern" "$log"; then
+        verdict FAIL "$name" "$log"
+    elif [ -n "$pattern" ] && ! grep -q $grep_mode -- "$pattern" "$log"; then
         echo "(output lacks '$pattern': $*)" >>"$log"
-        record FAIL "$name" "$log"
+        verdict FAIL "$name" "$log"
+    elif [ "$program_case" = 1 ] && [ "$REQUIRE_GPU" = 1 ] && grep -q "skipped: needs sm_" "$log"; then
+        # a version the program left out for this GPU or this build: not tested, so not passed
+        echo "(a version was skipped, and REQUIRE_GPU=1: $*)" >>"$log"
+        verdict FAIL "$name: a version skipped, and REQUIRE_GPU=1" "$log"
     else
-        record PASS "$name"
+        verdict PASS "$name"
     fi
 }
 
@@ -110,10 +187,11 @@ no_gpu() {
 }
 
 # gpu_check <command...> : must exit 0 on the GPU; skipped without one. Under --sanitize, the
-# command is queued once per tool and the queue runs in parallel at the end (sanitize_all)
+# command is queued once per tool (sanitize_all runs the queue)
 gpu_check() {
     if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: $* (no GPU)"; return; fi
     if [ $SANITIZE = 1 ]; then
+        [ "${SANITIZE_TOO:-1}" = 1 ] || return 0
         local tool
         # the words quoted (printf %q), so that an empty argument (--output "") survives the queue
         local words
@@ -122,54 +200,22 @@ gpu_check() {
             SANITIZE_QUEUE+=("$CHAPTER|$tool|${words% }")
         done
     else
+        local PROGRAM_CASE=1
         run_case "$CHAPTER: $*" 0 "" "" "$@"
     fi
-}
-
-# sanitize_all : runs the queued sanitizer cases, SANITIZE_JOBS at a time (an instrumented
-# program keeps one CPU core busy and leaves most of the GPU idle, so several at once finish
-# sooner), then records them in the order they were queued, each with its time in seconds
-SANITIZE_QUEUE=()
-sanitize_all() {
-    [ ${#SANITIZE_QUEUE[@]} -gt 0 ] || return 0
-    local jobs=${SANITIZE_JOBS:-$(nproc 2>/dev/null || echo 4)} i entry chapter tool cmd dir
-    dir="$LOG_DIR/sanitize"
-    rm -rf "$dir" && mkdir -p "$dir"
-    echo "compute-sanitizer: ${#SANITIZE_QUEUE[@]} runs, $jobs at a time"
-    for i in "${!SANITIZE_QUEUE[@]}"; do
-        IFS='|' read -r chapter tool cmd <<<"${SANITIZE_QUEUE[$i]}"
-        echo "${SANITIZE_QUEUE[$i]}" >"$dir/$i.cmd"   # what each log is, also for a run cut short
-        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-        (
-            start=$SECONDS
-            (cd "$ROOT/$chapter" && eval "timeout \"\$TIMEOUT\" \"\$SANITIZER\" --tool $tool --error-exitcode 99 $cmd") \
-                >"$dir/$i.log" 2>&1
-            echo "$? $((SECONDS - start))" >"$dir/$i.rc"
-        ) &
-    done
-    wait
-    local rc secs
-    for i in "${!SANITIZE_QUEUE[@]}"; do
-        IFS='|' read -r chapter tool cmd <<<"${SANITIZE_QUEUE[$i]}"
-        read -r rc secs <"$dir/$i.rc" || { rc=none secs=0; }
-        if [ "$rc" = 0 ]; then
-            record PASS "$chapter: $tool: $cmd (${secs} s)"
-        else
-            echo "(exit $rc, expected 0 after ${secs} s: $tool $cmd)" >>"$dir/$i.log"
-            record FAIL "$chapter: $tool: $cmd" "$dir/$i.log"
-        fi
-    done
-    echo "the slowest:"
-    for i in "${!SANITIZE_QUEUE[@]}"; do
-        read -r rc secs <"$dir/$i.rc" 2>/dev/null && echo "$secs ${SANITIZE_QUEUE[$i]}"
-    done | sort -rn | head -n 5 | sed 's/^/  /; s/|/: /g'
-    SANITIZE_QUEUE=()
 }
 
 # gpu_check_large <command...> : like gpu_check, but too slow to repeat under the sanitizer's
 # four tools (large sizes); the small cases beside it cover the same code there
 gpu_check_large() {
-    [ $SANITIZE = 1 ] && return
+    local SANITIZE_TOO=0
+    gpu_check "$@"
+}
+
+# sanitize_only <command...> : a case for `make sanitize` alone: a size chosen for the tools
+# (small and awkward) where the plain tests use a larger one
+sanitize_only() {
+    [ $SANITIZE = 1 ] || return 0
     gpu_check "$@"
 }
 
@@ -178,6 +224,7 @@ gpu_expect() {
     local want=$1 pattern=$2; shift 2
     if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: $* (no GPU)"; return; fi
     [ $SANITIZE = 1 ] && return
+    local PROGRAM_CASE=1
     run_case "$CHAPTER: $* -> exit $want" "$want" "$pattern" "" "$@"
 }
 
@@ -194,62 +241,54 @@ sanitizer_expect() {
     run_case "$name" "$want" "$pattern" "" "$SANITIZER" --tool "$tool" --error-exitcode 99 "$@"
 }
 
-# copy_chapter <dir> : the chapter's sources (not its build) and common/ copied under <dir>,
-# with datasets/ and tests/ linked, so that an edited copy builds and runs like the original
+# copy_chapter <dir> : the built chapter and common/ copied under <dir> with their timestamps
+# (so `make` there rebuilds only what an edit touches), datasets/ and tests/ linked, so that an
+# edited copy builds and runs like the original
 copy_chapter() {
     local dir=$1
-    rm -rf "$dir" && mkdir -p "$dir/$CHAPTER" && cp -r "$ROOT/common" "$dir/common" &&
-        cp "$ROOT/$CHAPTER"/Makefile "$ROOT/$CHAPTER"/*.[ch] "$dir/$CHAPTER/" &&
-        { cp "$ROOT/$CHAPTER"/*.cu "$ROOT/$CHAPTER"/*.cuh "$ROOT/$CHAPTER"/*.py "$dir/$CHAPTER/" 2>/dev/null; true; }
-    rm -f "$dir"/common/*.o
-    ln -s "$ROOT/datasets" "$dir/datasets"
-    ln -s "$ROOT/tests" "$dir/tests"
+    rm -rf "$dir" && mkdir -p "$dir" && cp -a "$ROOT/common" "$dir/common" && cp -a "$ROOT/$CHAPTER" "$dir/$CHAPTER" &&
+        ln -s "$ROOT/datasets" "$dir/datasets" && ln -s "$ROOT/tests" "$dir/tests"
 }
 
 # mutant <name> <file> <sed expression> <command...> : the chapter copied (with common/), <file>
 # edited by the sed expression (it must change the file: else the test no longer fits the code)
-# and the program built; the command, run in the copy, must exit 1 with FAIL in its output:
-# the program's own checks catch the planted bug. The copies build in the background while the
-# chapter's other cases run; finish_mutants runs them after the chapter's case file.
-MUTANTS=()
+# and the program rebuilt; the command, run in the copy, must exit 1 with FAIL in its output:
+# the program's own checks catch the planted bug.
 mutant() {
     [ $SANITIZE = 1 ] && return
     if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: mutant: $1 (no GPU)"; return; fi
-    local name=$1 file=$2 expr=$3; shift 3
-    local dir="$LOG_DIR/mutant-$CHAPTER-${#MUTANTS[@]}" prog=${1#./}
-    copy_chapter "$dir"
-    (
-        cd "$dir/$CHAPTER" && cp "$file" "$file.orig" && sed -i "$expr" "$file" || exit 1
+    submit mutant_job "$CHAPTER" "$@"
+}
+mutant_job() {
+    local CHAPTER=$1 name=$2 file=$3 expr=$4; shift 4
+    local dir="$LOG_DIR/mutant-$CHAPTER-$ENTRY" prog=${1#./}
+    if ! (
+        copy_chapter "$dir" && cd "$dir/$CHAPTER" && cp "$file" "$file.orig" && sed -i "$expr" "$file" || exit 1
         if cmp -s "$file" "$file.orig"; then echo "the edit '$expr' no longer changes $file"; exit 1; fi
         diff "$file.orig" "$file"
         make -s "$prog"
-    ) >"$dir/build.log" 2>&1 &
-    MUTANTS+=("$!|$dir|$name|$*")
-    return 0
-}
-
-finish_mutants() {
-    local m pid dir name cmd
-    for m in "${MUTANTS[@]}"; do
-        IFS='|' read -r pid dir name cmd <<<"$m"
-        if ! wait "$pid"; then
-            record FAIL "$CHAPTER: mutant: $name (the edit or the build failed)" "$dir/build.log"
-            continue
-        fi
-        # shellcheck disable=SC2086  # the command's words, as the case file gave them
-        RUN_DIR="$dir/$CHAPTER" run_case "$CHAPTER: mutant caught: $name" 1 "FAIL" "" $cmd
-    done
-    MUTANTS=()
+    ) >"$dir.build.log" 2>&1; then
+        verdict FAIL "$CHAPTER: mutant: $name (the edit or the build failed)" "$dir.build.log"
+        return
+    fi
+    local log="$dir.log"
+    (cd "$dir/$CHAPTER" && timeout "$TIMEOUT" "$@") >"$log" 2>&1 </dev/null
+    local got=$?
+    if [ "$got" != 1 ] || ! grep -q FAIL "$log"; then
+        echo "(exit $got, expected 1 with FAIL: $*)" >>"$log"
+        verdict FAIL "$CHAPTER: mutant caught: $name" "$log"
+    else
+        verdict PASS "$CHAPTER: mutant caught: $name"
+    fi
 }
 
 # solutions : the code solutions in the chapter's SOLUTIONS.md, each a ```diff block (paths
-# relative to the chapter folder) followed by a ```sh check block of `expect <exit> <command>`
-# lines (a check block without a diff checks the chapter as it is). Everywhere: every diff
-# still applies to the chapter. On the GPU: each is applied to a copy, the copy built (in the
-# background, while the chapter's other cases run) and its check block run there.
-SOLUTIONS=()
+# relative to the chapter folder) followed by a ```sh check block (a check block without a diff
+# checks the chapter as it is; one with a line `# alone: <why>` runs with no other case beside it). Everywhere: every diff still applies to the chapter. On the GPU,
+# in a copy of the built chapter: the check must FAIL before the diff (else it proves nothing),
+# then the diff is applied, the copy rebuilt, and the check must pass.
 solutions() {
-    local md="$ROOT/$CHAPTER/SOLUTIONS.md" dir="$LOG_DIR/solutions-$CHAPTER" i name
+    local md="$ROOT/$CHAPTER/SOLUTIONS.md" dir="$LOG_DIR/solutions-$CHAPTER" i name title
     [ -f "$md" ] || return 0
     [ $SANITIZE = 1 ] && return
     rm -rf "$dir" && mkdir -p "$dir"
@@ -263,63 +302,134 @@ solutions() {
     ' "$md"
     for name in $(ls "$dir"/*.name 2>/dev/null | sort -V); do
         i=$(basename "$name" .name)
-        local title; title=$(cat "$name")
+        title=$(cat "$name")
         if [ ! -f "$dir/$i.check" ]; then
             record FAIL "$CHAPTER: solution \"$title\": a diff without a \`\`\`sh check block after it"
             continue
         fi
-        if [ -f "$dir/$i.diff" ]; then
-            copy_chapter "$dir/$i"
-            if ! (cd "$dir/$i/$CHAPTER" && git apply --check "$dir/$i.diff") >"$dir/$i.log" 2>&1; then
-                record FAIL "$CHAPTER: solution \"$title\" no longer applies" "$dir/$i.log"
-                continue
-            fi
-            record PASS "$CHAPTER: solution \"$title\" applies"
-        fi
-        if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: solution \"$title\" checked (no GPU)"; continue; fi
-        if [ -f "$dir/$i.diff" ] || grep -q 'make ' "$dir/$i.check"; then
-            # an edit, or a check that rebuilds: in a copy, so the chapter's own build stays as it is
-            [ -f "$dir/$i.diff" ] || { copy_chapter "$dir/$i"; : >"$dir/$i.diff"; }
-            # build what the check runs (./prog, a word of its own: not the ./ in ../datasets),
-            # or everything when the check itself runs make
-            local targets=""
-            grep -q 'make ' "$dir/$i.check" ||
-                targets=$(grep -oE '(^|[[:space:]])\./[A-Za-z0-9_]+' "$dir/$i.check" | sed 's|^[[:space:]]*\./||' |
-                    sort -u | tr '\n' ' ')
-            # shellcheck disable=SC2086  # targets: several words
-            (cd "$dir/$i/$CHAPTER" && { [ ! -s "$dir/$i.diff" ] || git apply "$dir/$i.diff"; } && make -s -j4 $targets) \
-                >"$dir/$i.build.log" 2>&1 &
-            SOLUTIONS+=("$!|$dir/$i/$CHAPTER|$title|$dir/$i.check")
+        # a check that times the GPU says so in a line of its own, `# alone: <why>`
+        if grep -q '^# alone' "$dir/$i.check"; then
+            RUN_ALONE=1 submit solution_job "$CHAPTER" "$title" "$dir/$i"
         else
-            SOLUTIONS+=("0|$ROOT/$CHAPTER|$title|$dir/$i.check")
+            submit solution_job "$CHAPTER" "$title" "$dir/$i"
         fi
     done
 }
 
-# `expect <exit> <command...>` in a check block: the command must exit with <exit>
-# (and `compute-sanitizer` is the one this runner found, on PATH or not)
-SOLUTION_PRELUDE='expect() { local want=$1; shift; "$@"; local got=$?; [ "$got" = "$want" ] || { echo "(exit $got, expected $want: $*)"; exit 1; }; }
-compute-sanitizer() { command "$SANITIZER" "$@"; }'
-export SANITIZER
+# check_block <file> : a solution's check block, run in the current folder by
+# tests/check_block.sh: every line counts (a `make ... && expect ...` whose make fails fails)
+check_block() {
+    timeout "$TIMEOUT" bash "$ROOT/tests/check_block.sh" "$1" </dev/null
+}
 
-finish_solutions() {
-    local s pid dir title check
-    for s in "${SOLUTIONS[@]}"; do
-        IFS='|' read -r pid dir title check <<<"$s"
-        if [ "$pid" != 0 ] && ! wait "$pid"; then
-            record FAIL "$CHAPTER: solution \"$title\" (the build failed)" "${check%.check}.build.log"
-            continue
+solution_job() {
+    local CHAPTER=$1 title=$2 base=$3
+    local copy="$base/copy" name="$CHAPTER: solution \"$title\""
+    if [ -f "$base.diff" ]; then
+        if ! { copy_chapter "$copy" && (cd "$copy/$CHAPTER" && git apply --check "$base.diff"); } >"$base.log" 2>&1; then
+            verdict FAIL "$name no longer applies" "$base.log"
+            return
         fi
-        RUN_DIR="$dir" run_case "$CHAPTER: solution \"$title\" checked" 0 "" "" \
-            bash -c "$SOLUTION_PRELUDE; . '$check'"
-    done
-    SOLUTIONS=()
+        verdict PASS "$name applies"
+        if [ $HAVE_GPU = 0 ]; then verdict SKIP "$name fails before its diff and passes after (no GPU)"; return; fi
+        # the check on the chapter as it is: it must fail, or it cannot tell the edit was made
+        if (cd "$copy/$CHAPTER" && check_block "$base.check") >"$base.before.log" 2>&1; then
+            echo "(the check passed on the chapter without the diff: it proves nothing)" >>"$base.before.log"
+            verdict FAIL "$name: its check passes without the diff" "$base.before.log"
+            return
+        fi
+        verdict PASS "$name: its check fails without the diff"
+        # apply, and build what the check runs (./prog, a word of its own: not the ./ in
+        # ../datasets), or everything when the check itself runs make
+        local targets=""
+        grep -q 'make ' "$base.check" ||
+            targets=$(grep -oE '(^|[[:space:]])\./[A-Za-z0-9_]+' "$base.check" | sed 's|^[[:space:]]*\./||' |
+                sort -u | tr '\n' ' ')
+        # shellcheck disable=SC2086  # targets: several words
+        if ! (cd "$copy/$CHAPTER" && git apply "$base.diff" && make -s $targets) >"$base.build.log" 2>&1; then
+            verdict FAIL "$name (the build failed)" "$base.build.log"
+            return
+        fi
+    else
+        if [ $HAVE_GPU = 0 ]; then verdict SKIP "$name checked (no GPU)"; return; fi
+        if grep -q 'make ' "$base.check"; then
+            # a check that rebuilds: in a copy, so the chapter's own build stays as it is
+            copy_chapter "$copy" >"$base.log" 2>&1 || { verdict FAIL "$name (the copy failed)" "$base.log"; return; }
+        else
+            copy=$ROOT
+        fi
+    fi
+    if (cd "$copy/$CHAPTER" && check_block "$base.check") >"$base.after.log" 2>&1; then
+        verdict PASS "$name checked"
+    else
+        verdict FAIL "$name checked" "$base.after.log"
+    fi
 }
 
 # a case file's own error (a misspelt helper, a failing command): the ERR trap, set while the
 # file runs, turns it into a failure instead of a case silently left out
 case_file_error() {
     record FAIL "tests/$CHAPTER.sh: line $1 failed (exit $2): $3"
+}
+
+# ---- make sanitize: the queued runs, TEST_JOBS at a time, a line as each one finishes ----
+# (an instrumented program keeps one CPU core busy and leaves most of the GPU idle, so several at
+# once finish sooner)
+SANITIZE_QUEUE=()
+sanitize_job() {
+    local i=$1 chapter tool cmd
+    IFS='|' read -r chapter tool cmd <<<"${SANITIZE_QUEUE[$i]}"
+    local start=$SECONDS
+    (cd "$ROOT/$chapter" && eval "timeout \"\$TIMEOUT\" \"\$SANITIZER\" --tool $tool --error-exitcode 99 $cmd") \
+        >"$SANITIZE_DIR/$i.log" 2>&1 </dev/null
+    echo "$? $((SECONDS - start))" >"$SANITIZE_DIR/$i.rc.part"
+    mv "$SANITIZE_DIR/$i.rc.part" "$SANITIZE_DIR/$i.rc"
+}
+sanitize_report() {   # the runs that finished since the last call, one line each
+    local i rc secs chapter tool cmd
+    for i in "${!SANITIZE_QUEUE[@]}"; do
+        [ -z "${reported[$i]:-}" ] && [ -f "$SANITIZE_DIR/$i.rc" ] || continue
+        reported[$i]=1
+        n_done=$((n_done + 1))
+        read -r rc secs <"$SANITIZE_DIR/$i.rc"
+        IFS='|' read -r chapter tool cmd <<<"${SANITIZE_QUEUE[$i]}"
+        if [ "$rc" = 0 ]; then
+            passed=$((passed + 1))
+            printf '[%d/%d] ok    %s %s %s (%d s)\n' $n_done ${#SANITIZE_QUEUE[@]} "$tool" "${chapter%%_*}" "$cmd" "$secs"
+        else
+            failed=$((failed + 1))
+            failures+=("$chapter: $tool: $cmd")
+            printf '[%d/%d] FAIL  %s %s %s (exit %s after %d s)\n' $n_done ${#SANITIZE_QUEUE[@]} "$tool" "${chapter%%_*}" "$cmd" "$rc" "$secs"
+            sed -n '1,25p' "$SANITIZE_DIR/$i.log" | sed 's/^/        | /'
+        fi
+    done
+}
+sanitize_all() {
+    [ ${#SANITIZE_QUEUE[@]} -gt 0 ] || return 0
+    local i
+    SANITIZE_DIR="$LOG_DIR/sanitize"
+    rm -rf "$SANITIZE_DIR" && mkdir -p "$SANITIZE_DIR"
+    echo "compute-sanitizer: ${#SANITIZE_QUEUE[@]} runs, $JOBS at a time"
+    declare -A reported=()
+    n_done=0
+    for i in "${!SANITIZE_QUEUE[@]}"; do
+        while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
+            wait -n
+            sanitize_report
+        done
+        sanitize_job "$i" &
+    done
+    while [ "$(jobs -rp | wc -l)" -gt 0 ]; do
+        wait -n
+        sanitize_report
+    done
+    wait
+    sanitize_report
+    echo "the slowest:"
+    for i in "${!SANITIZE_QUEUE[@]}"; do
+        read -r rc secs <"$SANITIZE_DIR/$i.rc" 2>/dev/null && echo "$secs ${SANITIZE_QUEUE[$i]}"
+    done | sort -rn | head -n 5 | sed 's/^/  /; s/|/: /g'
+    SANITIZE_QUEUE=()
 }
 
 # ---- is there a GPU? ----
@@ -342,23 +452,25 @@ fi
 if [ "$REQUIRE_GPU" = 1 ] && [ $HAVE_GPU = 0 ]; then
     record FAIL "REQUIRE_GPU=1, but there is no usable GPU"
 fi
+[ $SANITIZE = 1 ] || echo "$JOBS cases at a time (TEST_JOBS)"
 
 # ---- host-only unit tests ----
 if [ $SANITIZE = 0 ]; then
     echo "building host unit tests"
-    if ! make -s -C tests >"$LOG_DIR/build.log" 2>&1; then
+    if ! make -s -C tests -j"$JOBS" >"$LOG_DIR/build.log" 2>&1; then
         record FAIL "build host unit tests" "$LOG_DIR/build.log"
     fi
 fi
 
 for ch in "${CHAPTERS[@]}"; do
+    CHAPTER=.
     if [ ! -f "tests/$ch.sh" ]; then
-        echo "no tests/$ch.sh"; failed=$((failed + 1)); failures+=("$ch: no test cases"); continue
+        record FAIL "$ch: no test cases (no tests/$ch.sh)"; continue
     fi
-    echo "$ch"
+    [ $SANITIZE = 1 ] || record TEXT "$ch"
     CHAPTER=$ch
-    if ! bash -n "tests/$ch.sh" 2>"$LOG_DIR/syntax.log"; then
-        record FAIL "tests/$ch.sh does not parse" "$LOG_DIR/syntax.log"
+    if ! bash -n "tests/$ch.sh" 2>"$LOG_DIR/syntax-$ch.log"; then
+        record FAIL "tests/$ch.sh does not parse" "$LOG_DIR/syntax-$ch.log"
         continue
     fi
     trap 'case_file_error $LINENO $? "$BASH_COMMAND"' ERR
@@ -366,9 +478,8 @@ for ch in "${CHAPTERS[@]}"; do
     . "tests/$ch.sh"
     trap - ERR
     solutions
-    finish_mutants
-    finish_solutions
 done
+finish_all
 
 sanitize_all
 
@@ -378,5 +489,6 @@ if [ ${#failures[@]} -gt 0 ]; then
     printf '  %s\n' "${failures[@]}"
     echo "(logs in $LOG_DIR)"
 fi
+echo "($((SECONDS - START)) s)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -7,14 +7,19 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-mkdir -p "$WORK/tests" "$WORK/ch01_setup" "$WORK/ch98_fake"
-cp "$ROOT/tests/run.sh" "$WORK/tests/run.sh"
+mkdir -p "$WORK/tests" "$WORK/common" "$WORK/ch01_setup" "$WORK/ch98_fake"
+cp "$ROOT/tests/run.sh" "$ROOT/tests/check_block.sh" "$WORK/tests/"
 printf 'all:\n\t@true\n' >"$WORK/tests/Makefile"
 # the fake device_query exits with $FAKE_GPU_EXIT (0: a GPU, 77: none, else: broken)
 printf '#!/bin/sh\necho "fake GPU"\nexit ${FAKE_GPU_EXIT:-0}\n' >"$WORK/ch01_setup/device_query"
 # the fake program: `prog bad` is a usage error (exit 2, one line), `prog ok` passes,
 # `prog leaks` passes but the fake sanitizer finds an error in it
-printf '#!/bin/sh\n[ "$1" = bad ] && { echo "prog: --size must be positive" >&2; exit 2; }\n[ "${FAKE_WANT_EMPTY:-0}" = 1 ] && { [ $# = 2 ] && [ -z "$2" ] || exit 3; }\nexit 0\n' >"$WORK/ch98_fake/prog"
+# `prog value` prints the number in the file value (41; a solution's diff makes it 42), `prog old`
+# prints a skipped version's line, `prog sleep S` sleeps S seconds
+printf '#!/bin/sh\n[ "$1" = bad ] && { echo "prog: --size must be positive" >&2; exit 2; }\n[ "${FAKE_WANT_EMPTY:-0}" = 1 ] && { [ $# = 2 ] && [ -z "$2" ] || exit 3; }\n[ "$1" = value ] && echo "value $(cat value)"\n[ "$1" = old ] && echo "   3  wgmma   skipped: needs sm_90 or newer; this GPU is sm_80"\n[ "$1" = sleep ] && sleep "$2"\nexit 0\n' >"$WORK/ch98_fake/prog"
+echo 41 >"$WORK/ch98_fake/value"
+# the fake chapter's Makefile: prog is always built (a solution copy runs make)
+printf 'prog:\n\t@true\n' >"$WORK/ch98_fake/Makefile"
 # the fake compute-sanitizer: --tool T --error-exitcode N command...; exit N for `leaks`
 printf '#!/bin/sh\ncode=$4; shift 4\ncase "$*" in *leaks*) echo "fake: 1 error"; exit $code ;; esac\nexec "$@"\n' >"$WORK/fakesan"
 chmod +x "$WORK/ch01_setup/device_query" "$WORK/ch98_fake/prog" "$WORK/fakesan"
@@ -26,10 +31,13 @@ scenario() {
     local name=$1 want=$2 pattern=$3 cases=$4
     shift 4
     printf '%s\n' "$cases" >"$WORK/tests/ch98_fake.sh"
+    rm -f "$WORK/ch98_fake/SOLUTIONS.md"
+    [ -z "${SOLUTIONS:-}" ] || printf '%s\n' "$SOLUTIONS" >"$WORK/ch98_fake/SOLUTIONS.md"
     local out got
     # shellcheck disable=SC2086  # ARGS: the runner's arguments, as words
     out=$(cd "$WORK" && env -u REQUIRE_GPU "$@" TEST_LOG_DIR="$WORK/logs" bash tests/run.sh ${ARGS:-} 2>&1)
     got=$?
+    [[ " $* " == *" FLATTEN=1 "* ]] && out=$(tr '\n' ' ' <<<"$out")   # a pattern across lines
     if [ "$got" != "$want" ] || ! grep -q -- "$pattern" <<<"$out"; then
         echo "FAIL  $name: exit $got (want $want), output must contain '$pattern':"
         sed 's/^/      | /' <<<"$out"
@@ -67,6 +75,53 @@ ARGS=--sanitize scenario "sanitize: an error the sanitizer reports fails the run
 gpu_check ./prog leaks" FAKE_GPU_EXIT=0 COMPUTE_SANITIZER="$WORK/fakesan"
 ARGS=ch98 scenario "a chapter by its short name" 0 "^2 passed, 0 failed, 0 skipped$" "$good" FAKE_GPU_EXIT=0
 ARGS=ch97 scenario "a chapter that does not exist: exit 2" 2 "no chapter ch97" "$good" FAKE_GPU_EXIT=0
+
+# code solutions: the check must fail before the diff and pass after it; every line of a check
+# block counts
+diff_to_42='```diff
+--- a/value
++++ b/value
+@@ -1 +1 @@
+-41
++42
+```'
+SOLUTIONS="## 1. make it 42
+$diff_to_42
+\`\`\`sh check
+expect 0 sh -c './prog value | grep -q \"value 42\"'
+\`\`\`" scenario "a solution: its check fails before its diff and passes after" 0 \
+    '^5 passed, 0 failed, 0 skipped$' "$good" FAKE_GPU_EXIT=0
+SOLUTIONS="## 1. make it 42
+$diff_to_42
+\`\`\`sh check
+expect 0 ./prog value
+\`\`\`" scenario "a solution whose check passes before its diff fails the run" 1 \
+    'its check passes without the diff' "$good" FAKE_GPU_EXIT=0
+SOLUTIONS="## 1. make it 42
+$diff_to_42
+\`\`\`sh check
+false && expect 0 ./prog ok
+expect 0 sh -c './prog value | grep -q \"value 42\"'
+\`\`\`" scenario "a check block's failing command fails it, also before &&" 1 \
+    'check line 1 failed' "$good" FAKE_GPU_EXIT=0
+SOLUTIONS="## 1. make it 42
+$diff_to_42
+\`\`\`sh check
+expect 0 sh -c './prog value | grep -q \"value 42\"'
+\`\`\`" scenario "without a GPU a solution still must apply" 0 \
+    '^2 passed, 0 failed, 2 skipped$' "$good" FAKE_GPU_EXIT=77
+# a version the program skips for the GPU: fine normally, a failure under REQUIRE_GPU=1
+scenario "a version skipped for the GPU passes without REQUIRE_GPU" 0 "^1 passed, 0 failed, 0 skipped$" \
+    'gpu_check ./prog old' FAKE_GPU_EXIT=0
+scenario "REQUIRE_GPU=1 fails a version the program skips" 1 "a version skipped, and REQUIRE_GPU=1" \
+    'gpu_check ./prog old' FAKE_GPU_EXIT=0 REQUIRE_GPU=1
+# the job pool: a slow case first and a quick one after print in the case file's order, and
+# together they take about the slow one's time
+scenario "cases run at once and print in order" 0 "ok    ch98_fake: ./prog sleep 2.*ok    ch98_fake: ./prog sleep 0" \
+    'gpu_check ./prog sleep 2
+gpu_check ./prog sleep 0' FAKE_GPU_EXIT=0 TEST_JOBS=4 FLATTEN=1
+scenario "a mutant the program does not catch fails the run" 1 "mutant caught: value" \
+    'mutant "value" value "s/41/43/" ./prog value' FAKE_GPU_EXIT=0
 
 [ $failed = 0 ] && echo "test_runner: all scenarios as expected"
 [ $failed = 0 ]
