@@ -14,10 +14,10 @@ no_gpu ./device_query
 no_gpu ./hello_threads
 
 gpu_check ./device_query
-gpu_check sh -c './device_query --json | python3 -m json.tool'
-gpu_check ./hello_threads
+gpu_check_large sh -c './device_query --json | python3 -m json.tool'
+gpu_check_large ./hello_threads
 gpu_check ./hello_threads --grid 3x2 --block 7x5
-gpu_check ./hello_threads --grid 1 --block 1
+gpu_check_large ./hello_threads --grid 1 --block 1
 gpu_check ./hello_threads --grid 1000x3 --block 333 --check-only
 gpu_expect 2 "not allowed" ./hello_threads --block 2048
 # make run's demo runner: a failed command is reported (and fails the tour), exit 77 is skipped

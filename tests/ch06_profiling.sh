@@ -14,10 +14,10 @@ gpu_expect 2 "not allowed" ./events --block 2048
 gpu_expect 2 "needs" ./bandwidth --size 2^44
 gpu_check ./events --check-only --size 1
 gpu_check ./events --check-only --size 2^20+3 --block 96 --reps 50
-gpu_check ./events --size 2^16 --reps 20 --iters 3
+gpu_check_large ./events --size 2^16 --reps 20 --iters 3
 gpu_check ./bandwidth --check-only --size 1
 gpu_check ./bandwidth --check-only --size 1000003
-gpu_check ./bandwidth --size 1M --iters 2
+gpu_check_large ./bandwidth --size 1M --iters 2
 
 bad_input 2 "unknown argument '--bogus'" ./divergence --bogus
 bad_input 2 '--block 96: must be a multiple of 64' ./divergence --block 96
@@ -41,7 +41,7 @@ gpu_expect 2 "at most" ./occupancy --smem 1000000
 gpu_check ./occupancy --check-only --size 1
 gpu_check ./occupancy --check-only --size 2^20+3 --work 3
 gpu_check ./occupancy 1 --check-only --size 100000 --smem 65536
-gpu_check ./occupancy 2 --size 2^16 --iters 2
+gpu_check_large ./occupancy 2 --size 2^16 --iters 2
 
 bad_input 2 "unknown argument '--bogus'" ./streams --bogus
 bad_input 2 '--arrays, --streams and --chunks must be positive, --reps 0 or more' ./streams --streams 0
@@ -51,9 +51,9 @@ bad_input 2 '--size must be positive (got 0)' ./streams --size 0
 bad_input 0 'usage: streams ' ./streams --help
 no_gpu ./streams
 gpu_check ./streams --check-only --arrays 1 --size 1
-gpu_check ./streams --check-only --arrays 7 --size 1000003 --streams 3 --chunks 5 --reps 10
+gpu_check_large ./streams --check-only --arrays 7 --size 1000003 --streams 3 --chunks 5 --reps 10
 gpu_check ./streams --check-only --arrays 3 --size 100 --streams 8 --chunks 1000
-gpu_check ./streams --arrays 8 --size 2^16 --reps 50 --iters 2
+gpu_check_large ./streams --arrays 8 --size 2^16 --reps 50 --iters 2
 gpu_check ./streams --per-stream-events --arrays 5 --size 1001 --streams 3 --reps 10
 gpu_expect 0 "cudaEventQuery polling: the CPU did" ./streams --per-stream-events --arrays 4 --size 2^16 --streams 4
 
@@ -70,10 +70,13 @@ bad_input 0 'usage: contexts ' ./contexts --help
 no_gpu ./contexts
 gpu_expect 2 "not allowed" ./contexts --block 2048
 gpu_expect 2 "CUDA_ERROR_INVALID_IMAGE" ./contexts 2 --module ../tests/data/plain_p2.pgm
-gpu_check ./contexts --check-only --threads 1 --size 1
-gpu_check ./contexts --check-only --threads 3 --size 1000003 --reps 5 --blocks 3 --block 96
-gpu_check ./contexts --check-only --push-pop --threads 16 --size 100 --reps 0
-gpu_check ./contexts --threads 4 --size 2^16 --iters 2
+gpu_check_large ./contexts --check-only --threads 1 --size 1
+gpu_check_large ./contexts --check-only --threads 3 --size 1000003 --reps 5 --blocks 3 --block 96
+gpu_check_large ./contexts --check-only --push-pop --threads 16 --size 100 --reps 0
+gpu_check_large ./contexts --threads 4 --size 2^16 --iters 2
+# under the sanitizer, one run of every way with 2 threads: each context and module costs
+# about half a minute there
+sanitize_only ./contexts --check-only --threads 2 --size 1000 --reps 5 --blocks 3 --block 96
 # the leak check must see a thread that does not free its array (4 x 4 MiB, beyond the slack)
 mutant "contexts: push-pop threads never free their arrays" contexts.c \
     's/    CU_CHECK(lb_cu.cuMemFreeAsync(d_x, stream));//' ./contexts 3 --check-only --threads 4 --size 2^20
@@ -96,10 +99,10 @@ bad_input 2 '--size takes N or M,N,K' ./debugging --size 3,4
 bad_input 0 'usage: debugging ' ./debugging --help
 no_gpu ./debugging
 no_gpu ./debugging --bug 2
-gpu_check ./debugging --check-only --size 1
+gpu_check_large ./debugging --check-only --size 1
 gpu_check ./debugging --check-only --size 100,70,50
 gpu_check ./debugging --check-only --size 33,65,17
-gpu_check ./debugging --size 256 --iters 2
+gpu_check_large ./debugging --size 256 --iters 2
 gpu_expect 0 "probe C\[5\]\[3\]: thread (3,5) of block (0,0), inside C" ./debugging --check-only --size 40,30,50 --probe 5,3
 gpu_expect 0 "cpu   C\[39\]\[29\] tile  3" ./debugging --check-only --size 40,30,50 --probe 39,29
 # The lab's promise: compute-sanitizer finds each planted bug, and nothing in the correct kernel.

@@ -14,8 +14,8 @@ bad_input 2 '--vec must be 1..2^31-1 (cuBLAS counts in int)' ./cublas_basics --v
 bad_input 2 "unknown argument '1'" ./cublas_basics 1
 gpu_check ./cublas_basics --check-only --size 1 --vec 1
 gpu_check ./cublas_basics --check-only --size 17,33,65 --vec 1000 --tf32
-gpu_check ./cublas_basics --check-only --size 1000,1023,777 --vec 2^20+3 --tf32
-gpu_check ./cublas_basics --size 256 --vec 4096 --iters 2 --tf32
+gpu_check_large ./cublas_basics --check-only --size 1000,1023,777 --vec 2^20+3 --tf32
+gpu_check_large ./cublas_basics --size 256 --vec 4096 --iters 2 --tf32
 gpu_check_large ./cublas_basics --check-only
 
 bad_input 2 "version '0' does not exist (1..2)" ./monte_carlo_pi 0
@@ -23,12 +23,12 @@ bad_input 2 "version '3' does not exist (1..2)" ./monte_carlo_pi 3
 bad_input 2 '--size: at most 2^40 points' ./monte_carlo_pi --size 2^41
 bad_input 2 '--size must be positive (got 0)' ./monte_carlo_pi --size 0
 gpu_check ./monte_carlo_pi --check-only --size 1
-gpu_check ./monte_carlo_pi --check-only --size 2^20+3
+gpu_check_large ./monte_carlo_pi --check-only --size 2^20+3
 gpu_check ./monte_carlo_pi --check-only --size 1000003 --seed 7
-gpu_check ./monte_carlo_pi 2 --check-only --size 2^27+1
-gpu_check ./monte_carlo_pi --size 2^24 --iters 2
+gpu_check_large ./monte_carlo_pi 2 --check-only --size 2^27+1
+gpu_check_large ./monte_carlo_pi --size 2^24 --iters 2
 gpu_check_large ./monte_carlo_pi --check-only --size 2^28+5
-gpu_check ./monte_carlo_pi 2 --check-only --size 2^24 --seed 99
+gpu_check_large ./monte_carlo_pi 2 --check-only --size 2^24 --seed 99
 # a planted bug: version 2 draws from the wrong streams (subsequence 2 x thread id). The count
 # stays within 5 sd of pi and reproducible; only the CPU's exact count catches it
 mutant "monte_carlo_pi 2 draws from the wrong Philox streams" monte_carlo_pi_kernels.cu \
@@ -37,14 +37,14 @@ mutant "monte_carlo_pi 2 draws from the wrong Philox streams" monte_carlo_pi_ker
 bad_input 2 '--size: at least 2 points (the check needs a sample variance)' ./monte_carlo_integral --size 1
 bad_input 2 '--size: at most 2^40 points' ./monte_carlo_integral --size 2^41
 gpu_check ./monte_carlo_integral --check-only --size 1000
-gpu_check ./monte_carlo_integral --check-only --size 2^20+3 --seed 99
-gpu_check ./monte_carlo_integral --size 2^20 --iters 2
+gpu_check_large ./monte_carlo_integral --check-only --size 2^20+3 --seed 99
+gpu_check_large ./monte_carlo_integral --size 2^20 --iters 2
 
 bad_input 2 '--size must be a power of two from 1024 to 2^27' ./fft --size 1000
 bad_input 2 '--size must be a power of two from 1024 to 2^27' ./fft --size 2^28
 bad_input 2 '--size must be a power of two from 1024 to 2^27' ./fft --size 512
 gpu_check ./fft --check-only --size 1024
-gpu_check ./fft --size 2^14 --iters 2
+gpu_check_large ./fft --size 2^14 --iters 2
 gpu_check_large ./fft --check-only
 # a planted bug: the timed plan transforms one batch too few; the throughput check catches it
 mutant "fft throughput plan one batch short" fft.c \
@@ -60,11 +60,11 @@ bad_input 2 '../tests/data/maxval_16bit.pgm: maxval 65535: only 8-bit PGM (maxva
 bad_input 2 '../tests/data/no_size.pgm: malformed PGM header (expected P5, width,' ./fft_conv --input ../tests/data/no_size.pgm
 bad_input 2 "--output 'no-such-folder/b.png': no folder 'no-such-folder'" ./fft_conv --output no-such-folder/b.png
 gpu_check ./fft_conv --check-only --delta 1 --sigma 0.5 --output ""
-gpu_check ./fft_conv --check-only --delta 64 --sigma 3 --output ""
+gpu_check_large ./fft_conv --check-only --delta 64 --sigma 3 --output ""
 gpu_check ./fft_conv --check-only --delta 37 --sigma 9 --output ""
-gpu_check ./fft_conv --check-only --sigma 2 --output ""
+gpu_check_large ./fft_conv --check-only --sigma 2 --output ""
 gpu_check_large ./fft_conv --check-only
-gpu_check ./fft_conv --sigma 4 --iters 3 --output ""
+gpu_check_large ./fft_conv --sigma 4 --iters 3 --output ""
 # each path against its own FFTs timed the same way (launched, or as a graph): never faster
 alone gpu_check_large bash ../tests/like_for_like.sh fft_path cufft_alone ./fft_conv --iters 5 --output ""
 alone gpu_check_large bash ../tests/like_for_like.sh fft_path_graph cufft_alone_graph ./fft_conv --iters 5 --output ""
@@ -83,21 +83,21 @@ bad_input 2 "--png 'no-such-folder/p.png': no folder 'no-such-folder'" ./svd_pca
 # wide (B = A^T, no copy), tall (B = A by geam), a row, a column, 1x1, square, with the CPU
 # reference at all of these sizes
 gpu_check ./svd_pca --check-only --size 64,200
-gpu_check ./svd_pca --check-only --size 200,64
+gpu_check_large ./svd_pca --check-only --size 200,64
 gpu_check ./svd_pca --check-only --size 1,50
 gpu_check ./svd_pca --check-only --size 50,1
-gpu_check ./svd_pca --check-only --size 1
-gpu_check ./svd_pca --check-only --size 257 --seed 3
+gpu_check_large ./svd_pca --check-only --size 1
+gpu_check_large ./svd_pca --check-only --size 257 --seed 3
 gpu_check ./svd_pca --check-only --size 300,131 --rank 7
-gpu_check ./svd_pca --check-only --size 90,60 --rank 0
-gpu_check ./svd_pca --size 256 --iters 2
+gpu_check_large ./svd_pca --check-only --size 90,60 --rank 0
+gpu_check_large ./svd_pca --size 256 --iters 2
 gpu_check_large ./svd_pca --check-only
 gpu_check_large ./svd_pca --check-only --size 2048,1000
 # a failed convergence is a FAIL with the reason (gesvdj's info), not a wrong answer
 gpu_expect 1 'gesvdj did not converge in 1 sweeps' ./svd_pca 1 --check-only --size 200,300 --sweeps 1
 gpu_check ./svd_pca --check-only --pca ../datasets/iris.csv --png ""
-gpu_check ./svd_pca --check-only --pca ../datasets/digits.csv
-gpu_check ./svd_pca 2 --check-only --pca ../datasets/digits.csv --components 64 --png ""
+gpu_check_large ./svd_pca --check-only --pca ../datasets/digits.csv
+gpu_check_large ./svd_pca 2 --check-only --pca ../datasets/digits.csv --components 64 --png ""
 # a planted bug: the eigen route forgets to divide U's columns by their singular values
 mutant "svd_pca eigen route without U = B V / S" svd_pca_routes.c \
     's/j->d_inv_s, 1, j->d_u, m)/j->d_inv_s, 0, j->d_u, m)/' ./svd_pca 2 --check-only --size 60,90
@@ -106,9 +106,9 @@ bad_input 2 '--sort-size must be 1..2^30' ./thrust_basics --sort-size 0
 bad_input 2 '--size: at most 2^31-1 (cuBLAS counts in int)' ./thrust_basics --size 2^31
 gpu_check ./thrust_basics --check-only --size 1 --sort-size 1
 gpu_check ./thrust_basics --check-only --size 1000 --sort-size 1000
-gpu_check ./thrust_basics --check-only --size 2^20+3 --sort-size 2^20+3 --seed 7
-gpu_check ./thrust_basics 3 --check-only --size 1000003
-gpu_check ./thrust_basics --size 2^20 --sort-size 2^20 --iters 2
+gpu_check_large ./thrust_basics --check-only --size 2^20+3 --sort-size 2^20+3 --seed 7
+gpu_check_large ./thrust_basics 3 --check-only --size 1000003
+gpu_check_large ./thrust_basics --size 2^20 --sort-size 2^20 --iters 2
 gpu_check_large ./thrust_basics --check-only
 # a planted bug: the fused dot stops one pair short
 mutant "thrust_basics fused dot one pair short" thrust_basics_kernels.cu \

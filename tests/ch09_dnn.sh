@@ -56,20 +56,24 @@ no_gpu ./dnn --synthetic 784,1024,10
 # paths (cuBLAS is the default); 64,300,10 splits K in the fused GEMMs (K = 301)
 for path in --fused --cublas; do
     gpu_check ./dnn --gradcheck $path
-    gpu_check ./dnn --gradcheck --act sigmoid $path
-    gpu_check ./dnn --gradcheck --layers 4,3 $path
+    gpu_check_large ./dnn --gradcheck --act sigmoid $path
+    gpu_check_large ./dnn --gradcheck --layers 4,3 $path
     gpu_check ./dnn --gradcheck --layers 4,7,5,6,3 --seed 3 $path
-    gpu_check ./dnn --gradcheck --data ../datasets/digits.csv $path
-    gpu_check ./dnn --gradcheck --layers 4,5,3 --adam --seed 5 $path
-    gpu_check ./dnn --gradcheck --data ../datasets/digits.csv --layers 64,300,10 $path
+    gpu_check_large ./dnn --gradcheck --data ../datasets/digits.csv $path
+    gpu_check_large ./dnn --gradcheck --layers 4,5,3 --adam --seed 5 $path
+    gpu_check_large ./dnn --gradcheck --data ../datasets/digits.csv --layers 64,300,10 $path
     # more than 32 classes: the bias gradient of the loss layer by its own kernel (cuBLAS path)
     gpu_check ./dnn --gradcheck --data ../tests/data/many_classes.csv --layers 3,8,40 $path
 done
 # the two paths train to the same weights (their sums only run in other orders)
-gpu_check ./dnn --compare-paths --epochs 20
-gpu_check ./dnn --compare-paths --epochs 20 --adam --act sigmoid --layers 4,9,3
-gpu_check ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3
-gpu_check ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3 --adam --batch 100
+gpu_check_large ./dnn --compare-paths --epochs 20
+gpu_check_large ./dnn --compare-paths --epochs 20 --adam --act sigmoid --layers 4,9,3
+gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3
+gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3 --adam --batch 100
+# under the sanitizer: the gradient checks above with the default, a deep and a 40-class net
+# on each path, both paths trained side by side for two epochs, and the fused GEMMs with split K
+sanitize_only ./dnn --compare-paths --epochs 2 --adam --act sigmoid --layers 4,9,3
+sanitize_only ./dnn --synthetic 64,300,10 --batch 33 --iters 2 --fused
 # planted bugs on the cuBLAS path: the gradient of every odd hidden unit is halved. A gradcheck
 # that samples every second parameter of rows of even length never looks at them
 mutant "dnn backward halves the odd units' gradients" dnn_kernels.cu \

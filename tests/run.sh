@@ -121,15 +121,47 @@ submit() {
     flush
 }
 run_entry() {
-    local out="$RESULTS/$ENTRY"
+    local out="$RESULTS/$ENTRY" start=$SECONDS
     "$@" 3>"$out.part" >/dev/null 2>&1
+    echo "$((SECONDS - start))" >"$out.secs"
     mv "$out.part" "$out"
 }
 finish_all() { wait; flush; }
 
 # alone <helper> <args...> : the case runs with no other case beside it (it times something, or
-# reads the whole GPU), e.g. `alone gpu_check_large bash ../tests/like_for_like.sh ...`
-alone() { local RUN_ALONE=1; "$@"; }
+# reads the whole GPU), e.g. `alone gpu_check_large bash ../tests/like_for_like.sh ...`. Such
+# cases wait until every other case has run, then run one at a time (run_alone_cases), so that
+# none of them stops the pool in the middle of the run.
+ALONE_QUEUE=()
+alone() {
+    local words
+    words=$(printf '%q ' "$@")
+    ALONE_QUEUE+=("$CHAPTER|$HAVE_GPU|${words% }")
+}
+run_alone_cases() {
+    [ ${#ALONE_QUEUE[@]} -gt 0 ] || return 0
+    finish_all
+    record TEXT "alone (cases that time the GPU, each with nothing beside it)"
+    local entry
+    for entry in "${ALONE_QUEUE[@]}"; do
+        local CHAPTER HAVE_GPU cmd RUN_ALONE=1
+        IFS='|' read -r CHAPTER HAVE_GPU cmd <<<"$entry"
+        eval "$cmd"
+    done
+    ALONE_QUEUE=()
+}
+
+# the slowest cases, as a pointer to where the time goes
+print_slowest() {
+    local f k=0
+    [ $n_entry -gt 0 ] || return 0
+    echo "the slowest cases (seconds):"
+    for f in "$RESULTS"/*.secs; do
+        [ -f "$f" ] || continue
+        k=$(basename "$f" .secs)
+        printf '%s %s\n' "$(cat "$f")" "$(cut -f2 "$RESULTS/$k" | head -n 1)"
+    done | sort -rn | head -n "${TEST_SLOWEST:-8}" | sed 's/^/  /'
+}
 
 # run_case <name> <expected exit> <grep pattern or ""> <env-prefix or ""> <command...>
 # (the pattern is a grep regular expression; GREP_MODE=-F, set by a caller, makes it a fixed string)
@@ -205,8 +237,9 @@ gpu_check() {
     fi
 }
 
-# gpu_check_large <command...> : like gpu_check, but too slow to repeat under the sanitizer's
-# four tools (large sizes); the small cases beside it cover the same code there
+# gpu_check_large <command...> : like gpu_check, but not repeated under the sanitizer's four
+# tools: a large size, a timing run, or one more size of a path that the small, awkward
+# gpu_check cases beside it already give the sanitizer (make sanitize stays within minutes)
 gpu_check_large() {
     local SANITIZE_TOO=0
     gpu_check "$@"
@@ -309,7 +342,7 @@ solutions() {
         fi
         # a check that times the GPU says so in a line of its own, `# alone: <why>`
         if grep -q '^# alone' "$dir/$i.check"; then
-            RUN_ALONE=1 submit solution_job "$CHAPTER" "$title" "$dir/$i"
+            alone submit solution_job "$CHAPTER" "$title" "$dir/$i"
         else
             submit solution_job "$CHAPTER" "$title" "$dir/$i"
         fi
@@ -480,6 +513,9 @@ for ch in "${CHAPTERS[@]}"; do
     solutions
 done
 finish_all
+run_alone_cases
+finish_all
+[ $SANITIZE = 1 ] || print_slowest
 
 sanitize_all
 

@@ -120,6 +120,9 @@ scenario "REQUIRE_GPU=1 fails a version the program skips" 1 "a version skipped,
 scenario "cases run at once and print in order" 0 "ok    ch98_fake: ./prog sleep 2.*ok    ch98_fake: ./prog sleep 0" \
     'gpu_check ./prog sleep 2
 gpu_check ./prog sleep 0' FAKE_GPU_EXIT=0 TEST_JOBS=4 FLATTEN=1
+scenario "a case marked alone runs after the others" 0 "ok    ch98_fake: ./prog sleep 1 .*alone .*ok    ch98_fake: ./prog ok" \
+    'alone gpu_check ./prog ok
+gpu_check ./prog sleep 1' FAKE_GPU_EXIT=0 FLATTEN=1
 scenario "a mutant the program does not catch fails the run" 1 "mutant caught: value" \
     'mutant "value" value "s/41/43/" ./prog value' FAKE_GPU_EXIT=0
 
