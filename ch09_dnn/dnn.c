@@ -347,6 +347,9 @@ static void print_fused_gemms(trainer *t, const lb_args *args, cudaStream_t s)
 {
     fused_gemm list[3 * DNN_MAX_LAYERS];
     int n = fused_step_gemms(t, list, 3 * DNN_MAX_LAYERS);
+    /* the first GEMM gathers the batch through the permutation at the cursor, which the last
+     * epoch left at its end: back to the first batch, or it would read past the permutation */
+    CUDA_CHECK(cudaMemsetAsync(&t->d_state->cursor, 0, sizeof(int), s));
     printf("the fused path's GEMMs, each timed alone (M x N x K, tile/parts of K: us):");
     for (int i = 0; i < n; i++) {
         fused_job j = {t->net, &list[i], s};
