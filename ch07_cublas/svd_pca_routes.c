@@ -63,7 +63,8 @@ void svd_job_setup(svd_job *j)
     }
     j->d_work = device_alloc(sizeof(float) * (size_t)j->lwork);
     /* zeroed once, outside the timing: on a 150 x 4 matrix (iris) compute-sanitizer's initcheck
-     * saw gesvd's QR kernel (geqr2) read words of memory nothing had written yet */
+     * saw gesvd's QR kernel (geqr2) read workspace words nothing had written yet (one more
+     * report, from its ormqr kernel, remains: NOTES.md) */
     CUDA_CHECK(cudaMemset(j->d_work, 0, sizeof(float) * (size_t)j->lwork));
     j->work_bytes += sizeof(float) * (size_t)j->lwork;
 }
