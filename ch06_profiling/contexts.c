@@ -270,7 +270,7 @@ static process_usage read_usage(void)
     return u;
 }
 
-/* what a way's runs left behind: bytes still in use, and contexts still alive */
+/* the bytes a way's runs left in use (the contexts they left alive are counted beside it) */
 static double leaked_bytes(process_usage before, process_usage after)
 {
     return fmax(0.0, (double)after.pool_used - (double)before.pool_used);

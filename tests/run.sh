@@ -136,7 +136,7 @@ ALONE_QUEUE=()
 alone() {
     local words
     words=$(printf '%q ' "$@")
-    ALONE_QUEUE+=("$CHAPTER|$HAVE_GPU|${words% }")
+    ALONE_QUEUE+=("$CHAPTER|${words% }")
 }
 run_alone_cases() {
     [ ${#ALONE_QUEUE[@]} -gt 0 ] || return 0
@@ -144,8 +144,8 @@ run_alone_cases() {
     record TEXT "alone (cases that time the GPU, each with nothing beside it)"
     local entry
     for entry in "${ALONE_QUEUE[@]}"; do
-        local CHAPTER HAVE_GPU cmd RUN_ALONE=1
-        IFS='|' read -r CHAPTER HAVE_GPU cmd <<<"$entry"
+        local CHAPTER cmd RUN_ALONE=1
+        IFS='|' read -r CHAPTER cmd <<<"$entry"
         eval "$cmd"
     done
     ALONE_QUEUE=()
@@ -168,9 +168,9 @@ print_slowest() {
 run_case() {
     local name=$1 want=$2 pattern=$3 envp=$4
     shift 4
-    submit case_job "$name" "$want" "$pattern" "$envp" "${RUN_DIR:-$ROOT/$CHAPTER}" "${GREP_MODE:-}" \
-        "${PROGRAM_CASE:-0}" "$@"
+    submit case_job "$name" "$want" "$pattern" "$envp" "$ROOT/$CHAPTER" "${GREP_MODE:-}" "${PROGRAM_CASE:-0}" "$@"
 }
+# case_job <name> <want> <pattern> <env-prefix> <folder> <grep mode> <program case: 0|1> <command...>
 case_job() {
     local name=$1 want=$2 pattern=$3 envp=$4 dir=$5 grep_mode=$6 program_case=$7
     shift 7
@@ -304,22 +304,15 @@ mutant_job() {
         verdict FAIL "$CHAPTER: mutant: $name (the edit or the build failed)" "$dir.build.log"
         return
     fi
-    local log="$dir.log"
-    (cd "$dir/$CHAPTER" && timeout "$TIMEOUT" "$@") >"$log" 2>&1 </dev/null
-    local got=$?
-    if [ "$got" != 1 ] || ! grep -q FAIL "$log"; then
-        echo "(exit $got, expected 1 with FAIL: $*)" >>"$log"
-        verdict FAIL "$CHAPTER: mutant caught: $name" "$log"
-    else
-        verdict PASS "$CHAPTER: mutant caught: $name"
-    fi
+    case_job "$CHAPTER: mutant caught: $name" 1 "FAIL" "" "$dir/$CHAPTER" "" 0 "$@"
 }
 
 # solutions : the code solutions in the chapter's SOLUTIONS.md, each a ```diff block (paths
 # relative to the chapter folder) followed by a ```sh check block (a check block without a diff
-# checks the chapter as it is; one with a line `# alone: <why>` runs with no other case beside it). Everywhere: every diff still applies to the chapter. On the GPU,
-# in a copy of the built chapter: the check must FAIL before the diff (else it proves nothing),
-# then the diff is applied, the copy rebuilt, and the check must pass.
+# checks the chapter as it is; one with a line `# alone: <why>` runs with no other case beside
+# it). Everywhere: every diff still applies to the chapter. On the GPU, in a copy of the built
+# chapter: the check must FAIL before the diff (else it proves nothing), then the diff is
+# applied, the copy rebuilt, and the check must pass.
 solutions() {
     local md="$ROOT/$CHAPTER/SOLUTIONS.md" dir="$LOG_DIR/solutions-$CHAPTER" i name title
     [ -f "$md" ] || return 0
@@ -341,11 +334,9 @@ solutions() {
             continue
         fi
         # a check that times the GPU says so in a line of its own, `# alone: <why>`
-        if grep -q '^# alone' "$dir/$i.check"; then
-            alone submit solution_job "$CHAPTER" "$title" "$dir/$i"
-        else
-            submit solution_job "$CHAPTER" "$title" "$dir/$i"
-        fi
+        local when=""
+        grep -q '^# alone' "$dir/$i.check" && when=alone
+        $when submit solution_job "$CHAPTER" "$title" "$dir/$i"
     done
 }
 

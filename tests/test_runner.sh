@@ -15,8 +15,9 @@ printf '#!/bin/sh\necho "fake GPU"\nexit ${FAKE_GPU_EXIT:-0}\n' >"$WORK/ch01_set
 # the fake program: `prog bad` is a usage error (exit 2, one line), `prog ok` passes,
 # `prog leaks` passes but the fake sanitizer finds an error in it
 # `prog value` prints the number in the file value (41; a solution's diff makes it 42), `prog old`
-# prints a skipped version's line, `prog sleep S` sleeps S seconds
-printf '#!/bin/sh\n[ "$1" = bad ] && { echo "prog: --size must be positive" >&2; exit 2; }\n[ "${FAKE_WANT_EMPTY:-0}" = 1 ] && { [ $# = 2 ] && [ -z "$2" ] || exit 3; }\n[ "$1" = value ] && echo "value $(cat value)"\n[ "$1" = old ] && echo "   3  wgmma   skipped: needs sm_90 or newer; this GPU is sm_80"\n[ "$1" = sleep ] && sleep "$2"\nexit 0\n' >"$WORK/ch98_fake/prog"
+# prints a skipped version's line, `prog sleep S` sleeps S seconds, `prog check41` fails unless
+# the value is 41
+printf '#!/bin/sh\n[ "$1" = bad ] && { echo "prog: --size must be positive" >&2; exit 2; }\n[ "${FAKE_WANT_EMPTY:-0}" = 1 ] && { [ $# = 2 ] && [ -z "$2" ] || exit 3; }\n[ "$1" = value ] && echo "value $(cat value)"\n[ "$1" = old ] && echo "   3  wgmma   skipped: needs sm_90 or newer; this GPU is sm_80"\n[ "$1" = sleep ] && sleep "$2"\n[ "$1" = check41 ] && { [ "$(cat value)" = 41 ] || { echo "value FAIL"; exit 1; }; }\nexit 0\n' >"$WORK/ch98_fake/prog"
 echo 41 >"$WORK/ch98_fake/value"
 # the fake chapter's Makefile: prog is always built (a solution copy runs make)
 printf 'prog:\n\t@true\n' >"$WORK/ch98_fake/Makefile"
@@ -123,6 +124,8 @@ gpu_check ./prog sleep 0' FAKE_GPU_EXIT=0 TEST_JOBS=4 FLATTEN=1
 scenario "a case marked alone runs after the others" 0 "ok    ch98_fake: ./prog sleep 1 .*alone .*ok    ch98_fake: ./prog ok" \
     'alone gpu_check ./prog ok
 gpu_check ./prog sleep 1' FAKE_GPU_EXIT=0 FLATTEN=1
+scenario "a mutant the program catches passes" 0 "ok    ch98_fake: mutant caught: value" \
+    'mutant "value" value "s/41/43/" ./prog check41' FAKE_GPU_EXIT=0
 scenario "a mutant the program does not catch fails the run" 1 "mutant caught: value" \
     'mutant "value" value "s/41/43/" ./prog value' FAKE_GPU_EXIT=0
 
