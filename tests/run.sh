@@ -17,9 +17,9 @@
 #      version, expecting exit 0; skipped (and counted as skipped) when there is no GPU;
 #      mutants (a program broken on purpose, whose own checks must catch it: exit 1) and the
 #      code solutions of SOLUTIONS.md (each check must fail before its diff and pass after)
-# The cases live in tests/<chapter>.sh. They run TEST_JOBS at a time, each in the background;
-# the results print in the order the case files give them, one line each, a failure with its
-# log. A case that times or measures the whole GPU runs alone (`alone gpu_check ...`).
+# The cases live in tests/<chapter>.sh. They run TEST_JOBS at a time, each in the background,
+# the ones that rebuild a chapter (solutions, mutants) first; the results print in the order
+# the case files give them, one line each, a failure with its log. A case that times or measures the whole GPU runs alone (`alone gpu_check ...`).
 # The last line is "N passed, N failed, N skipped".
 # "No GPU" means device_query exited 77 and nothing else: if it crashes, or a CUDA call fails
 # on a GPU machine, the GPU checks run (and fail) instead of being skipped. A case file that
@@ -102,23 +102,41 @@ record() {
     flush
 }
 
-# submit <function> <args...> : runs the function in the background as the next entry (ENTRY
-# holds its number), TEST_JOBS at a time; under `alone`, after every running case has finished
-# and with nothing beside it
+# submit <function> <args...> : queues the function as the next entry (ENTRY holds its number when
+# it runs). The queue starts after the case files have been read (run_queue), TEST_JOBS at a
+# time, the entries submitted with EARLY=2 first, then EARLY=1, then the rest: the cases that
+# rebuild a chapter start at once instead of at their chapter's turn, so that the run ends when
+# the quick cases do. Under `alone`, the case runs now, after every running case has finished
+# and with nothing beside it.
+QUEUED=() QUEUE_2=() QUEUE_1=() QUEUE_0=()
 submit() {
     local entry=$n_entry
     n_entry=$((n_entry + 1))
     if [ "${RUN_ALONE:-0}" = 1 ]; then
         wait
         ENTRY=$entry run_entry "$@"
-    else
+        flush
+        return
+    fi
+    local words
+    words=$(printf '%q ' "$@")
+    QUEUED[$entry]=$words
+    case ${EARLY:-0} in
+        2) QUEUE_2+=("$entry") ;;
+        1) QUEUE_1+=("$entry") ;;
+        *) QUEUE_0+=("$entry") ;;
+    esac
+}
+run_queue() {
+    local entry
+    for entry in "${QUEUE_2[@]}" "${QUEUE_1[@]}" "${QUEUE_0[@]}"; do
         while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
             wait -n
             flush
         done
-        ENTRY=$entry run_entry "$@" &
-    fi
-    flush
+        eval "ENTRY=$entry run_entry ${QUEUED[$entry]}" &
+    done
+    QUEUED=() QUEUE_2=() QUEUE_1=() QUEUE_0=()
 }
 run_entry() {
     local out="$RESULTS/$ENTRY" start=$SECONDS
@@ -126,7 +144,7 @@ run_entry() {
     echo "$((SECONDS - start))" >"$out.secs"
     mv "$out.part" "$out"
 }
-finish_all() { wait; flush; }
+finish_all() { run_queue; wait; flush; }
 
 # alone <helper> <args...> : the case runs with no other case beside it (it times something, or
 # reads the whole GPU), e.g. `alone gpu_check_large bash ../tests/like_for_like.sh ...`. Such
@@ -290,7 +308,7 @@ copy_chapter() {
 mutant() {
     [ $SANITIZE = 1 ] && return
     if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: mutant: $1 (no GPU)"; return; fi
-    submit mutant_job "$CHAPTER" "$@"
+    EARLY=1 submit mutant_job "$CHAPTER" "$@"
 }
 mutant_job() {
     local CHAPTER=$1 name=$2 file=$3 expr=$4; shift 4
@@ -333,10 +351,25 @@ solutions() {
             record FAIL "$CHAPTER: solution \"$title\": a diff without a \`\`\`sh check block after it"
             continue
         fi
-        # a check that times the GPU says so in a line of its own, `# alone: <why>`
-        local when=""
-        grep -q '^# alone' "$dir/$i.check" && when=alone
-        $when submit solution_job "$CHAPTER" "$title" "$dir/$i"
+        # a check block without a diff checks the chapter as it is: it must check something in
+        # the output (a grep, a RESULT number, the machine code, an exit code other than 0) or
+        # say in a `# look for:` line what the reader should see
+        if [ ! -f "$dir/$i.diff" ] &&
+            ! grep -qE '^# look for:|grep|result_check|kernel_code|like_for_like|expect [1-9]' "$dir/$i.check"; then
+            record FAIL "$CHAPTER: solution \"$title\": a check block without a diff that only runs programs (add a check of the output, or a '# look for:' line)"
+            continue
+        fi
+        # a check that times the GPU says so in a line of its own, `# alone: <why>`; a check that
+        # rebuilds (make) or a diff (a copy and a build) starts first
+        if grep -q '^# alone' "$dir/$i.check"; then
+            alone submit solution_job "$CHAPTER" "$title" "$dir/$i"
+        elif grep -q 'make ' "$dir/$i.check"; then
+            EARLY=2 submit solution_job "$CHAPTER" "$title" "$dir/$i"
+        elif [ -f "$dir/$i.diff" ]; then
+            EARLY=1 submit solution_job "$CHAPTER" "$title" "$dir/$i"
+        else
+            submit solution_job "$CHAPTER" "$title" "$dir/$i"
+        fi
     done
 }
 

@@ -111,6 +111,18 @@ $diff_to_42
 expect 0 sh -c './prog value | grep -q \"value 42\"'
 \`\`\`" scenario "without a GPU a solution still must apply" 0 \
     '^2 passed, 0 failed, 2 skipped$' "$good" FAKE_GPU_EXIT=77
+# a check block without a diff checks the chapter as it is: it checks the output or says what to look for
+SOLUTIONS="## 1. run it
+\`\`\`sh check
+expect 0 ./prog ok
+\`\`\`" scenario "a check block without a diff that only runs a program fails" 1 \
+    "only runs programs" "$good" FAKE_GPU_EXIT=77
+SOLUTIONS="## 1. run it
+\`\`\`sh check
+# look for: the value, 41
+expect 0 ./prog value
+\`\`\`" scenario "a check block without a diff that says what to look for passes" 0 \
+    '^3 passed, 0 failed, 0 skipped$' "$good" FAKE_GPU_EXIT=0
 # a version the program skips for the GPU: fine normally, a failure under REQUIRE_GPU=1
 scenario "a version skipped for the GPU passes without REQUIRE_GPU" 0 "^1 passed, 0 failed, 0 skipped$" \
     'gpu_check ./prog old' FAKE_GPU_EXIT=0
