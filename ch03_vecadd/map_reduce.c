@@ -15,9 +15,9 @@
  *                                       expression, as PyCUDA does with its string kernels
  * The generic kernels (templates over an operator) are in map_reduce_kernels.cu.
  *
- * Checks: the scans are exact (ints, against a CPU scan); the maps within K ulps (K counts the
- * expression's operations, 4 for a function); the dot within a bound of the float rounding of
- * its additions (see dot_tolerance). --expr accepts + - * / ( ), numbers, a, x, y and
+ * Checks: the scans are exact (ints, against a CPU scan); saxpy within an ulp; the --expr map
+ * within a running bound of its roundings, element by element (expr_bound); the dot within a
+ * bound of the float rounding of its additions (see dot_tolerance). --expr accepts + - * / ( ), numbers, a, x, y and
  * sqrt exp sin cos fabs; it is parsed here first, so a typo is a one-line error, not a compile
  * log, and nothing but an expression reaches the compiler.
  */
@@ -29,6 +29,7 @@
 #include "map_reduce_kernels.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -49,9 +50,11 @@ typedef struct {
 } expr_node;
 
 #define EXPR_MAX_NODES 128
+#define EXPR_MAX_DEPTH 64 /* nested (, functions and unary minus: the parser recurses once for each */
 typedef struct {
     expr_node node[EXPR_MAX_NODES];
     int count, root;
+    int depth;     /* the parser's current nesting */
     const char *p; /* parse position */
     char err[160];
 } expr;
@@ -74,7 +77,19 @@ static void skip_space(expr *e)
 static int parse_sum(expr *e);
 
 /* primary := number | a | x | y | func ( sum ) | ( sum ) ;  unary := - unary | primary */
+static int parse_primary(expr *e);
 static int parse_unary(expr *e)
+{
+    if (e->depth == EXPR_MAX_DEPTH) {
+        snprintf(e->err, sizeof e->err, "nested too deeply (at most %d levels of (, functions and -)", EXPR_MAX_DEPTH);
+        return -1;
+    }
+    e->depth++;
+    int v = parse_primary(e);
+    e->depth--;
+    return v;
+}
+static int parse_primary(expr *e)
 {
     skip_space(e);
     const char *at = e->p;
@@ -96,7 +111,12 @@ static int parse_unary(expr *e)
     }
     if (isdigit((unsigned char)*e->p) || *e->p == '.') {
         char *end;
+        errno = 0;
         float v = strtof(e->p, &end);
+        if (errno == ERANGE && (isinf(v) || v == 0)) { /* 1e39 would be inff, 1e-50 silently 0 */
+            snprintf(e->err, sizeof e->err, "the number \"%.*s\" is outside float's range", (int)(end - e->p), e->p);
+            return -1;
+        }
         e->p = end;
         return expr_add(e, (expr_node){E_NUM, v, 0, -1, -1});
     }
@@ -219,13 +239,66 @@ static void expr_emit(const expr *e, int i, char *buf, size_t len)
     snprintf(buf + used, len - used, ")");
 }
 
-/* K of the tolerance: the roundings of the expression, 4 per function (their error bound in
- * CUDA's math library is 2 ulps, the CPU's under 1; with the argument's error, 4 is safe) */
-static int expr_ulps(const expr *e)
+/* The tolerance of one element: a first-order running error bound. The GPU and the CPU both
+ * evaluate the expression in float; each differs from the exact value by at most
+ * F32_EPS * m / 2 (half of it: the other half is the other side's), where m grows node by node:
+ *   a constant or an input:  0 (exact, and the same float on both sides)
+ *   l + r, l - r:           m(l) + m(r) + |l +- r|           (the operands' errors, one rounding)
+ *   l * r:                  m(l) |r| + |l| m(r) + |l r|
+ *   l / r:                  (m(l) + |l / r| m(r)) / |r| + |l / r|
+ *   f(u):                   |f'(u)| m(u) + 4 |f(u)|          (CUDA's sinf, cosf, expf: 2 ulps;
+ *                                                             the CPU's under 1; sqrtf exact)
+ * A difference of nearly equal values keeps the absolute error of its operands, so its bound
+ * does not shrink with the result, and a tiny result gets a tiny bound: no absolute floor that
+ * a kernel returning 0 could hide under. Returns the value (double); *m gets the bound. */
+static double expr_bound(const expr *e, int i, double a, double x, double y, double *m)
 {
-    int k = 0;
-    for (int i = 0; i < e->count; i++) k += e->node[i].kind == E_FUNC ? 4 : e->node[i].kind >= E_ADD ? 1 : 0;
-    return k ? k : 1;
+    const expr_node *nd = &e->node[i];
+    double l, r, ml = 0, mr = 0, v;
+    switch (nd->kind) {
+    case E_NUM: *m = 0; return nd->num;
+    case E_A: *m = 0; return a;
+    case E_X: *m = 0; return x;
+    case E_Y: *m = 0; return y;
+    case E_NEG: return -expr_bound(e, nd->lhs, a, x, y, m);
+    case E_FUNC: {
+        double u = expr_bound(e, nd->lhs, a, x, y, &ml), slope;
+        switch (nd->func) {
+        case 0: v = sqrt(u), slope = v > 0 ? 0.5 / v : 0; break;
+        case 1: v = exp(u), slope = v; break;
+        case 2: v = sin(u), slope = fabs(cos(u)); break;
+        case 3: v = cos(u), slope = fabs(sin(u)); break;
+        default: v = fabs(u), slope = 1; break;
+        }
+        *m = (ml > 0 ? slope * ml : 0) + 4 * fabs(v);
+        return v;
+    }
+    default: break;
+    }
+    l = expr_bound(e, nd->lhs, a, x, y, &ml);
+    r = expr_bound(e, nd->rhs, a, x, y, &mr);
+    switch (nd->kind) {
+    case E_ADD: v = l + r, *m = ml + mr + fabs(v); break;
+    case E_SUB: v = l - r, *m = ml + mr + fabs(v); break;
+    case E_MUL: v = l * r, *m = ml * fabs(r) + fabs(l) * mr + fabs(v); break;
+    default: v = l / r, *m = (ml + fabs(v) * mr) / fabs(r) + fabs(v); break;
+    }
+    return v;
+}
+
+typedef struct {
+    const expr *e;
+    float a;
+    const float *x, *y;
+} expr_inputs;
+
+/* twice the first-order bound (the second-order terms, and the bound is first-order only) */
+static double expr_tolerance(size_t i, const void *ctx)
+{
+    const expr_inputs *in = (const expr_inputs *)ctx;
+    double m;
+    expr_bound(in->e, in->e->root, in->a, in->x[i], in->y[i], &m);
+    return 2 * F32_EPS * m;
 }
 
 /* ---------------------------------------------------------------- NVRTC: the map from --expr */
@@ -368,7 +441,8 @@ int main(int argc, char **argv)
     lb_parse_args(&program, &args, argc, argv);
     if (args.size.v[0] > (1LL << 28)) lb_usage_error(&program, "--size: at most 2^28 (the sum scan stays in int)");
     expr ex;
-    if (expr_parse(&ex, expr_text)) lb_usage_error(&program, "--expr \"%s\": %s", expr_text, ex.err);
+    if (expr_parse(&ex, expr_text)) /* a long expression shown by its first 60 characters */
+        lb_usage_error(&program, "--expr \"%.60s%s\": %s", expr_text, strlen(expr_text) > 60 ? "..." : "", ex.err);
     size_t n = (size_t)args.size.v[0];
     float a = (float)a_value;
 
@@ -445,8 +519,10 @@ int main(int argc, char **argv)
             lb_poison_device(j.d_z, n * sizeof(float));
             CUDA_CHECK(versions[v].run(&j));
             CUDA_CHECK(cudaMemcpy(h_z, j.d_z, n * sizeof(float), cudaMemcpyDeviceToHost));
-            double k = v == V_SAXPY ? 1 : expr_ulps(&ex);
-            lb_check c = lb_check_f32(versions[v].name, h_z, h_want, n, k * F32_EPS, k * F32_EPS, args.quiet);
+            expr_inputs in = {&ex, a, h_x, h_y};
+            lb_check c = v == V_SAXPY ? lb_check_f32(versions[v].name, h_z, h_want, n, F32_EPS, F32_EPS, args.quiet)
+                                      : lb_check_f32_bound(versions[v].name, h_z, h_want, n, expr_tolerance, &in,
+                                                           args.quiet);
             pass = c.n_bad == 0;
             lb_check_summary(&c, verdict, sizeof verdict);
         } else {

@@ -221,14 +221,14 @@ void lb_poison_device(void *d, size_t bytes) { CUDA_CHECK(cudaMemset(d, 0xFF, by
 
 #define LB_SHOW_MISMATCHES 5
 
-lb_check lb_check_f32(const char *what, const float *got, const float *want, size_t n, double atol, double rtol,
-                      int quiet)
+lb_check lb_check_f32_bound(const char *what, const float *got, const float *want, size_t n, lb_tolerance_fn tol,
+                            const void *ctx, int quiet)
 {
     lb_check c = {0, 0.0, 0.0};
     for (size_t i = 0; i < n; i++) {
-        double g = got[i], w = want[i], err = fabs(g - w);
+        double g = got[i], w = want[i], err = fabs(g - w), t = tol(i, ctx);
         /* written as !(err <= tol) so that a NaN, which compares false, is a mismatch */
-        int ok = isfinite(g) && isfinite(w) && err <= atol + rtol * fabs(w);
+        int ok = isfinite(g) && isfinite(w) && err <= t;
         if (isfinite(err)) {
             if (err > c.max_abs_err) c.max_abs_err = err;
             if (w != 0.0 && err / fabs(w) > c.max_rel_err) c.max_rel_err = err / fabs(w);
@@ -237,8 +237,7 @@ lb_check lb_check_f32(const char *what, const float *got, const float *want, siz
         }
         if (!ok) {
             if (!quiet && c.n_bad < LB_SHOW_MISMATCHES)
-                fprintf(stderr, "  %s mismatch at [%zu]: got %.9g, want %.9g (tolerance %.3g)\n", what, i, g, w,
-                        atol + rtol * fabs(w));
+                fprintf(stderr, "  %s mismatch at [%zu]: got %.9g, want %.9g (tolerance %.3g)\n", what, i, g, w, t);
             c.n_bad++;
         }
     }
@@ -246,6 +245,23 @@ lb_check lb_check_f32(const char *what, const float *got, const float *want, siz
         fprintf(stderr, "  %s: %zu of %zu wrong, max abs err %.3g, max rel err %.3g\n", what, c.n_bad, n, c.max_abs_err,
                 c.max_rel_err);
     return c;
+}
+
+typedef struct {
+    const float *want;
+    double atol, rtol;
+} abs_rel;
+static double abs_rel_tolerance(size_t i, const void *ctx)
+{
+    const abs_rel *t = (const abs_rel *)ctx;
+    return t->atol + t->rtol * fabs((double)t->want[i]);
+}
+
+lb_check lb_check_f32(const char *what, const float *got, const float *want, size_t n, double atol, double rtol,
+                      int quiet)
+{
+    abs_rel t = {want, atol, rtol};
+    return lb_check_f32_bound(what, got, want, n, abs_rel_tolerance, &t, quiet);
 }
 
 lb_check lb_check_rows_cols(const char *what, const float *C, int M, int N, lb_element_fn want, const void *ctx,

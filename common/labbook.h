@@ -328,6 +328,11 @@ typedef struct {
  * first few mismatches (index, got, want) unless quiet. Returns the counts. */
 lb_check lb_check_f32(const char *what, const float *got, const float *want, size_t n, double atol, double rtol,
                       int quiet);
+/* The same with a tolerance of its own for each element: tol(i, ctx), e.g. an error bound computed
+ * from that element's inputs (map_reduce's --expr). */
+typedef double (*lb_tolerance_fn)(size_t i, const void *ctx);
+lb_check lb_check_f32_bound(const char *what, const float *got, const float *want, size_t n, lb_tolerance_fn tol,
+                            const void *ctx, int quiet);
 /* A matrix too large for a full CPU reference: C (M,N), row-major, against want(ctx, r, c) on 8
  * random rows and 8 random columns, as lb_check_f32 ("<what> row", "<what> column"). For
  * products whose references cost K multiply-adds per element. */

@@ -37,6 +37,9 @@ bad_input 2 '--expr "sin(x": missing ) after sin(' ./map_reduce --expr "sin(x"
 bad_input 2 '--expr "2x": unexpected "x"' ./map_reduce --expr 2x
 bad_input 2 '--expr "system(1)": expected a number' ./map_reduce --expr "system(1)"
 bad_input 2 '--size: at most 2^28' ./map_reduce --size 2^28+1
+bad_input 2 'nested too deeply (at most 64 levels' ./map_reduce --expr "$(printf '(%.0s' $(seq 100))x$(printf ')%.0s' $(seq 100))"
+bad_input 2 'nested too deeply (at most 64 levels' ./map_reduce --expr "$(printf -- '-%.0s' $(seq 100))x"
+bad_input 2 'the number "1e39" is outside float'"'"'s range' ./map_reduce --expr "1e39*x"
 
 gpu_expect 2 "not allowed" ./vecadd --block 2048
 gpu_expect 2 "needs" ./vecadd --size 2^40
@@ -64,6 +67,11 @@ for n in 2 31 1000 2048; do
 done
 gpu_check_large ./map_reduce --check-only --size 2^24+5
 gpu_check ./map_reduce 6 --check-only --size 100003 --a -1.5 --expr "sqrt(fabs(x))*exp(-y*y) + sin(a*x)/(2+cos(y))"
+# binary minus, with cancellation: (x + 1) - (y + 1) keeps the absolute error of its operands
+gpu_check ./map_reduce 6 --check-only --size 100003 --expr "(x + 1) - (y + 1) - x*y/(3 - y)"
+# the --expr tolerance has no absolute floor: a kernel writing 0 fails even where the values are tiny
+mutant "map_reduce --expr kernel writes 0" map_reduce.c 's/"        z\[i\] = %s;\\n"/"        z[i] = 0.0f * (%s);\\n"/' \
+    ./map_reduce 6 --check-only --size 1000 --expr "x*y*1e-9"
 gpu_check ./map_reduce --size 2^20 --iters 3
 # NaN never passes: sqrt of the negative half of x
 gpu_expect 1 "FAIL" ./map_reduce 6 --check-only --size 1000 --expr "sqrt(x)"
