@@ -5,6 +5,9 @@
 #   bash bench/run.sh                 every chapter
 #   bash bench/run.sh ch03_vecadd     one chapter (results of other chapters already in the
 #                                     file are kept)
+#   BENCH_ONLY='thrust_basics|--tf32' bash bench/run.sh ch07_cublas
+#                                     only the measure lines that match the regular expression;
+#                                     only the programs and sizes they measured are replaced
 #
 # Each chapter's measurements are listed in bench/<chapter>.sh as `measure <command>` lines.
 # Every program prints one "RESULT key=value ..." line per measurement; this script collects
@@ -38,6 +41,7 @@ new=$OUT_DIR/new.txt
 : >"$new"
 status=0
 measure() {   # measure <command...>: run in the chapter folder, keep its RESULT lines
+    [ -z "${BENCH_ONLY:-}" ] || grep -qE -- "$BENCH_ONLY" <<<"$*" || return 0
     echo "== $CHAPTER: $*"
     ( cd "$ROOT/$CHAPTER" && "$@" ) 2>&1 | tee -a "$OUT_DIR/$CHAPTER.log"
     local rc=${PIPESTATUS[0]}
@@ -56,8 +60,14 @@ done
 {
     echo "# date=$(date -u +%Y-%m-%d) gpu=$gpu_name driver=$driver $cuda"
     if [ -f "$TXT" ]; then
-        keep=$(printf '%s\n' "${CHAPTERS[@]}" | sed 's/^/chapter=/; s/$/ /')
-        grep '^RESULT ' "$TXT" | grep -v -F -f <(echo "$keep") || true
+        if [ -z "${BENCH_ONLY:-}" ]; then
+            keep=$(printf '%s\n' "${CHAPTERS[@]}" | sed 's/^/chapter=/; s/$/ /')
+            grep '^RESULT ' "$TXT" | grep -v -F -f <(echo "$keep") || true
+        else   # the programs measured again, at the sizes measured again: their rows replaced
+            awk 'function key(   k, i) { k = ""; for (i = 1; i <= NF; i++) if ($i ~ /^(prog|size)=/) k = k " " $i; return k }
+                 FNR == NR { if (/^RESULT /) again[key()] = 1; next }
+                 /^RESULT / && !(key() in again)' "$new" "$TXT"
+        fi
     fi
     cat "$new"
 } >"$TXT.tmp" && mv "$TXT.tmp" "$TXT"

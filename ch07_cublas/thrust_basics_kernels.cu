@@ -18,6 +18,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <thrust/device_ptr.h>
 #include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
 #include <thrust/functional.h>
 #include <thrust/inner_product.h>
 #include <thrust/iterator/zip_iterator.h>
@@ -117,21 +118,74 @@ extern "C" cudaError_t thrust_sum_ints(const int *d_x, size_t n, long long *sum)
     })
 }
 
-extern "C" cudaError_t thrust_sort_keys(unsigned *d_keys, size_t n)
+/* Thrust's temporary storage from a cache: Thrust asks its allocator for bytes (allocate) and
+ * gives them back (deallocate) within each call; this one keeps what it got from cudaMalloc and
+ * hands a free block that is large enough to the next request. A sort holds a few blocks at once
+ * (its keys' second buffer, CUB's scratch), so the cache holds several. */
+struct caching_allocator {
+    typedef char value_type;
+    enum { MAX_BLOCKS = 16 };
+    struct block {
+        char *ptr;
+        size_t bytes;
+        bool used;
+    } blocks[MAX_BLOCKS];
+    int count;
+
+    char *allocate(std::ptrdiff_t n)
+    {
+        size_t want = n > 0 ? (size_t)n : 1;
+        for (int i = 0; i < count; i++)
+            if (!blocks[i].used && blocks[i].bytes >= want) {
+                blocks[i].used = true;
+                return blocks[i].ptr;
+            }
+        char *p;
+        if (count == MAX_BLOCKS || cudaMalloc(&p, want) != cudaSuccess) throw std::bad_alloc();
+        blocks[count++] = {p, want, true};
+        return p;
+    }
+    void deallocate(char *p, size_t)
+    {
+        for (int i = 0; i < count; i++)
+            if (blocks[i].ptr == p) blocks[i].used = false;
+    }
+    cudaError_t release()
+    {
+        cudaError_t first = cudaSuccess;
+        for (int i = 0; i < count; i++) {
+            cudaError_t e = cudaFree(blocks[i].ptr);
+            if (first == cudaSuccess) first = e;
+        }
+        count = 0;
+        return first;
+    }
+};
+static caching_allocator thrust_cache;
+
+extern "C" cudaError_t thrust_sort_keys(unsigned *d_keys, size_t n, int cached)
 {
     GUARD({
         thrust::device_ptr<unsigned> k(d_keys);
-        thrust::sort(k, k + n);
+        if (cached)
+            thrust::sort(thrust::cuda::par(thrust_cache), k, k + n);
+        else
+            thrust::sort(k, k + n);
     })
 }
 
-extern "C" cudaError_t thrust_sort_pairs(unsigned *d_keys, unsigned *d_vals, size_t n)
+extern "C" cudaError_t thrust_sort_pairs(unsigned *d_keys, unsigned *d_vals, size_t n, int cached)
 {
     GUARD({
         thrust::device_ptr<unsigned> k(d_keys), v(d_vals);
-        thrust::sort_by_key(k, k + n, v);
+        if (cached)
+            thrust::sort_by_key(thrust::cuda::par(thrust_cache), k, k + n, v);
+        else
+            thrust::sort_by_key(k, k + n, v);
     })
 }
+
+extern "C" cudaError_t thrust_cache_release(void) { return thrust_cache.release(); }
 
 extern "C" cudaError_t thrust_sum_runs(const int *d_keys, const int *d_vals, size_t n, int *d_run_keys, int *d_run_sums,
                                        size_t *runs)

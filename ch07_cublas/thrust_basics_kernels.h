@@ -30,10 +30,15 @@ cudaError_t thrust_max_scan(const float *d_x, float *d_y, size_t n);
 /* *sum = x[0] + ... + x[n-1], accumulated in 64 bits (thrust::reduce with an init of long long) */
 cudaError_t thrust_sum_ints(const int *d_x, size_t n, long long *sum);
 
-/* keys sorted in place, ascending (thrust::sort; radix sort for 32-bit keys) */
-cudaError_t thrust_sort_keys(unsigned *d_keys, size_t n);
-/* keys sorted in place, vals moved with them (thrust::sort_by_key) */
-cudaError_t thrust_sort_pairs(unsigned *d_keys, unsigned *d_vals, size_t n);
+/* keys sorted in place, ascending (thrust::sort; radix sort for 32-bit keys). With cached = 0
+ * Thrust allocates its temporary storage in each call (cudaMalloc, cudaFree: what a plain call
+ * costs); with cached = 1 it takes it from a cache that keeps the blocks of earlier calls
+ * (thrust_cache_release frees them), as CUB's caller does by hand. */
+cudaError_t thrust_sort_keys(unsigned *d_keys, size_t n, int cached);
+/* keys sorted in place, vals moved with them (thrust::sort_by_key); cached as above */
+cudaError_t thrust_sort_pairs(unsigned *d_keys, unsigned *d_vals, size_t n, int cached);
+/* the cache's blocks freed */
+cudaError_t thrust_cache_release(void);
 /* For each run of equal consecutive keys: its key and the sum of its values
  * (thrust::reduce_by_key); *runs = how many runs were written. */
 cudaError_t thrust_sum_runs(const int *d_keys, const int *d_vals, size_t n, int *d_run_keys, int *d_run_sums,

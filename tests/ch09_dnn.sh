@@ -81,6 +81,11 @@ mutant "dnn backward halves the odd units' gradients" dnn_kernels.cu \
     ./dnn --gradcheck --data ../datasets/digits.csv --cublas
 # and on the fused path: the bias's column of ones left out; the split parts of K summed
 # without the last; the batch gathered by the first GEMM not kept for the dW GEMM
+# --compare-paths' tolerance grows like rounding (sqrt of the steps): exercise 1's bias decay on
+# the fused path only, at a weight decay 100 times below the default, drifts past it
+mutant "dnn fused path decays the biases too little" dnn_fused_kernels.cu \
+    's/sgd_update(&in1\[j\], &in2\[j\], v\[j\], lr, p.mu, p.wd);/sgd_update(\&in1[j], \&in2[j], v[j], lr, p.mu, m == p.M - 1 ? 0.0f : p.wd);/' \
+    ./dnn --compare-paths --epochs 20 --weight-decay 1e-5
 mutant "dnn fused GEMM without the bias's ones" dnn_fused_kernels.cu \
     's/^                v = 1.0f;/                v = 0.0f;/' \
     ./dnn --gradcheck --fused
