@@ -3,8 +3,10 @@
 
 Trains the same dense network (ReLU hidden layers, softmax cross-entropy, SGD with momentum 0.9,
 lr 0.01) on the same kind of data (uniform random inputs in [-1, 1), random labels), with the
-whole step - forward, loss, backward and the optimizer - captured once as a CUDA graph and
-replayed, in fp32 and in TF32. Prints one RESULT line per measurement in the lab book's format,
+whole step - the batch's gather, forward, loss, backward and the optimizer - captured once as a
+CUDA graph and replayed, in fp32 and in TF32. As in ch09's step, the batch is gathered inside the
+graph through a permutation kept on the device, at a step counter kept on the device: no copy
+or Python work between the replays. Prints one RESULT line per measurement in the lab book's format,
 so `make bench` puts PyTorch's step beside ch09's in one run:
 
     python3 bench/torch_mlp.py 784,1024,10 128      (sizes F,H,...,C and the batch)
@@ -49,16 +51,21 @@ def time_graph_step(torch, sizes, batch, steps=64, iters=20):
         if "capturable" in torch.optim.SGD.__init__.__code__.co_varnames \
         else torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    data_x = torch.rand(steps * batch, sizes[0], device=dev) * 2 - 1
-    data_y = torch.randint(0, sizes[-1], (steps * batch,), device=dev)
-    static_x = data_x[:batch].clone()
-    static_y = data_y[:batch].clone()
+    n = steps * batch
+    data_x = torch.rand(n, sizes[0], device=dev) * 2 - 1
+    data_y = torch.randint(0, sizes[-1], (n,), device=dev)
+    perm = torch.randperm(n, device=dev)
+    cursor = torch.zeros((), dtype=torch.long, device=dev)  # the step, on the device
+    offsets = torch.arange(batch, device=dev)
 
     def step():
+        rows = perm[(cursor * batch + offsets) % n]  # this step's rows of the permutation
+        x, y = data_x.index_select(0, rows), data_y.index_select(0, rows)
         opt.zero_grad(set_to_none=False)
-        loss = loss_fn(model(static_x), static_y)
+        loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        cursor.add_(1)
         return loss
 
     # warm up on a side stream (as PyTorch's CUDA graph recipe asks), then capture one step
@@ -73,9 +80,7 @@ def time_graph_step(torch, sizes, batch, steps=64, iters=20):
         step()
 
     def epoch():
-        for k in range(steps):  # the batch is copied into the graph's input tensors, as a loader would
-            static_x.copy_(data_x[k * batch:(k + 1) * batch])
-            static_y.copy_(data_y[k * batch:(k + 1) * batch])
+        for _ in range(steps):  # replays only: the gather is inside the graph
             graph.replay()
 
     epoch()
