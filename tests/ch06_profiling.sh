@@ -70,10 +70,10 @@ bad_input 0 'usage: contexts ' ./contexts --help
 no_gpu ./contexts
 gpu_expect 2 "not allowed" ./contexts --block 2048
 gpu_expect 2 "CUDA_ERROR_INVALID_IMAGE" ./contexts 2 --module ../tests/data/plain_p2.pgm
-gpu_check_large ./contexts --check-only --threads 1 --size 1
-gpu_check_large ./contexts --check-only --threads 3 --size 1000003 --reps 5 --blocks 3 --block 96
-gpu_check_large ./contexts --check-only --push-pop --threads 16 --size 100 --reps 0
-gpu_check_large ./contexts --threads 4 --size 2^16 --iters 2
+first gpu_check_large ./contexts --check-only --threads 1 --size 1
+first gpu_check_large ./contexts --check-only --threads 3 --size 1000003 --reps 5 --blocks 3 --block 96
+first gpu_check_large ./contexts --check-only --push-pop --threads 16 --size 100 --reps 0
+first gpu_check_large ./contexts --threads 4 --size 2^16 --iters 2
 # under the sanitizer, one run of every way with 2 threads: each context and module costs
 # about half a minute there
 sanitize_only ./contexts --check-only --threads 2 --size 1000 --reps 5 --blocks 3 --block 96

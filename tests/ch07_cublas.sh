@@ -16,7 +16,7 @@ gpu_check ./cublas_basics --check-only --size 1 --vec 1
 gpu_check ./cublas_basics --check-only --size 17,33,65 --vec 1000 --tf32
 gpu_check_large ./cublas_basics --check-only --size 1000,1023,777 --vec 2^20+3 --tf32
 gpu_check_large ./cublas_basics --size 256 --vec 4096 --iters 2 --tf32
-gpu_check_large ./cublas_basics --check-only
+first gpu_check_large ./cublas_basics --check-only
 
 bad_input 2 "version '0' does not exist (1..2)" ./monte_carlo_pi 0
 bad_input 2 "version '3' does not exist (1..2)" ./monte_carlo_pi 3
@@ -109,7 +109,7 @@ gpu_check ./thrust_basics --check-only --size 1000 --sort-size 1000
 gpu_check_large ./thrust_basics --check-only --size 2^20+3 --sort-size 2^20+3 --seed 7
 gpu_check_large ./thrust_basics 3 --check-only --size 1000003
 gpu_check_large ./thrust_basics --size 2^20 --sort-size 2^20 --iters 2
-gpu_check_large ./thrust_basics --check-only
+first gpu_check_large ./thrust_basics --check-only
 # a planted bug: the fused dot stops one pair short
 mutant "thrust_basics fused dot one pair short" thrust_basics_kernels.cu \
     's/transform_reduce(pairs, pairs + n,/transform_reduce(pairs, pairs + n - 1,/' ./thrust_basics 3 --check-only --size 1000003

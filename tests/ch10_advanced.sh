@@ -51,7 +51,7 @@ for n in 31 129 1023 1024 3071 3073 8191 9217 3145805; do
     gpu_check_large ./scan --check-only --size $n
 done
 gpu_check_large ./scan --size 2^20 --iters 2
-gpu_check_large ./scan --check-only --size 2^28+1
+first gpu_check_large ./scan --check-only --size 2^28+1
 # float paths checked exactly: inputs 0 or 1 keep every float prefix an exact integer
 gpu_check ./scan --check-only --exact --type float --size 4097
 for n in 1 2^20+3; do

@@ -146,6 +146,14 @@ run_entry() {
 }
 finish_all() { run_queue; wait; flush; }
 
+# first <helper> <args...> : a long case (tens of seconds: contexts made and destroyed, a large
+# size checked on the CPU), started at the head of the queue with the rebuilding cases, so that
+# it does not start last and end the run late
+first() {
+    local EARLY=2
+    "$@"
+}
+
 # alone <helper> <args...> : the case runs with no other case beside it (it times something, or
 # reads the whole GPU), e.g. `alone gpu_check_large bash ../tests/like_for_like.sh ...`. Such
 # cases wait until every other case has run, then run one at a time (run_alone_cases), so that
@@ -362,16 +370,25 @@ solutions() {
         # a check that times the GPU says so in a line of its own, `# alone: <why>`; a check that
         # rebuilds (make) or a diff (a copy and a build) starts first
         if grep -q '^# alone' "$dir/$i.check"; then
-            alone submit solution_job "$CHAPTER" "$title" "$dir/$i"
-        elif grep -q 'make ' "$dir/$i.check"; then
+            # its copies are built in the pool with the others; only the checks run alone
+            if [ -f "$dir/$i.diff" ]; then
+                EARLY=1 submit solution_job "$CHAPTER" "$title" "$dir/$i" build
+                alone submit solution_job "$CHAPTER" "$title" "$dir/$i" check
+            else
+                alone submit solution_job "$CHAPTER" "$title" "$dir/$i"
+            fi
+        elif runs_make "$dir/$i.check"; then
             EARLY=2 submit solution_job "$CHAPTER" "$title" "$dir/$i"
         elif [ -f "$dir/$i.diff" ]; then
             EARLY=1 submit solution_job "$CHAPTER" "$title" "$dir/$i"
-        else
-            submit solution_job "$CHAPTER" "$title" "$dir/$i"
+        else   # a check of the chapter as it is: whole program runs, often long ones
+            EARLY=1 submit solution_job "$CHAPTER" "$title" "$dir/$i"
         fi
     done
 }
+
+# runs_make <check block> : a command of the block (not a comment) runs make
+runs_make() { grep -v '^[[:space:]]*#' "$1" | grep -q 'make '; }
 
 # check_block <file> : a solution's check block, run in the current folder by
 # tests/check_block.sh: every line counts (a `make ... && expect ...` whose make fails fails)
@@ -379,41 +396,30 @@ check_block() {
     timeout "$TIMEOUT" bash "$ROOT/tests/check_block.sh" "$1" </dev/null
 }
 
-solution_job() {
-    local CHAPTER=$1 title=$2 base=$3
-    local copy="$base/copy" name="$CHAPTER: solution \"$title\""
+solution_job() {   # solution_job <chapter> <title> <base> [all|build|check]
+    local CHAPTER=$1 title=$2 base=$3 phase=${4:-all}
+    local name="$CHAPTER: solution \"$title\"" copy
     if [ -f "$base.diff" ]; then
-        if ! { copy_chapter "$copy" && (cd "$copy/$CHAPTER" && git apply --check "$base.diff"); } >"$base.log" 2>&1; then
-            verdict FAIL "$name no longer applies" "$base.log"
-            return
+        if [ "$phase" != check ]; then
+            solution_build "$name" "$base" || return 0
+            [ "$phase" = build ] && return 0
         fi
-        verdict PASS "$name applies"
-        if [ $HAVE_GPU = 0 ]; then verdict SKIP "$name fails before its diff and passes after (no GPU)"; return; fi
+        [ -f "$base.built" ] || return 0   # the build phase failed and said so, or no GPU
         # the check on the chapter as it is: it must fail, or it cannot tell the edit was made
-        if (cd "$copy/$CHAPTER" && check_block "$base.check") >"$base.before.log" 2>&1; then
+        if (cd "$base/before/$CHAPTER" && check_block "$base.check") >"$base.before.log" 2>&1; then
             echo "(the check passed on the chapter without the diff: it proves nothing)" >>"$base.before.log"
             verdict FAIL "$name: its check passes without the diff" "$base.before.log"
             return
         fi
         verdict PASS "$name: its check fails without the diff"
-        # apply, and build what the check runs (./prog, a word of its own: not the ./ in
-        # ../datasets), or everything when the check itself runs make
-        local targets=""
-        grep -q 'make ' "$base.check" ||
-            targets=$(grep -oE '(^|[[:space:]])\./[A-Za-z0-9_]+' "$base.check" | sed 's|^[[:space:]]*\./||' |
-                sort -u | tr '\n' ' ')
-        # shellcheck disable=SC2086  # targets: several words
-        if ! (cd "$copy/$CHAPTER" && git apply "$base.diff" && make -s $targets) >"$base.build.log" 2>&1; then
-            verdict FAIL "$name (the build failed)" "$base.build.log"
-            return
-        fi
+        copy=$base/after
     else
         if [ $HAVE_GPU = 0 ]; then verdict SKIP "$name checked (no GPU)"; return; fi
-        if grep -q 'make ' "$base.check"; then
+        copy=$ROOT
+        if runs_make "$base.check"; then
             # a check that rebuilds: in a copy, so the chapter's own build stays as it is
+            copy=$base/copy
             copy_chapter "$copy" >"$base.log" 2>&1 || { verdict FAIL "$name (the copy failed)" "$base.log"; return; }
-        else
-            copy=$ROOT
         fi
     fi
     if (cd "$copy/$CHAPTER" && check_block "$base.check") >"$base.after.log" 2>&1; then
@@ -421,6 +427,32 @@ solution_job() {
     else
         verdict FAIL "$name checked" "$base.after.log"
     fi
+}
+
+# solution_build <name> <base> : two copies of the built chapter, base/before as it is and
+# base/after with the diff applied and rebuilt (what the check runs: ./prog, a word of its own,
+# not the ./ in ../datasets; or everything when the check runs make). Returns 1 when there is
+# nothing to check (the diff does not apply, the build failed, or no GPU).
+solution_build() {
+    local name=$1 base=$2
+    rm -f "$base.built"
+    if ! { copy_chapter "$base/before" && (cd "$base/before/$CHAPTER" && git apply --check "$base.diff"); } >"$base.log" 2>&1; then
+        verdict FAIL "$name no longer applies" "$base.log"
+        return 1
+    fi
+    verdict PASS "$name applies"
+    if [ $HAVE_GPU = 0 ]; then verdict SKIP "$name fails before its diff and passes after (no GPU)"; return 1; fi
+    local targets=""
+    runs_make "$base.check" ||
+        targets=$(grep -v '^[[:space:]]*#' "$base.check" | grep -oE '(^|[[:space:]])\./[A-Za-z0-9_]+' |
+            sed 's|^[[:space:]]*\./||' | sort -u | tr '\n' ' ')
+    # shellcheck disable=SC2086  # targets: several words
+    if ! (copy_chapter "$base/after" && cd "$base/after/$CHAPTER" && git apply "$base.diff" && make -s $targets) \
+        >"$base.build.log" 2>&1; then
+        verdict FAIL "$name (the build failed)" "$base.build.log"
+        return 1
+    fi
+    touch "$base.built"
 }
 
 # a case file's own error (a misspelt helper, a failing command): the ERR trap, set while the

@@ -95,6 +95,13 @@ expect 0 sh -c './prog value | grep -q \"value 42\"'
 SOLUTIONS="## 1. make it 42
 $diff_to_42
 \`\`\`sh check
+# alone: it times something
+expect 0 sh -c './prog value | grep -q \"value 42\"'
+\`\`\`" scenario "a solution marked alone: built in the pool, checked alone, before and after" 0 \
+    'applies alone .*fails without the diff .*checked .*5 passed, 0 failed' "$good" FAKE_GPU_EXIT=0 FLATTEN=1
+SOLUTIONS="## 1. make it 42
+$diff_to_42
+\`\`\`sh check
 expect 0 ./prog value
 \`\`\`" scenario "a solution whose check passes before its diff fails the run" 1 \
     'its check passes without the diff' "$good" FAKE_GPU_EXIT=0
