@@ -88,14 +88,19 @@ gpu_check ./svd_pca --check-only --size 1,50
 gpu_check ./svd_pca --check-only --size 50,1
 gpu_check_large ./svd_pca --check-only --size 1
 gpu_check_large ./svd_pca --check-only --size 257 --seed 3
-gpu_check ./svd_pca --check-only --size 300,131 --rank 7
+# racecheck reports shared-memory hazards inside cuBLAS's own syr2k kernel (syevd calls it): not
+# in our code, so that kernel is left out of the tools for this case (ch07 NOTES)
+SANITIZE_EXCLUDE=syr2k gpu_check ./svd_pca --check-only --size 300,131 --rank 7
 gpu_check_large ./svd_pca --check-only --size 90,60 --rank 0
 gpu_check_large ./svd_pca --size 256 --iters 2
 gpu_check_large ./svd_pca --check-only
 gpu_check_large ./svd_pca --check-only --size 2048,1000
 # a failed convergence is a FAIL with the reason (gesvdj's info), not a wrong answer
 gpu_expect 1 'gesvdj did not converge in 1 sweeps' ./svd_pca 1 --check-only --size 200,300 --sweeps 1
-gpu_check ./svd_pca --check-only --pca ../datasets/iris.csv --png ""
+# initcheck reports a read of memory nothing wrote inside cuSOLVER's ormqr_cta_kernel on this 150 x 4
+# matrix, with U, V and the workspace all zeroed first: cuSOLVER's own scratch (ch07 NOTES); that
+# kernel is left out of the tools for this case
+SANITIZE_EXCLUDE=ormqr_cta_kernel gpu_check ./svd_pca --check-only --pca ../datasets/iris.csv --png ""
 gpu_check_large ./svd_pca --check-only --pca ../datasets/digits.csv
 gpu_check_large ./svd_pca 2 --check-only --pca ../datasets/digits.csv --components 64 --png ""
 # a planted bug: the eigen route forgets to divide U's columns by their singular values
