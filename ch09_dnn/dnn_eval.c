@@ -1,0 +1,173 @@
+/* dnn_eval.c - ch09's network on a whole data set (see dnn_net.h): predictions, accuracy and
+ * loss in chunks, and the gradient check against a CPU loss in double. */
+#define _POSIX_C_SOURCE 200809L
+#include "dnn_net.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ================================================================ evaluation */
+
+/* Every row of d (on the host) through the network, in chunks of max_rows: predictions and
+ * their probabilities (pred, prob: may be NULL) and, when d has labels, the summed loss. */
+static double run_set(network *net, const dataset *d, int *pred, float *prob, cudaStream_t s)
+{
+    int L = net->n_layers, has_labels = d->n > 0 && d->y[0] >= 0; /* --predict rows may have none */
+    float *nll = has_labels ? lb_host_alloc(sizeof(float) * net->max_rows, "losses") : NULL;
+    double loss = 0.0;
+    for (int r0 = 0; r0 < d->n; r0 += net->max_rows) {
+        int rows = d->n - r0 < net->max_rows ? d->n - r0 : net->max_rows;
+        CUDA_CHECK(cudaMemcpyAsync(net->d_a[0], d->x + (size_t)r0 * d->features, sizeof(float) * rows * d->features,
+                                   cudaMemcpyHostToDevice, s));
+        if (has_labels)
+            CUDA_CHECK(cudaMemcpyAsync(net->d_labels, d->y + r0, sizeof(int) * rows, cudaMemcpyHostToDevice, s));
+        const float *bias = forward(net, rows, s);
+        CUDA_CHECK(predict_launch(net->d_a[L], bias, has_labels ? net->d_labels : NULL, rows, net->size[L], net->d_pred,
+                                  net->d_prob, net->d_nll, s));
+        if (pred) CUDA_CHECK(cudaMemcpyAsync(pred + r0, net->d_pred, sizeof(int) * rows, cudaMemcpyDeviceToHost, s));
+        if (prob) CUDA_CHECK(cudaMemcpyAsync(prob + r0, net->d_prob, sizeof(float) * rows, cudaMemcpyDeviceToHost, s));
+        if (has_labels) {
+            CUDA_CHECK(cudaMemcpyAsync(nll, net->d_nll, sizeof(float) * rows, cudaMemcpyDeviceToHost, s));
+            CUDA_CHECK(cudaStreamSynchronize(s));
+            for (int i = 0; i < rows; i++) loss += nll[i];
+        }
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    free(nll);
+    return loss;
+}
+
+void predict_set(network *net, const dataset *d, int *pred, float *prob, cudaStream_t s)
+{
+    run_set(net, d, pred, prob, s);
+}
+
+static double accuracy_and_loss(network *net, const dataset *d, int *confusion, double *loss, cudaStream_t s)
+{
+    if (loss) *loss = 0.0;
+    if (d->n == 0) return 0.0;
+    int *pred = lb_host_alloc(sizeof(int) * d->n, "predictions");
+    double sum = run_set(net, d, pred, NULL, s);
+    if (loss) *loss = sum / d->n;
+    int ok = 0;
+    for (int i = 0; i < d->n; i++) {
+        ok += pred[i] == d->y[i];
+        if (confusion) confusion[d->y[i] * d->classes + pred[i]]++;
+    }
+    free(pred);
+    return (double)ok / d->n;
+}
+
+double accuracy(network *net, const dataset *d, int *confusion, cudaStream_t s)
+{
+    return accuracy_and_loss(net, d, confusion, NULL, s);
+}
+
+void evaluate(network *net, const dataset *d, double *acc, double *loss, cudaStream_t s)
+{
+    *acc = accuracy_and_loss(net, d, NULL, loss, s);
+}
+
+/* ================================================================ gradient check */
+
+/* The mean cross-entropy of the network on rows x (n of them), in double on the CPU: the
+ * oracle for the finite differences. */
+double loss_cpu(const network *net, const float *params, const float *x, const int *y, int n)
+{
+    int L = net->n_layers, widest = 0;
+    for (int l = 0; l <= L; l++) widest = net->size[l] > widest ? net->size[l] : widest;
+    double *cur = malloc(sizeof(double) * widest), *nxt = malloc(sizeof(double) * widest), total = 0.0;
+    for (int r = 0; r < n; r++) {
+        for (int j = 0; j < net->size[0]; j++) cur[j] = x[(size_t)r * net->size[0] + j];
+        for (int l = 0; l < L; l++) {
+            const float *w = params + net->w_off[l], *b = params + net->b_off[l];
+            int in = net->size[l], out = net->size[l + 1];
+            for (int o = 0; o < out; o++) {
+                double z = b[o];
+                for (int i = 0; i < in; i++) z += cur[i] * w[(size_t)i * out + o];
+                nxt[o] = l == L - 1 ? z : net->act == ACT_RELU ? (z > 0 ? z : 0) : 1.0 / (1.0 + exp(-z));
+            }
+            double *t = cur;
+            cur = nxt;
+            nxt = t;
+        }
+        double mx = cur[0], sum = 0.0;
+        for (int c = 1; c < net->size[L]; c++) mx = cur[c] > mx ? cur[c] : mx;
+        for (int c = 0; c < net->size[L]; c++) sum += exp(cur[c] - mx);
+        total += log(sum) - (cur[y[r]] - mx);
+    }
+    free(cur);
+    free(nxt);
+    return total / n;
+}
+
+/* One parameter's analytic gradient against the central difference (L(p + h) - L(p - h)) / 2h
+ * of the CPU's double-precision loss; returns the relative error. */
+static double check_one(const network *net, float *params, const float *grads, size_t i, const dataset *train, int rows,
+                        int quiet, int *n_reported)
+{
+    float p = params[i];
+    /* h small enough that no ReLU input crosses 0 (h = 1e-3 did, at a few parameters in
+     * 400: the difference quotient then straddles the kink), large enough that the double
+     * loss's rounding (1e-16) stays far below h times the gradient */
+    double h = 1e-5 * (fabs(p) > 1.0 ? fabs(p) : 1.0);
+    /* perturb in float, as the network stores it; use the step actually taken */
+    params[i] = (float)(p + h);
+    double hp = (double)params[i] - p, lp = loss_cpu(net, params, train->x, train->y, rows);
+    params[i] = (float)(p - h);
+    double hm = p - (double)params[i], lm = loss_cpu(net, params, train->x, train->y, rows);
+    params[i] = p;
+    double fd = (lp - lm) / (hp + hm), an = grads[i];
+    /* relative error, with a floor: a gradient of 1e-9 against 3e-9 is agreement */
+    double rel = fabs(an - fd) / fmax(fabs(an) + fabs(fd), 1e-4);
+    if (!quiet && !(rel <= 1e-3) && (*n_reported)++ < 5)
+        fprintf(stderr, "  parameter %zu: analytic %.6g, finite difference %.6g\n", i, an, fd);
+    return rel;
+}
+
+/* Compare analytic gradients with finite differences, in every layer's weights and biases
+ * separately: all of a block's parameters when it has at most GRADCHECK_PER_BLOCK, else that
+ * many chosen at random (a fixed stride could keep to even units, or to one row's columns,
+ * and never see a bug in the others). */
+#define GRADCHECK_PER_BLOCK 1000
+double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int quiet)
+{
+    network *net = t->net;
+    int *perm = lb_host_alloc(sizeof(int) * rows, "the batch");
+    for (int i = 0; i < rows; i++) perm[i] = i;
+    CUDA_CHECK(cudaMemcpy(t->d_perm, perm, sizeof(int) * rows, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(t->d_state, 0, sizeof(step_state)));
+    loss_and_grads(t, rows, s); /* forward, loss and backward only: no update */
+    float *params = lb_host_alloc(sizeof(float) * net->n_params, "parameters");
+    float *grads = lb_host_alloc(sizeof(float) * net->n_params, "gradients");
+    CUDA_CHECK(cudaMemcpyAsync(params, net->d_params, sizeof(float) * net->n_params, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaMemcpyAsync(grads, net->d_grads, sizeof(float) * net->n_params, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+
+    size_t checked = 0;
+    double worst = 0.0;
+    int reported = 0; /* mismatches printed: the first 5 */
+    lb_rng pick;
+    lb_rng_seed(&pick, 12345);
+    for (int l = 0; l < net->n_layers; l++) {
+        for (int part = 0; part < 2; part++) { /* W, then b */
+            size_t first = part ? net->b_off[l] : net->w_off[l],
+                   count = part ? (size_t)net->size[l + 1] : (size_t)net->size[l] * net->size[l + 1];
+            size_t n_checks = count <= GRADCHECK_PER_BLOCK ? count : GRADCHECK_PER_BLOCK;
+            for (size_t k = 0; k < n_checks; k++) {
+                size_t i = first + (count <= GRADCHECK_PER_BLOCK ? k : (size_t)(lb_rng_next(&pick) % count));
+                double rel = check_one(net, params, grads, i, train, rows, quiet, &reported);
+                if (!(rel <= worst)) worst = rel; /* NaN sticks */
+                checked++;
+            }
+        }
+    }
+    if (!quiet)
+        printf("gradcheck: %zu of %zu parameters (every layer's W and b: all, or %d at random) on %d samples, max "
+               "relative error %.2e (finite differences of the CPU's double-precision loss, h = 1e-5)\n",
+               checked, net->n_params, GRADCHECK_PER_BLOCK, rows, worst);
+    free(perm);
+    free(params);
+    free(grads);
+    return worst;
+}
