@@ -114,7 +114,7 @@ static int report(const dnn_options *o, const lb_args *args, network *net, const
         printf(", test accuracy %.2f%% (%d of %d)\n", 100 * test_acc, (int)lround(test_acc * test->n), test->n);
         if (test->n) print_confusion(all, confusion);
         printf("training %.1f ms (%d steps of %d, %.1f us each, %s path); whole run %.2f s\n", r->train_ms, r->steps,
-               o->batch, r->steps > 0 ? 1e3 * r->train_ms / r->steps : 0.0, net->fused ? "fused" : "cuBLAS", total_s);
+               o->batch, r->steps > 0 ? 1e3 * r->train_ms / r->steps : 0.0, dnn_path_name(net->path), total_s);
     } else {
         printf("dnn: %s %s, %d epochs: test accuracy %.2f%%, whole run %.2f s\n", o->data_path, shape, o->epochs,
                100 * test_acc, total_s);
@@ -226,11 +226,11 @@ int main(int argc, char **argv)
     char shape_s[128];
     shape_text(&shape, shape_s, sizeof shape_s);
     if (!args.quiet)
-        printf("dnn: %s (%d samples), layers %s, %s, %s lr %g (%s), weight decay %g, batch %d, %d epochs, %s path, "
+        printf("dnn: %s (%d samples), layers %s, %s, %s lr %g (%s), weight decay %g, batch %d, %d epochs, %s%s path, "
                "seed %llu, %s (%s)\n",
                o.data_path, all.n, shape_s, shape.act == ACT_RELU ? "ReLU" : "sigmoid",
                o.adam ? "Adam" : "SGD momentum", o.lr, o.schedule, o.weight_decay, o.batch, o.epochs,
-               o.cublas ? (o.tf32 ? "cuBLAS TF32" : "cuBLAS") : (o.tf32 ? "fused TF32" : "fused"), args.seed,
+               dnn_path_name(o.path), o.tf32 ? " TF32" : "", args.seed,
                gpu.prop.name, gpu.sm);
     if (o.seeds > 1 || o.kfold) {
         int status = run_repeated(&o, &args, &all, &shape, max_rows, s, t_start);
@@ -268,7 +268,7 @@ int main(int argc, char **argv)
             status = worst <= 1e-3 ? LB_EXIT_PASS : LB_EXIT_FAIL;
             if (args.quiet)
                 printf("dnn gradcheck: %s, %s path, max relative error %.2e, %s\n", shape_s,
-                       net.fused ? "fused" : "cuBLAS", worst, status ? "FAIL" : "PASS");
+                       dnn_path_name(net.path), worst, status ? "FAIL" : "PASS");
             else
                 printf("%s\n", status ? "FAIL" : "PASS");
         } else {

@@ -18,19 +18,13 @@ typedef struct {
 /* GEMM number `which` of a training step: forward 0..L-1, then dW L-1..0, then dX L-1..1 */
 static void one_gemm(network *net, int which, int rows)
 {
-    int L = net->n_layers, w = which;
-    if (w < L)
-        CUBLAS_CHECK(gemm_rm(net->h, 0, 0, rows, net->size[w + 1], net->size[w], net->d_a[w],
-                             net_w(net, net->d_params, w), net->d_a[w + 1]));
-    else if (w < 2 * L) {
-        int l = 2 * L - 1 - w;
-        CUBLAS_CHECK(gemm_rm(net->h, 1, 0, net->size[l], net->size[l + 1], rows, net->d_a[l], net->d_d[l + 1],
-                             net_w(net, net->d_grads, l)));
-    } else {
-        int l = 3 * L - 1 - w;
-        CUBLAS_CHECK(gemm_rm(net->h, 0, 1, rows, net->size[l], net->size[l + 1], net->d_d[l + 1],
-                             net_w(net, net->d_params, l), net->d_d[l]));
-    }
+    int L = net->n_layers;
+    if (which < L)
+        gemm_forward(net, which, rows);
+    else if (which < 2 * L)
+        gemm_weight_grad(net, 2 * L - 1 - which, rows);
+    else
+        gemm_input_grad(net, 3 * L - 1 - which, rows);
 }
 
 static cudaError_t run_gemms(void *ctx)
@@ -194,7 +188,7 @@ int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *a
     network net;
     trainer t;
     path_timing cub, fus;
-    po.cublas = 1;
+    po.path = DNN_PATH_CUBLAS;
     setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
     time_path(&t, perm, n, steps, 1, args, s, &cub);
     int L = net.n_layers, n_gemms = 3 * L - 1;
@@ -212,7 +206,7 @@ int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *a
     }
     free_net(&net, &t);
     /* the fused path, from the same weights on the same batches */
-    po.cublas = 0;
+    po.path = DNN_PATH_FUSED;
     setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
     time_path(&t, perm, n, steps, 0, args, s, &fus);
     if (!args->quiet) print_fused_gemms(&t, args, s);

@@ -170,13 +170,30 @@ static void backward_fused(trainer *t, int rows, int update, cudaStream_t s, gem
 
 /* ---------------------------------------------------------------- the cuBLAS path */
 
+/* The step's three GEMMs of layer l, the one place they are written (the benchmark times them
+ * too): Z = X W into d_a[l + 1], dW = X^T dZ into the gradients, dX = dZ W^T into d_d[l]. */
+void gemm_forward(network *net, int l, int rows)
+{
+    CUBLAS_CHECK(gemm_rm(net->h, 0, 0, rows, net->size[l + 1], net->size[l], net->d_a[l], net_w(net, net->d_params, l),
+                         net->d_a[l + 1]));
+}
+void gemm_weight_grad(network *net, int l, int rows)
+{
+    CUBLAS_CHECK(gemm_rm(net->h, 1, 0, net->size[l], net->size[l + 1], rows, net->d_a[l], net->d_d[l + 1],
+                         net_w(net, net->d_grads, l)));
+}
+void gemm_input_grad(network *net, int l, int rows)
+{
+    CUBLAS_CHECK(gemm_rm(net->h, 0, 1, rows, net->size[l], net->size[l + 1], net->d_d[l + 1],
+                         net_w(net, net->d_params, l), net->d_d[l]));
+}
+
 /* forward through every layer for `rows` rows in d_a[0]; the last layer's logits stay without
  * bias (the loss and predict kernels add it) */
 static void forward_cublas(network *net, int rows, cudaStream_t s)
 {
     for (int l = 0; l < net->n_layers; l++) {
-        CUBLAS_CHECK(gemm_rm(net->h, 0, 0, rows, net->size[l + 1], net->size[l], net->d_a[l],
-                             net_w(net, net->d_params, l), net->d_a[l + 1]));
+        gemm_forward(net, l, rows);
         if (l < net->n_layers - 1)
             CUDA_CHECK(
                 bias_act_launch(net->d_a[l + 1], net_b(net, net->d_params, l), rows, net->size[l + 1], net->act, s));
@@ -185,7 +202,7 @@ static void forward_cublas(network *net, int rows, cudaStream_t s)
 
 const float *forward(network *net, int rows, cudaStream_t s)
 {
-    if (net->fused) {
+    if (net->path == DNN_PATH_FUSED) {
         forward_fused(net, rows, net->d_a[0], NULL, NULL, s, NULL);
         return NULL;
     }
@@ -197,13 +214,10 @@ const float *forward(network *net, int rows, cudaStream_t s)
 void backward(network *net, int rows, cudaStream_t s)
 {
     for (int l = net->n_layers - 1; l >= 0; l--) {
-        /* dW = X^T dZ */
-        CUBLAS_CHECK(gemm_rm(net->h, 1, 0, net->size[l], net->size[l + 1], rows, net->d_a[l], net->d_d[l + 1],
-                             net_w(net, net->d_grads, l)));
-        if (l == 0) break; /* no gradient for the input itself */
+        gemm_weight_grad(net, l, rows); /* dW = X^T dZ */
+        if (l == 0) break;              /* no gradient for the input itself */
         /* dX = dZ W^T, then through the previous layer's activation (with its bias sums) */
-        CUBLAS_CHECK(gemm_rm(net->h, 0, 1, rows, net->size[l], net->size[l + 1], net->d_d[l + 1],
-                             net_w(net, net->d_params, l), net->d_d[l]));
+        gemm_input_grad(net, l, rows);
         CUDA_CHECK(act_backward_launch(net->d_d[l], net->d_a[l], rows, net->size[l], net->act,
                                        net_b(net, net->d_grads, l - 1), s));
     }
@@ -286,7 +300,7 @@ int fused_step_gemms(trainer *t, fused_gemm *list, int max)
 
 void loss_and_grads(trainer *t, int rows, cudaStream_t s)
 {
-    if (t->net->fused)
+    if (t->net->path == DNN_PATH_FUSED)
         step_fused(t, rows, 0, s);
     else
         step_cublas(t, rows, 0, s);
@@ -294,7 +308,7 @@ void loss_and_grads(trainer *t, int rows, cudaStream_t s)
 
 void train_step(trainer *t, cudaStream_t s)
 {
-    if (t->net->fused)
+    if (t->net->path == DNN_PATH_FUSED)
         step_fused(t, t->rows, 1, s);
     else
         step_cublas(t, t->rows, 1, s);

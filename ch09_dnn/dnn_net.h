@@ -31,7 +31,7 @@ typedef struct {
     float *d_d[DNN_MAX_LAYERS + 1]; /* d_d[l]: dLoss/d(layer l's output), then dZ in place */
     cublasHandle_t h;
     void *d_workspace;
-    int fused;      /* the fused path (dnn_fused_kernels.cu) instead of cuBLAS and small kernels */
+    dnn_path path;  /* cuBLAS and small kernels, or the fused GEMMs (dnn_fused_kernels.cu) */
     int tf32;       /* TF32 tensor cores for the GEMMs (both paths; sm_80 and newer) */
     int sms;        /* the GPU's multiprocessors: the fused GEMMs' plans fill them */
     float *d_split; /* the fused GEMMs' split-K workspace and tile counters */
@@ -68,6 +68,11 @@ void init_params(const network *net, float *h, lb_rng *rng);
 /* Row-major C (M,N) = op(A) op(B) on cuBLAS (trans_a, trans_b: 1 = transposed). */
 cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *A, const float *Bm,
                        float *C);
+/* The cuBLAS path's GEMMs of layer l for `rows` rows: Z = X W (into d_a[l + 1]), dW = X^T dZ
+ * (into the gradients), dX = dZ W^T (into d_d[l]); the benchmark times them on their own. */
+void gemm_forward(network *net, int l, int rows);
+void gemm_weight_grad(network *net, int l, int rows);
+void gemm_input_grad(network *net, int l, int rows);
 /* Forward through every layer for `rows` rows in d_a[0]; the logits end in d_a[L]. Returns the
  * last layer's bias for whoever reads the logits: the cuBLAS path leaves it out (the loss kernel
  * adds it), the fused path adds it in the GEMM (NULL: nothing left to add). */

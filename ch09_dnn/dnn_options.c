@@ -30,6 +30,8 @@ int predict_only(const dnn_options *o) { return o->load_path && o->predict_path 
  * every value; bad input exits 2 here, before anything is loaded. */
 void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *program, int argc, char **argv)
 {
+    static int fused, cublas; /* the two flags of one choice, o->path (static: the table outlives this call) */
+    fused = cublas = 0;
     const lb_opt table[DNN_N_OPTIONS] = {
         {"--data", LB_OPT_STRING, &o->data_path,
          "the data set (CSV, datasets/ layout; default " DNN_DEFAULT_DATA ", none with --load and --predict)"},
@@ -68,9 +70,9 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
         {"--seeds", LB_OPT_INT, &o->seeds,
          "K: train K times (seeds seed..seed+K-1: other splits and weights), report mean and sd of the test accuracy"},
         {"--kfold", LB_OPT_INT, &o->kfold, "K: K-fold cross-validation accuracy (each row tested once)"},
-        {"--fused", LB_OPT_FLAG, &o->fused,
+        {"--fused", LB_OPT_FLAG, &fused,
          "the fused step: our GEMMs with bias, activation and update inside (not yet faster: NOTES.md)"},
-        {"--cublas", LB_OPT_FLAG, &o->cublas, "the step on cuBLAS GEMMs with small kernels around them (default)"},
+        {"--cublas", LB_OPT_FLAG, &cublas, "the step on cuBLAS GEMMs with small kernels around them (default)"},
         {"--tf32", LB_OPT_FLAG, &o->tf32,
          "TF32 tensor cores for the GEMMs, both paths (inputs rounded to 10-bit mantissas; sm_80 and newer)"},
         {"--compare-paths", LB_OPT_FLAG, &o->compare,
@@ -109,8 +111,8 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
         lb_usage_error(program, "--schedule must be cosine, step or none");
     if (o->seeds < 1 || o->seeds > 1000) lb_usage_error(program, "--seeds must be 1..1000");
     if (o->kfold != 0 && (o->kfold < 2 || o->kfold > 1000)) lb_usage_error(program, "--kfold must be 2..1000");
-    if (o->fused && o->cublas) lb_usage_error(program, "--fused and --cublas: pick one path");
-    o->cublas = !o->fused; /* the default path: cuBLAS, until the fused one wins (NOTES.md) */
+    if (fused && cublas) lb_usage_error(program, "--fused and --cublas: pick one path");
+    o->path = fused ? DNN_PATH_FUSED : DNN_PATH_CUBLAS; /* cuBLAS, until the fused one wins (NOTES.md) */
     if (o->tf32 && o->gradcheck)
         lb_usage_error(program,
                        "--gradcheck compares fp32 gradients (1e-3); TF32's products alone differ by that much");

@@ -8,9 +8,15 @@
 
 /* Every option of the program, in one place; main fills it from the command line. Unset means
  * "chosen from the data set" (UNSET_INT, UNSET_DOUBLE: see fill_defaults). */
+/* The training step's path: cuBLAS GEMMs with small kernels around them (the default), or our
+ * own GEMMs with bias, activation and update in their epilogues (--fused). */
+typedef enum { DNN_PATH_CUBLAS, DNN_PATH_FUSED } dnn_path;
+static inline const char *dnn_path_name(dnn_path p) { return p == DNN_PATH_FUSED ? "fused" : "cuBLAS"; }
+
 typedef struct {
     const char *data_path, *layers, *act, *save_path, *load_path, *predict_path, *synthetic, *schedule;
-    int epochs, batch, adam, gradcheck, no_graph, vs_linear, patience, seeds, kfold, fused, cublas, tf32, compare;
+    int epochs, batch, adam, gradcheck, no_graph, vs_linear, patience, seeds, kfold, tf32, compare;
+    dnn_path path;
     double lr, momentum, test_frac, min_accuracy, val_frac, weight_decay;
 } dnn_options;
 

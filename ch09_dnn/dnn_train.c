@@ -114,7 +114,7 @@ void setup_net(const dnn_options *o, const network *shape, const float *init, in
                       const dataset *train_set, lb_rng *rng, cudaStream_t s, network *net, trainer *t)
 {
     *net = *shape;
-    net->fused = !o->cublas;
+    net->path = o->path;
     net->tf32 = o->tf32;
     net_alloc(net, max_rows);
     float *p = lb_host_alloc(sizeof(float) * net->n_params, "parameters");
@@ -256,7 +256,7 @@ int compare_paths(const dnn_options *o, const lb_args *args, const network *shap
     int status = LB_EXIT_PASS;
     for (int path = 0; path < 2; path++) { /* 0 cuBLAS, 1 fused */
         dnn_options po = *o;
-        po.cublas = path == 0, po.fused = path == 1;
+        po.path = path == 0 ? DNN_PATH_CUBLAS : DNN_PATH_FUSED;
         lb_rng same = *rng; /* the same shuffles on both paths */
         network net;
         trainer t;
