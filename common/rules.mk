@@ -38,6 +38,9 @@ ARCH_NUM := $(patsubst sm_%,%,$(ARCH))
 ifeq ($(ARCH_NUM),$(ARCH))
 $(error ARCH must look like sm_90 (got '$(ARCH)'))
 endif
+ifeq ($(shell [ "$(ARCH_NUM)" -lt 75 ] 2>/dev/null && echo old),old)
+$(error ARCH=$(ARCH): the oldest GPU the lab book supports is sm_75 (CUDA 13 builds nothing older))
+endif
 # Machine code for ARCH plus its PTX, which the driver can compile for newer GPUs.
 GENCODE := -gencode arch=compute_$(ARCH_NUM),code=[sm_$(ARCH_NUM),compute_$(ARCH_NUM)]
 
@@ -77,7 +80,7 @@ $(shell printf '%s\n' '$(DEVICE_FLAGS)' | cmp -s - .build-flags-nvcc 2>/dev/null
 COMMON_OBJS := labbook.o lb_args.o lb_image.o
 HOST_DEPS := $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_driver.h $(COMMON_DIR)/lb_csv.h .build-flags-host
 
-.PHONY: all clean debug run test print-arch $(SHORT) $(CHAPTER)
+.PHONY: all clean debug run test print-arch solution check-solution unsolve $(SHORT) $(CHAPTER)
 all: $(PROGS)
 $(SHORT) $(CHAPTER): all
 
@@ -117,7 +120,16 @@ test:
 	@REQUIRE_GPU=$(or $(REQUIRE_GPU),0) bash $(COMMON_DIR)/../tests/run.sh $(CHAPTER)
 
 clean:
-	rm -f $(PROGS) *.o *.png .build-flags .build-flags-host .build-flags-nvcc $(CLEAN_EXTRA)
+	rm -f $(PROGS) *.o *.png .build-flags .build-flags-host .build-flags-nvcc perf.data perf.data.old gmon.out \
+		$(CLEAN_EXTRA)
+
+# one solution of SOLUTIONS.md, by the number in its title (common/solution.sh)
+solution:
+	@bash $(COMMON_DIR)/solution.sh apply '$(N)'
+check-solution:
+	@bash $(COMMON_DIR)/solution.sh check '$(N)'
+unsolve:
+	@bash $(COMMON_DIR)/solution.sh undo '$(N)'
 
 print-arch:
 	@echo $(ARCH)

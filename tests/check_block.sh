@@ -9,16 +9,8 @@ set -u
 block=${1:?usage: check_block.sh BLOCK_FILE}
 [ -r "$block" ] || { echo "check_block: cannot read $block"; exit 2; }
 
-# expect <exit> <command...>: the command must exit with <exit>
-expect() {
-    local want=$1
-    shift
-    "$@"
-    local got=$?
-    [ "$got" = "$want" ] || { echo "(exit $got, expected $want: $*)"; return 1; }
-}
-# compute-sanitizer: the one the test runner found, on PATH or not
-compute-sanitizer() { command "${SANITIZER:-compute-sanitizer}" "$@"; }
+# expect and compute-sanitizer, as a student gets them with `. ../common/expect.sh`
+. "$(dirname "$0")/../common/expect.sh"
 
 mapfile -t lines <"$block"   # read first: a command that reads stdin must not eat the block
 command="" first=0

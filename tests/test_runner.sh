@@ -9,6 +9,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/tests" "$WORK/common" "$WORK/ch01_setup" "$WORK/ch98_fake"
 cp "$ROOT/tests/run.sh" "$ROOT/tests/check_block.sh" "$WORK/tests/"
+cp "$ROOT/common/expect.sh" "$WORK/common/"
 printf 'all:\n\t@true\n' >"$WORK/tests/Makefile"
 # the fake device_query exits with $FAKE_GPU_EXIT (0: a GPU, 77: none, else: broken)
 printf '#!/bin/sh\necho "fake GPU"\nexit ${FAKE_GPU_EXIT:-0}\n' >"$WORK/ch01_setup/device_query"
@@ -147,6 +148,28 @@ scenario "a mutant the program catches passes" 0 "ok    ch98_fake: mutant caught
     'mutant "value" value "s/41/43/" ./prog check41' FAKE_GPU_EXIT=0
 scenario "a mutant the program does not catch fails the run" 1 "mutant caught: value" \
     'mutant "value" value "s/41/43/" ./prog value' FAKE_GPU_EXIT=0
+
+# make solution / check-solution / unsolve (common/solution.sh) in the fake chapter
+cp "$ROOT/common/solution.sh" "$WORK/common/"
+printf '%s\n' "## 1. make it 42" "$diff_to_42" '```sh check' "expect 0 sh -c './prog value | grep -q \"value 42\"'" '```' \
+    >"$WORK/ch98_fake/SOLUTIONS.md"
+tool() { (cd "$WORK/ch98_fake" && bash ../common/solution.sh "$@" 2>&1); }
+step() {   # step <name> <expected exit> <pattern> <solution.sh arguments...>
+    local name=$1 want=$2 pattern=$3 out got
+    shift 3
+    out=$(tool "$@"); got=$?
+    if [ "$got" = "$want" ] && grep -q -- "$pattern" <<<"$out"; then echo "ok    $name"; else
+        echo "FAIL  $name: exit $got (want $want), output must contain '$pattern':"; sed 's/^/      | /' <<<"$out"
+        failed=$((failed + 1))
+    fi
+}
+step "solution: its check fails before it is applied" 1 "check line 1 failed" check 1
+step "solution: applied" 0 "solution 1 applied: value" apply 1
+step "solution: its check passes once applied" 0 "its check passes" check 1
+step "solution: applying twice is refused" 1 "applied already" apply 1
+step "solution: taken out" 0 "taken out" undo 1
+[ "$(cat "$WORK/ch98_fake/value")" = 41 ] || { echo "FAIL  solution: value not back to 41"; failed=$((failed + 1)); }
+step "solution: a number without a solution" 2 "no solution 7" apply 7
 
 [ $failed = 0 ] && echo "test_runner: all scenarios as expected"
 [ $failed = 0 ]
