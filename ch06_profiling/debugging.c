@@ -74,7 +74,7 @@ static lb_dims probe = {{-1, -1}, 0};
 static const lb_opt options[] = {
     {"--bug", LB_OPT_INT, &bug,
      "the planted bug: 0 none, 1 out-of-bounds write, 2 race, 3 uninitialized shared, 4 index"},
-    {"--probe", LB_OPT_DIMS, &probe, "ROW,COL: the thread computing C[ROW][COL] prints what it does"},
+    {"--probe", LB_OPT_DIMS, &probe, "the thread computing C[X][Y] (row X, column Y) prints what it does"},
 };
 static const lb_program program = {
     .name = "debugging",

@@ -278,7 +278,7 @@ static const lb_opt options[] = {
     {"--sigma", LB_OPT_DOUBLE, &sigma, "the Gaussian's standard deviation in pixels (0 < sigma <= 32)"},
     {"--input", LB_OPT_STRING, &input, "the image, binary PGM (P5, 8-bit)"},
     {"--output", LB_OPT_STRING, &output, "where the blurred image goes (PNG)"},
-    {"--delta", LB_OPT_INT, &delta, "N: blur an N x N image with one white pixel instead (a known answer)"},
+    {"--delta", LB_OPT_INT, &delta, "blur an N x N image with one white pixel instead (a known answer)"},
 };
 static const lb_program program = {
     .name = "fft_conv",

@@ -496,6 +496,9 @@ int main(int argc, char **argv)
         if (!o.png_path) o.png_path = png_default;
     }
     if (!o.pca_path && o.png_path) lb_usage_error(&program, "--png goes with --pca");
+    for (int i = 1; i < argc; i++) /* given, not just the default: it would be ignored */
+        if (!o.pca_path && !strncmp(argv[i], "--components", 12))
+            lb_usage_error(&program, "--components goes with --pca");
     lb_check_output_path(&program, "--png", o.png_path);
     lb_dataset data = {0};
     if (o.pca_path) pca_load(o.pca_path, &data);

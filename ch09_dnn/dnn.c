@@ -206,6 +206,8 @@ int main(int argc, char **argv)
     network shape = {0};
     float *mean = NULL, *sd = NULL;
     float *params = choose_shape(&o, &program, &all, &shape, &mean, &sd);
+    if (o.kfold > all.n) /* a fold without a row would test nothing */
+        lb_die(LB_EXIT_USAGE, "dnn: --kfold %d needs at least %d rows; %s has %d", o.kfold, o.kfold, o.data_path, all.n);
     int n_rest = o.kfold ? all.n - all.n / o.kfold : all.n - (int)lround(all.n * o.test_frac),
         n_train = n_rest - (int)lround(n_rest * o.val_frac);
     if (n_rest < 1 || n_train < 1)

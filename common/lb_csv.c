@@ -51,6 +51,17 @@ static int parse_float(const char *s, float *out)
     return 0;
 }
 
+/* A header count: a whole number ("150", or "150.0" as some writers put it) */
+static int parse_count(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v) || v != floor(v)) return -1;
+    *out = v;
+    return 0;
+}
+
 /* Read "n_samples,n_features,class names..." then n_samples rows of n_features numbers and an
  * integer label in 0..classes-1. labels_optional: rows may also end without the label (y = -1).
  * Returns 0, or -1 with "file:line: reason" in err. */
@@ -78,10 +89,9 @@ int lb_load_csv(const char *path, lb_dataset *d, int labels_optional, char *err,
     {
         char *hdr[LB_CSV_MAX_CLASSES + 2];
         int nh = split_fields(line, hdr, LB_CSV_MAX_CLASSES + 2);
-        float n_f, feat_f;
-        if (nh < 3 || nh > LB_CSV_MAX_CLASSES + 2 || parse_float(trim(hdr[0]), &n_f) ||
-            parse_float(trim(hdr[1]), &feat_f) || n_f != floorf(n_f) || feat_f != floorf(feat_f) || n_f < 1 ||
-            feat_f < 1 || n_f > 1e8 || feat_f > 1e6) {
+        double n_f, feat_f; /* counts in double: a float would round 16,777,217 rows to 16,777,216 */
+        if (nh < 3 || nh > LB_CSV_MAX_CLASSES + 2 || parse_count(trim(hdr[0]), &n_f) ||
+            parse_count(trim(hdr[1]), &feat_f) || n_f < 1 || feat_f < 1 || n_f > 1e8 || feat_f > 1e6) {
             snprintf(err, err_len,
                      "%s:1: bad header (expected n_samples,n_features,class names..., with at least 1 sample, "
                      "1 feature and 2 classes)",

@@ -74,6 +74,7 @@ bad_input 2 '--size: M and N at most 32768 each, M*N at most 2^28 (got 20000x200
 bad_input 2 '--rank must be 0..min(M,N) = 10' ./svd_pca --size 10,20 --rank 11
 bad_input 2 '--sweeps must be 1..10000' ./svd_pca --sweeps 0
 bad_input 2 '--png goes with --pca' ./svd_pca --png x.png
+bad_input 2 '--components goes with --pca' ./svd_pca --components 3
 bad_input 2 "version '3' does not exist (0..2)" ./svd_pca 3
 bad_input 2 'svd_pca: no-such.csv: cannot open: No such file or directory' ./svd_pca --pca no-such.csv
 bad_input 2 "svd_pca: ../tests/data/nan_field.csv:3: field 2 ('nan') is not a number" ./svd_pca --pca ../tests/data/nan_field.csv

@@ -36,6 +36,8 @@ bad_input 2 '--schedule must be cosine, step or none' ./dnn --schedule linear
 bad_input 2 '--seeds must be 1..1000' ./dnn --seeds 0
 bad_input 2 '--kfold must be 2..1000' ./dnn --kfold 1
 bad_input 2 '--kfold and --seeds: pick one' ./dnn --kfold 5 --seeds 3
+bad_input 2 'dnn: --kfold 151 needs at least 151 rows; ../datasets/iris.csv has 150' ./dnn --kfold 151
+bad_input 2 'the header promises 16777217 samples, the file ends after 1' ./dnn --data ../tests/data/header_2p24p1.csv
 bad_input 2 '--fused and --cublas: pick one path' ./dnn --fused --cublas
 bad_input 2 '--gradcheck compares fp32 gradients' ./dnn --gradcheck --tf32
 bad_input 2 '--compare-paths compares fp32 training' ./dnn --compare-paths --tf32
