@@ -190,10 +190,18 @@ static const char *take_value(const lb_program *prog, const char *flag, const ch
     return argv[++*i];
 }
 
+/* Why a value that lb_parse_i64 refused is wrong: written like a number (digits, ^, e, k/M/G, +
+ * and -) but beyond what it can hold, or not a number at all */
+static const char *not_a_value(const char *s)
+{
+    int numeric = *s && strspn(s, "0123456789^eEkKmMgG+-") == strlen(s) && strpbrk(s, "0123456789");
+    return numeric ? "is too large" : "is not a number";
+}
+
 static long long positive_value(const lb_program *prog, const char *flag, const char *val, long long max)
 {
     long long v;
-    if (lb_parse_i64(val, &v)) lb_usage_error(prog, "%s: '%s' is not a number", flag, val);
+    if (lb_parse_i64(val, &v)) lb_usage_error(prog, "%s: '%s' %s", flag, val, not_a_value(val));
     if (v <= 0) lb_usage_error(prog, "%s must be positive (got %s)", flag, val);
     if (v > max) lb_usage_error(prog, "%s %s is too large (at most %lld)", flag, val, max);
     return v;
@@ -206,14 +214,15 @@ static void parse_own_option(const lb_program *prog, const lb_opt *o, const char
     case LB_OPT_STRING: *(const char **)o->dst = val; break;
     case LB_OPT_INT: {
         long long v;
-        if (lb_parse_i64(val, &v) || v < -2147483647LL || v > 2147483647LL)
-            lb_usage_error(prog, "%s: '%s' is not a valid integer", o->name, val);
+        if (lb_parse_i64(val, &v)) lb_usage_error(prog, "%s: '%s' %s", o->name, val, not_a_value(val));
+        if (v < -2147483647LL || v > 2147483647LL)
+            lb_usage_error(prog, "%s: %s is out of range (an int: at most 2147483647 either way)", o->name, val);
         *(int *)o->dst = (int)v;
         break;
     }
     case LB_OPT_I64: {
         long long v;
-        if (lb_parse_i64(val, &v)) lb_usage_error(prog, "%s: '%s' is not a valid integer", o->name, val);
+        if (lb_parse_i64(val, &v)) lb_usage_error(prog, "%s: '%s' %s", o->name, val, not_a_value(val));
         *(long long *)o->dst = v;
         break;
     }
@@ -279,8 +288,10 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
             static const char *const forms[] = {"", "one number, e.g. 2^20+3", "N or WxH", "N or M,N,K"};
             if (lb_parse_dims(v, &d, a->max_size_dims))
                 lb_usage_error(prog, "%s: '%s' is not a size (%s)", flag, v, forms[a->max_size_dims]);
-            for (int k = 0; k < d.n; k++)
-                if (d.v[k] <= 0) lb_usage_error(prog, "%s must be positive (got %s)", flag, v);
+            for (int k = 0; k < d.n; k++) /* 0x10 is the size 0 by 10, not hexadecimal: say how it was read */
+                if (d.v[k] <= 0)
+                    lb_usage_error(prog, "%s must be positive (got %s%s)", flag, v,
+                                   d.n == 2 && strchr(v, 'x') ? ", read as width x height" : "");
             a->size = d;
         } else if ((u & LB_USE_BLOCK) && !strcmp(flag, "--block")) {
             a->block = (int)positive_value(prog, flag, take_value(prog, flag, inline_val, argc, argv, &i), 1 << 20);
@@ -289,7 +300,8 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
         } else if ((u & LB_USE_SEED) && !strcmp(flag, "--seed")) {
             const char *v = take_value(prog, flag, inline_val, argc, argv, &i);
             long long s;
-            if (lb_parse_i64(v, &s) || s < 0) lb_usage_error(prog, "--seed: '%s' is not a non-negative integer", v);
+            if (lb_parse_i64(v, &s)) lb_usage_error(prog, "--seed: '%s' %s (at most 2^62)", v, not_a_value(v));
+            if (s < 0) lb_usage_error(prog, "--seed must be 0 or more (got %s)", v);
             a->seed = (unsigned long long)s;
         } else if ((u & LB_USE_CHECK_ONLY) && !strcmp(flag, "--check-only")) {
             if (inline_val) lb_usage_error(prog, "%s takes no value", flag);

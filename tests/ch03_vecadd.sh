@@ -23,7 +23,8 @@ bad_input 2 '--block must be positive (got 0)' ./vecadd --block 0
 bad_input 2 "--block: 'x' is not a number" ./elementwise --block x
 bad_input 2 "version '4' does not exist (0..3)" ./mandelbrot 4
 bad_input 2 '--size: at most 16384x16384 pixels' ./mandelbrot --size 16385
-bad_input 2 '--size must be positive (got 100x0)' ./mandelbrot --size 100x0
+bad_input 2 '--size must be positive (got 100x0, read as width x height)' ./mandelbrot --size 100x0
+bad_input 2 '--size must be positive (got 0x10, read as width x height)' ./mandelbrot --size 0x10
 bad_input 2 "--window '1,0,0,1' is not xmin,xmax,ymin,ymax with min < max" ./mandelbrot --window 1,0,0,1
 bad_input 2 "--window '1,2,3' is not xmin,xmax,ymin,ymax with min < max" ./mandelbrot --window 1,2,3
 bad_input 2 '--max-iter must be positive' ./mandelbrot --max-iter 0

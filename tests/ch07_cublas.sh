@@ -73,6 +73,8 @@ bad_input 2 '--size: M and N at most 32768 each, M*N at most 2^28 (got 40000x10)
 bad_input 2 '--size: M and N at most 32768 each, M*N at most 2^28 (got 20000x20000)' ./svd_pca --size 20000
 bad_input 2 '--rank must be 0..min(M,N) = 10' ./svd_pca --size 10,20 --rank 11
 bad_input 2 '--sweeps must be 1..10000' ./svd_pca --sweeps 0
+bad_input 2 '--sweeps: 99999999999 is out of range (an int: at most 2147483647 either way)' ./svd_pca --sweeps 99999999999
+bad_input 2 "--seed: '4611686018427387905' is too large (at most 2^62)" ./svd_pca --seed 4611686018427387905
 bad_input 2 '--png goes with --pca' ./svd_pca --png x.png
 bad_input 2 '--components goes with --pca' ./svd_pca --components 3
 bad_input 2 "version '3' does not exist (0..2)" ./svd_pca 3
