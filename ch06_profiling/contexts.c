@@ -29,6 +29,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h> /* access */
 
 /* ---------------------------------------------------------------- CPU reference */
 
@@ -346,11 +348,14 @@ int main(int argc, char **argv)
     if (args.size.v[0] > (1 << 28)) lb_usage_error(&program, "--size: at most 2^28 floats per thread");
     int n = (int)args.size.v[0];
     size_t bytes = (size_t)n * sizeof(float), all_bytes = bytes * (size_t)n_threads;
-    FILE *f = fopen(module_path, "rb"); /* before the GPU: a missing module is a build step away */
-    if (!f)
-        lb_die(LB_EXIT_USAGE, "contexts: cannot open %s, the kernel's module; build it with `make` in ch06_profiling",
-               module_path);
-    fclose(f);
+    /* before the GPU: a missing module is a build step away (or the wrong folder) */
+    struct stat st;
+    if (stat(module_path, &st) != 0)
+        lb_die(LB_EXIT_USAGE, "contexts: cannot open %s, the kernel's module; %s", module_path,
+               access("contexts.c", F_OK) ? "run it from ch06_profiling, where make builds it"
+                                          : "build it with `make` here");
+    if (S_ISDIR(st.st_mode)) lb_die(LB_EXIT_USAGE, "contexts: --module %s is a folder, not a module file", module_path);
+    if (st.st_size == 0) lb_die(LB_EXIT_USAGE, "contexts: --module %s is empty", module_path);
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);

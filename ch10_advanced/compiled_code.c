@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h> /* access */
 
 #define X_MIN -2.0f
 #define Y_MIN -1.25f
@@ -107,7 +108,10 @@ static void require_file(const char *path, const char *what)
 {
     char err[512];
     FILE *f = open_file(path, err, sizeof err);
-    if (!f) lb_die(LB_EXIT_USAGE, "compiled_code: %s (%s); build it with `make` in ch10_advanced", err, what);
+    if (!f) /* run from another folder, the relative paths of the built files miss */
+        lb_die(LB_EXIT_USAGE, "compiled_code: %s (%s); %s", err, what,
+               access("compiled_code.c", F_OK) ? "run it from ch10_advanced, where make builds it"
+                                                : "build it with `make` here");
     fclose(f);
 }
 

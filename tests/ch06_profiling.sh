@@ -66,6 +66,10 @@ bad_input 2 '--size: at most 2^28 floats per thread' ./contexts --size 2^29
 bad_input 2 "version '4' does not exist (0..3)" ./contexts 4
 bad_input 2 '--push-pop is way 3; it cannot be combined with way 1' ./contexts 1 --push-pop
 bad_input 2 'cannot open no-such.fatbin, the kernel' ./contexts --module no-such.fatbin
+bad_input 2 'contexts: --module ../tests/data is a folder, not a module file' ./contexts --module ../tests/data
+bad_input 2 'contexts: --module ../tests/data/empty.cu is empty' ./contexts --module ../tests/data/empty.cu
+# from another folder the module's relative path misses: say where to run it
+bad_input 2 'run it from ch06_profiling, where make builds it' sh -c 'cd .. && ch06_profiling/contexts'
 bad_input 0 'usage: contexts ' ./contexts --help
 no_gpu ./contexts
 gpu_expect 2 "not allowed" ./contexts --block 2048

@@ -101,6 +101,7 @@ bad_input 2 'no-such-module.fatbin: cannot open: No such file or directory (the 
 bad_input 2 '../tests/data: is a folder, not a file (the module)' ./compiled_code --module ../tests/data
 bad_input 2 '../tests/data: is a folder, not a file (the kernel source for NVRTC)' ./compiled_code --source ../tests/data
 bad_input 2 '../tests/data/empty.cu: the file is empty (the kernel source for NVRTC)' ./compiled_code --source ../tests/data/empty.cu
+bad_input 2 'run it from ch10_advanced, where make builds it' sh -c 'cd .. && ch10_advanced/compiled_code'
 bad_input 2 "--output 'no-such-folder/x.png': no folder 'no-such-folder'" ./compiled_code --output no-such-folder/x.png
 bad_input 2 'no-such-kernel.cu: cannot open: No such file or directory (the kernel' ./compiled_code --source no-such-kernel.cu
 # a kernel that does not compile: the NVRTC log, exit 2 (no GPU needed to compile)
