@@ -21,16 +21,23 @@
 #                        for COUNT launches of the kernels whose name matches KERNEL
 #   make format          reformat the C and CUDA sources with .clang-format (needs clang-format)
 #   make clean           remove what the build made
+#   make help            this list
 #
 # Variables: ARCH=sm_86 (default: the installed GPU's, else sm_90), CUDA_PATH=/usr/local/cuda,
 # tunables such as TILE=32 for the chapters that have them.
 
 CHAPTERS := $(sort $(wildcard ch[0-9][0-9]_*))
+
+
 short = $(firstword $(subst _, ,$(1)))
 
-.PHONY: all test bench run sanitize env profile cpu-profile format clean $(CHAPTERS) $(foreach c,$(CHAPTERS),$(call short,$(c)))
+.PHONY: all help test bench run sanitize env profile cpu-profile format clean $(CHAPTERS) $(foreach c,$(CHAPTERS),$(call short,$(c)))
 
 all: $(CHAPTERS)
+
+# make help: the comment at the top of this file
+help:
+	@sed -n '3,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 
 $(CHAPTERS):
 	$(MAKE) -C $@
@@ -60,8 +67,11 @@ bench: all
 # every chapter's demo, one line per program; a failure does not stop the tour, but fails it
 run:
 	@$(MAKE) -s --no-print-directory all
-	@status=0; for c in $(CHAPTERS); do echo "$$c"; $(MAKE) -s --no-print-directory -C $$c run || status=1; done; \
-	echo "(demo sizes; the full measurements: make bench, into bench/results-<gpu>.md)"; exit $$status
+	@status=0; tally=$$(mktemp); \
+	for c in $(CHAPTERS); do echo "$$c"; DEMO_TALLY=$$tally $(MAKE) -s --no-print-directory -C $$c run || status=1; done; \
+	echo "(demo sizes; the full measurements: make bench, into bench/results-<gpu>.md)"; \
+	awk '{ p += $$1; f += $$2; s += $$3 } END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' $$tally; \
+	rm -f $$tally; exit $$status
 
 env:
 	@bash env/check.sh

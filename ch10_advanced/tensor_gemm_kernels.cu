@@ -36,9 +36,14 @@
 #define TG_SM90A 1 /* device code for sm_90a: wgmma, setmaxnreg */
 #endif
 
-/* Versions 4-8: the ring's depth (make TG_STAGES=2), 48 KiB a stage; at most 4 fit in 227 KiB. */
+/* Versions 4-8: the ring's depth (make tensor_gemm TG_STAGES=2), 48 KiB a stage and 1 KiB for
+ * the barriers: at most 4 fit in the 227 KiB a block may have on an H100/H200, and a ring needs
+ * 2. Refused here, when building, rather than by the driver when the program sets up. */
 #ifndef TG_STAGES
 #define TG_STAGES 4
+#endif
+#if TG_STAGES < 2 || TG_STAGES * 48 + 1 > 227
+#error "TG_STAGES must be 2..4: a stage is 48 KiB, and a block may have at most 227 KiB of shared memory"
 #endif
 #define TGW_STAGES TG_STAGES
 

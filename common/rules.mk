@@ -11,8 +11,10 @@
 #                                         # the data sets' CSV reader)
 #     TUNABLES := TILE                    # make TILE=32 passes -DTILE=32 to nvcc and rebuilds
 #                                         # the kernels (host objects are not rebuilt)
-#     DEMO := ./mandelbrot --quiet; ./vecadd --quiet --size 2^24   # what `make run` runs, one
-#                                         # line each (common/demo.sh): small demo sizes
+#     DEMO_vecadd := ./vecadd --quiet --size 2^24   # what `make run` runs for a program (one
+#                                         # line each, common/demo.sh): every program of PROGS
+#                                         # runs, `./prog --quiet` unless DEMO_prog says otherwise
+#                                         # (small demo sizes; commands separated by ';')
 #     CLEAN_EXTRA := libx.so              # more files for `make clean` to remove
 #     include ../common/rules.mk
 #
@@ -31,6 +33,7 @@ endif
 # ARCH: ask the driver which GPU is installed (compute_cap 9.0 -> sm_90); without one, sm_90.
 ifndef ARCH
 ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | grep -E '^[0-9]+\.[0-9]+$$' | head -n 1 | tr -d .)
+ARCH_WHY := $(if $(ARCH),the installed GPU's,the default without a GPU)
 ARCH := $(if $(ARCH),sm_$(ARCH),sm_90)
 endif
 export ARCH
@@ -63,6 +66,14 @@ HOST_FLAGS := $(CC) $(CPPFLAGS) $(CFLAGS)
 DEVICE_FLAGS := $(NVCC) $(CPPFLAGS) $(NVCCFLAGS)
 # A build with other tunables than the last one says so first: `make TILE=32`, then a plain
 # `make test`, rebuilds with the defaults and tests those (`make test TILE=32` tests TILE=32).
+# A build for another ARCH than the last one says so first, and why this one (ARCH_WHY: the
+# GPU or the default; else it was given on the command line)
+LAST_ARCH := $(shell grep -o -- '-DLB_ARCH=sm_[0-9a-z]*' .build-flags-nvcc 2>/dev/null | head -n 1 | cut -d= -f2)
+ifneq ($(LAST_ARCH),)
+ifneq ($(LAST_ARCH),$(ARCH))
+$(info $(CHAPTER): NOTE: building for $(ARCH) ($(or $(ARCH_WHY),ARCH= given)), not $(LAST_ARCH) as last built: everything is rebuilt)
+endif
+endif
 LAST_TUNABLES := $(strip $(foreach t,$(TUNABLES),$(shell grep -o -- ' -D$(t)=[^ ]*' .build-flags-nvcc 2>/dev/null)))
 ifneq ($(LAST_TUNABLES),$(strip $(TUNABLE_DEFS)))
 ifneq ($(wildcard .build-flags-nvcc),)
@@ -80,7 +91,7 @@ $(shell printf '%s\n' '$(DEVICE_FLAGS)' | cmp -s - .build-flags-nvcc 2>/dev/null
 COMMON_OBJS := labbook.o lb_args.o lb_image.o
 HOST_DEPS := $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_driver.h $(COMMON_DIR)/lb_csv.h .build-flags-host
 
-.PHONY: all clean debug run test print-arch solution check-solution unsolve $(SHORT) $(CHAPTER)
+.PHONY: all clean debug run test print-arch print-progs print-demo solution check-solution unsolve $(SHORT) $(CHAPTER)
 all: $(PROGS)
 $(SHORT) $(CHAPTER): all
 
@@ -111,6 +122,8 @@ $(foreach p,$(PROGS),$(eval $(call PROG_RULE,$(p))))
 debug:
 	$(MAKE) DEBUG=1
 
+# the tour: every program (DEMO_prog, or ./prog --quiet), in the order of PROGS
+DEMO := $(foreach p,$(PROGS),$(or $(DEMO_$(p)),./$(p) --quiet);)
 run: all
 	@bash $(COMMON_DIR)/demo.sh '$(DEMO)'
 
@@ -133,3 +146,7 @@ unsolve:
 
 print-arch:
 	@echo $(ARCH)
+print-progs:
+	@echo $(PROGS)
+print-demo:
+	@echo '$(DEMO)'
