@@ -365,7 +365,7 @@ static void pca_print(const pca_data *pd, const lb_dataset *d, const char *data_
     float *px = lb_host_alloc(sizeof(float) * (size_t)pd->n * 2, "the picture's points"), *py = px + pd->n;
     for (int i = 0; i < pd->n; i++) px[i] = scores[(size_t)i * pd->k], py[i] = scores[(size_t)i * pd->k + 1];
     if (write_scatter_png(png_path, px, py, d->y, pd->n))
-        lb_die(LB_EXIT_CUDA, "svd_pca: cannot write %s: %s", png_path, strerror(errno));
+        lb_die(LB_EXIT_USAGE, "svd_pca: cannot write %s: %s", png_path, strerror(errno));
     printf("wrote %s: component 1 across, component 2 up; colours:", png_path);
     for (int c = 0; c < d->classes; c++)
         printf(" %s %s%s", d->class_names[c], scatter_colour_name(c), c + 1 < d->classes ? "," : "\n");

@@ -198,7 +198,8 @@ static const lb_program program = {
     .name = "tensor_gemm",
     .synopsis = "C = A B on the tensor cores (bf16 or tf32 in, fp32 out): wmma, mma.sync, wgmma + TMA vs cuBLAS",
     .details = "--size is N (square) or M,N,K. A is row-major, B column-major (both K-major), C row-major.\n"
-               "Versions 3-8 need an H100/H200 (sm_90a); 2 is bf16 only.\n",
+               "Versions 3-8 use sm_90a's wgmma and TMA: they need an H100/H200 (the sm_90 above) and a build\n"
+               "for it; a build for any other GPU, a newer one too, leaves them out. 2 is bf16 only.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
     .n_opts = 1,
