@@ -455,6 +455,11 @@ solution_build() {
         verdict FAIL "$name (the build failed)" "$base.build.log"
         return 1
     fi
+    # a solution builds warning-free, as the chapters do
+    if grep -qi 'warning' "$base.build.log"; then
+        verdict FAIL "$name (its build warns)" "$base.build.log"
+        return 1
+    fi
     touch "$base.built"
 }
 
