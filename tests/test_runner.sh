@@ -37,7 +37,7 @@ scenario() {
     [ -z "${SOLUTIONS:-}" ] || printf '%s\n' "$SOLUTIONS" >"$WORK/ch98_fake/SOLUTIONS.md"
     local out got
     # shellcheck disable=SC2086  # ARGS: the runner's arguments, as words
-    out=$(cd "$WORK" && env -u REQUIRE_GPU "$@" TEST_LOG_DIR="$WORK/logs" bash tests/run.sh ${ARGS:-} 2>&1)
+    out=$(cd "$WORK" && env -u REQUIRE_GPU -u SOLUTION_BUILDS "$@" TEST_LOG_DIR="$WORK/logs" bash tests/run.sh ${ARGS:-} 2>&1)
     got=$?
     [[ " $* " == *" FLATTEN=1 "* ]] && out=$(tr '\n' ' ' <<<"$out")   # a pattern across lines
     if [ "$got" != "$want" ] || ! grep -q -- "$pattern" <<<"$out"; then
@@ -131,6 +131,12 @@ SOLUTIONS="## 1. run it
 expect 0 ./prog value
 \`\`\`" scenario "a check block without a diff that says what to look for passes" 0 \
     '^3 passed, 0 failed, 0 skipped$' "$good" FAKE_GPU_EXIT=0
+SOLUTIONS="## 1. make it 42
+$diff_to_42
+\`\`\`sh check
+expect 0 sh -c './prog value | grep -q \"value 42\"'
+\`\`\`" scenario "without a GPU, SOLUTION_BUILDS=1 builds the solution's copy" 0 \
+    'builds warning-free.*3 passed, 0 failed, 2 skipped' "$good" FAKE_GPU_EXIT=77 SOLUTION_BUILDS=1 FLATTEN=1
 # a version the program skips for the GPU: fine normally, a failure under REQUIRE_GPU=1
 scenario "a version skipped for the GPU passes without REQUIRE_GPU" 0 "^1 passed, 0 failed, 0 skipped$" \
     'gpu_check ./prog old' FAKE_GPU_EXIT=0
