@@ -19,32 +19,9 @@
 #include <math.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- CPU reference */
-
-static double dot_row_col(const float *A, const float *B, int N, int K, int r, int c)
-{
-    double acc = 0.0;
-    for (int k = 0; k < K; k++) acc += (double)A[(size_t)r * K + k] * (double)B[(size_t)k * N + c];
-    return acc;
-}
-
-static void matmul_cpu(const float *A, const float *B, float *C, int M, int N, int K)
-{
-    for (int r = 0; r < M; r++)
-        for (int c = 0; c < N; c++) C[(size_t)r * N + c] = (float)dot_row_col(A, B, N, K, r, c);
-}
-
-/* ---------------------------------------------------------------- cuBLAS, row-major */
-
-/* cuBLAS is column-major: it sees our row-major C (M,N) as C^T (N,M). Since
- * C^T = B^T A^T, asking cuBLAS for "B times A" with the dimensions swapped, on the same
- * pointers, leaves exactly our row-major C in memory. No transposes are copied. */
-static cublasStatus_t sgemm_row_major(cublasHandle_t h, const float *d_a, const float *d_b, float *d_c, int M, int N,
-                                      int K)
-{
-    const float one = 1.0f, zero = 0.0f;
-    return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, d_b, N, d_a, K, &zero, d_c, N);
-}
+/* The CPU reference (lb_gemm_reference, lb_gemm_check in common/labbook.c: each element summed in
+ * double) and cuBLAS's row-major SGEMM (lb_sgemm_row_major in labbook.h; ch07's cublas_basics.c
+ * builds that trick up step by step). */
 
 /* ---------------------------------------------------------------- the versions */
 
@@ -62,7 +39,7 @@ typedef struct {
 static cudaError_t run_cublas(void *ctx)
 {
     mm_job *j = (mm_job *)ctx;
-    CUBLAS_CHECK(sgemm_row_major(j->handle, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k));
+    CUBLAS_CHECK(lb_sgemm_row_major(j->handle, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k));
     return cudaGetLastError();
 }
 
@@ -100,36 +77,6 @@ static double tflops(int m, int n, int k, double ms) { return 2.0 * m * n * (dou
 /* |error| <= K * 2^-22 + 1e-5 |want|: about 4x the typical rounding of a length-K dot
  * product of values in [-1, 1]; a wrong index or a missed tile gives errors of order 1. */
 static double abs_tol(int K) { return K * 2.384185791015625e-07; }
-
-/* The full CPU reference when it is affordable (up to 2^30 multiply-adds), else NULL. */
-static float *cpu_reference(const float *A, const float *B, int M, int N, int K)
-{
-    if ((double)M * N * K > 1073741824.0) return NULL;
-    float *ref = lb_host_alloc(sizeof(float) * (size_t)M * N, "the CPU reference");
-    matmul_cpu(A, B, ref, M, N, K);
-    return ref;
-}
-
-/* One element of the CPU reference, for the sampled check. */
-typedef struct {
-    const float *A, *B;
-    int N, K;
-} mm_operands;
-static double reference_element(const void *ctx, int r, int c)
-{
-    const mm_operands *o = (const mm_operands *)ctx;
-    return dot_row_col(o->A, o->B, o->N, o->K, r, c);
-}
-
-/* cuBLAS against the CPU: every element when the full reference exists, else 8 sampled rows
- * and 8 sampled columns computed here. */
-static lb_check check_cublas(const float *A, const float *B, const float *C, const float *ref, int M, int N, int K,
-                             lb_rng *rng, int quiet)
-{
-    if (ref) return lb_check_f32("cublas vs CPU", C, ref, (size_t)M * N, abs_tol(K), 1e-5, quiet);
-    mm_operands o = {A, B, N, K};
-    return lb_check_rows_cols("cublas vs CPU", C, M, N, reference_element, &o, abs_tol(K), 1e-5, rng, quiet);
-}
 
 /* ---------------------------------------------------------------- sweep */
 
@@ -261,7 +208,8 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d_c, sizeof(float) * c_n));
     CUDA_CHECK(cudaMemcpy(d_a, h_a, sizeof(float) * a_n, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_b, h_b, sizeof(float) * b_n, cudaMemcpyHostToDevice));
-    float *h_cpu = cpu_reference(h_a, h_b, M, N, K); /* NULL when too large */
+    lb_gemm gemm = {h_a, h_b, M, N, K, LB_B_K_BY_N};
+    float *h_cpu = lb_gemm_reference(&gemm); /* NULL when too large */
 
     /* version 10's plan: its own choice for this shape on this GPU, or --tiling's */
     matmul_tiling plan = forced.bm ? forced : matmul_choose_tiling(M, N, K);
@@ -284,7 +232,7 @@ int main(int argc, char **argv)
         lb_poison_device(d_c, sizeof(float) * c_n); /* NaN: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_cublas : h_c, d_c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
-        lb_check c = v == 0 ? check_cublas(h_a, h_b, h_cublas, h_cpu, M, N, K, &rng, args.quiet)
+        lb_check c = v == 0 ? lb_gemm_check("cublas vs CPU", h_cublas, &gemm, h_cpu, abs_tol(K), 1e-5, &rng, args.quiet)
                             : check_version(versions[v].name, h_c, h_cublas, h_cpu, c_n, K, args.quiet);
         float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
 

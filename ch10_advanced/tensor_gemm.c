@@ -55,19 +55,8 @@ static float tf32_value(float x)
 
 /* ---------------------------------------------------------------- CPU reference */
 
-/* C[r][c] = sum_k A[r][k] B[c][k] (B stored as N rows of K), in double */
-static double dot_row_col(const float *A, const float *B, int K, int r, int c)
-{
-    double acc = 0.0;
-    for (int k = 0; k < K; k++) acc += (double)A[(size_t)r * K + k] * (double)B[(size_t)c * K + k];
-    return acc;
-}
-
-static void gemm_cpu(const float *A, const float *B, float *C, int M, int N, int K)
-{
-    for (int r = 0; r < M; r++)
-        for (int c = 0; c < N; c++) C[(size_t)r * N + c] = (float)dot_row_col(A, B, K, r, c);
-}
+/* C[r][c] = sum_k A[r][k] B[c][k] (B stored as N rows of K), summed in double:
+ * lb_gemm_reference and lb_gemm_check (common/labbook.c) with LB_B_N_BY_K */
 
 static double abs_tol(int K) { return K * 9.5367431640625e-07; } /* K 2^-20 */
 #define REL_TOL 1.52587890625e-05                                /* 2^-16 */
@@ -147,36 +136,6 @@ static void *upload_padded(const float *h, int rows, int cols, int rows_p, int c
 static int round_up(int x, int to) { return (x + to - 1) / to * to; }
 
 /* ---------------------------------------------------------------- checking */
-
-/* The full CPU reference when it is affordable (up to 2^30 multiply-adds), else NULL. */
-static float *cpu_reference(const float *A, const float *B, int M, int N, int K)
-{
-    if ((double)M * N * K > 1073741824.0) return NULL;
-    float *ref = lb_host_alloc(sizeof(float) * (size_t)M * N, "the CPU reference");
-    gemm_cpu(A, B, ref, M, N, K);
-    return ref;
-}
-
-/* One element of the CPU reference, for the sampled check. */
-typedef struct {
-    const float *A, *B;
-    int K;
-} tg_operands;
-static double reference_element(const void *ctx, int r, int c)
-{
-    const tg_operands *o = (const tg_operands *)ctx;
-    return dot_row_col(o->A, o->B, o->K, r, c);
-}
-
-/* cuBLAS against the CPU: every element when the full reference exists, else 8 sampled rows
- * and 8 sampled columns computed here. */
-static lb_check check_cublas(const float *A, const float *B, const float *C, const float *ref, int M, int N, int K,
-                             lb_rng *rng, int quiet)
-{
-    if (ref) return lb_check_f32("cublas vs CPU", C, ref, (size_t)M * N, abs_tol(K), REL_TOL, quiet);
-    tg_operands o = {A, B, K};
-    return lb_check_rows_cols("cublas vs CPU", C, M, N, reference_element, &o, abs_tol(K), REL_TOL, rng, quiet);
-}
 
 /* A kernel's C against cuBLAS's (both carry rounding error: twice the tolerance), and against
  * the CPU too when the full reference exists. */
@@ -263,7 +222,8 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&job.g.c, sizeof(float) * c_n));
     CUDA_CHECK(tensor_gemm_prepare(&job.g)); /* tensor maps: made once, outside the timing */
     float *h_cublas = lb_host_alloc(sizeof(float) * c_n, "cuBLAS's C"), *h_c = lb_host_alloc(sizeof(float) * c_n, "C");
-    float *h_cpu = cpu_reference(h_a, h_b, M, N, K); /* NULL when too large */
+    lb_gemm gemm = {h_a, h_b, M, N, K, LB_B_N_BY_K};
+    float *h_cpu = lb_gemm_reference(&gemm); /* NULL when too large */
 
     char sz[64];
     snprintf(sz, sizeof sz, "%dx%dx%d%s", M, N, K, type == TG_TF32 ? "_tf32" : ""); /* its own bench table */
@@ -283,7 +243,7 @@ int main(int argc, char **argv)
         lb_poison_device(job.g.c, sizeof(float) * c_n); /* NaN: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_cublas : h_c, job.g.c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
-        lb_check c = v == 0 ? check_cublas(h_a, h_b, h_cublas, h_cpu, M, N, K, &rng, args.quiet)
+        lb_check c = v == 0 ? lb_gemm_check("cublas vs CPU", h_cublas, &gemm, h_cpu, abs_tol(K), REL_TOL, &rng, args.quiet)
                             : check_version(versions[v].name, h_c, h_cublas, h_cpu, c_n, K, args.quiet);
         float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
         char verdict[96];

@@ -307,6 +307,37 @@ lb_check lb_check_i32(const char *what, const int *got, const int *want, size_t 
     return c;
 }
 
+double lb_gemm_element(const lb_gemm *g, int r, int c)
+{
+    double acc = 0.0;
+    const float *a = g->A + (size_t)r * g->K;
+    if (g->b == LB_B_N_BY_K) {
+        const float *b = g->B + (size_t)c * g->K;
+        for (int k = 0; k < g->K; k++) acc += (double)a[k] * (double)b[k];
+    } else {
+        for (int k = 0; k < g->K; k++) acc += (double)a[k] * (double)g->B[(size_t)k * g->N + c];
+    }
+    return acc;
+}
+
+float *lb_gemm_reference(const lb_gemm *g)
+{
+    if ((double)g->M * g->N * g->K > 1073741824.0) return NULL;
+    float *ref = lb_host_alloc(sizeof(float) * (size_t)g->M * g->N, "the CPU reference");
+    for (int r = 0; r < g->M; r++)
+        for (int c = 0; c < g->N; c++) ref[(size_t)r * g->N + c] = (float)lb_gemm_element(g, r, c);
+    return ref;
+}
+
+static double gemm_element_fn(const void *ctx, int r, int c) { return lb_gemm_element((const lb_gemm *)ctx, r, c); }
+
+lb_check lb_gemm_check(const char *what, const float *C, const lb_gemm *g, const float *ref, double atol, double rtol,
+                       lb_rng *rng, int quiet)
+{
+    if (ref) return lb_check_f32(what, C, ref, (size_t)g->M * g->N, atol, rtol, quiet);
+    return lb_check_rows_cols(what, C, g->M, g->N, gemm_element_fn, g, atol, rtol, rng, quiet);
+}
+
 size_t lb_sample_step(size_t n, double cost_per_element, double budget)
 {
     double affordable = budget / (cost_per_element > 0 ? cost_per_element : 1);

@@ -74,6 +74,17 @@ static inline void lb_cublas_check(cublasStatus_t s, const char *call, const cha
         lb_lib_fail("cuBLAS", (int)s, cublasGetStatusName(s), cublasGetStatusString(s), call, file, line);
 }
 #define CUBLAS_CHECK(call) lb_cublas_check((call), #call, __FILE__, __LINE__)
+
+/* Row-major C (M,N) = A (M,K) B (K,N) in fp32 on cuBLAS. cuBLAS reads a matrix as
+ * column-major: our row-major C is, to it, C^T (N,M). Since C^T = B^T A^T, asking cuBLAS for
+ * "B times A" with M and N swapped, on the same pointers, leaves exactly our row-major C in
+ * memory. No transposes are copied. */
+static inline cublasStatus_t lb_sgemm_row_major(cublasHandle_t h, const float *d_a, const float *d_b, float *d_c,
+                                                int M, int N, int K)
+{
+    const float one = 1.0f, zero = 0.0f;
+    return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, d_b, N, d_a, K, &zero, d_c, N);
+}
 #endif
 
 #ifdef CUFFT_VER_MAJOR
@@ -339,6 +350,24 @@ lb_check lb_check_f32_bound(const char *what, const float *got, const float *wan
 typedef double (*lb_element_fn)(const void *ctx, int r, int c);
 lb_check lb_check_rows_cols(const char *what, const float *C, int M, int N, lb_element_fn want, const void *ctx,
                             double atol, double rtol, lb_rng *rng, int quiet);
+
+/* The CPU's GEMM, the reference of ch04, ch07 and ch10: C (M,N) row-major = A (M,K) row-major
+ * times B, which is stored either as K rows of N (row-major, as matmul and cuBLAS's row-major
+ * calls keep it) or as N rows of K (column-major, "K-major", as the tensor cores read it). */
+typedef enum { LB_B_K_BY_N, LB_B_N_BY_K } lb_b_layout;
+typedef struct {
+    const float *A, *B;
+    int M, N, K;
+    lb_b_layout b;
+} lb_gemm;
+/* C[r][c], summed in double */
+double lb_gemm_element(const lb_gemm *g, int r, int c);
+/* The whole C when it costs at most 2^30 multiply-adds (seconds on one core), else NULL */
+float *lb_gemm_reference(const lb_gemm *g);
+/* C against the CPU: every element against ref when there is one, else 8 random rows and 8
+ * random columns computed here (lb_check_rows_cols) */
+lb_check lb_gemm_check(const char *what, const float *C, const lb_gemm *g, const float *ref, double atol, double rtol,
+                       lb_rng *rng, int quiet);
 /* Exact comparison of ints; prints the first mismatches unless quiet. */
 lb_check lb_check_i32(const char *what, const int *got, const int *want, size_t n, int quiet);
 /* Sampled checks: for (i = 0; i < n; i = lb_sample_next(i, n, step)) visits 0, step, 2*step, ...

@@ -586,12 +586,48 @@ static void test_rows_cols(void)
     CHECK(lb_check_rows_cols("C", C, M, N, ten_r_plus_c, NULL, 1e-3, 0.0, &rng, 1).n_bad >= 8);
 }
 
+/* The CPU's GEMM: both layouts of B give the same C for the same matrix, a hand-computed
+ * element, no full reference past 2^30 multiply-adds, and the check (full and sampled) sees a
+ * wrong element; lb_check_f32_bound takes each element's own tolerance. */
+static double tol_of_index(size_t i, const void *ctx) { return ((const double *)ctx)[i]; }
+static void test_gemm(void)
+{
+    enum { M = 3, N = 2, K = 4 };
+    float A[M * K], B_kn[K * N], B_nk[N * K];
+    for (int i = 0; i < M * K; i++) A[i] = (float)(i + 1);
+    for (int k = 0; k < K; k++)
+        for (int c = 0; c < N; c++) B_kn[k * N + c] = B_nk[c * K + k] = (float)(k - 2 * c);
+    lb_gemm g1 = {A, B_kn, M, N, K, LB_B_K_BY_N}, g2 = {A, B_nk, M, N, K, LB_B_N_BY_K};
+    /* C[1][1] = sum_k A[1][k] (k - 2) = 5*-2 + 6*-1 + 7*0 + 8*1 = -8 */
+    CHECK(lb_gemm_element(&g1, 1, 1) == -8.0 && lb_gemm_element(&g2, 1, 1) == -8.0);
+    float *r1 = lb_gemm_reference(&g1), *r2 = lb_gemm_reference(&g2);
+    CHECK(r1 && r2 && memcmp(r1, r2, sizeof(float) * M * N) == 0);
+    lb_rng rng;
+    lb_rng_seed(&rng, 3);
+    CHECK(lb_gemm_check("C", r1, &g2, r2, 0.0, 0.0, &rng, 1).n_bad == 0);
+    CHECK(lb_gemm_check("C", r1, &g1, NULL, 0.0, 0.0, &rng, 1).n_bad == 0); /* sampled: recomputed */
+    r1[1 * N + 1] += 1.0f;
+    CHECK(lb_gemm_check("C", r1, &g1, r2, 0.5, 0.0, &rng, 1).n_bad == 1);
+    CHECK(lb_gemm_check("C", r1, &g1, NULL, 0.5, 0.0, &rng, 1).n_bad >= 1);
+    lb_gemm big = {A, B_kn, 1 << 12, 1 << 12, (1 << 6) + 1, LB_B_K_BY_N}; /* 2^30 + 2^24 multiply-adds */
+    CHECK(lb_gemm_reference(&big) == NULL);
+    free(r1);
+    free(r2);
+
+    float want[3] = {1.0f, 2.0f, 3.0f}, got[3] = {1.0f, 2.5f, 3.0f};
+    double tols[3] = {0.0, 0.6, 0.0};
+    CHECK(lb_check_f32_bound("bound", got, want, 3, tol_of_index, tols, 1).n_bad == 0);
+    tols[1] = 0.4;
+    CHECK(lb_check_f32_bound("bound", got, want, 3, tol_of_index, tols, 1).n_bad == 1);
+}
+
 int main(void)
 {
     test_numbers();
     test_args();
     test_checkers();
     test_rows_cols();
+    test_gemm();
     test_version_wanted();
     test_report();
     test_rng();
