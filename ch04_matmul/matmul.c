@@ -31,9 +31,8 @@ typedef struct {
     const float *d_a, *d_b;
     float *d_c;
     int m, n, k;
-    int version, block; /* block: version 1's block edge (--block) */
-    int tile;           /* for --sweep: version 2 with this tile instead of the built one */
-    matmul_tiling plan; /* version 10's tile and split of K */
+    int version;
+    matmul_opts opts; /* version 1's block edge, version 2's tile for --sweep, version 10's plan */
 } mm_job;
 
 static cudaError_t run_cublas(void *ctx)
@@ -46,14 +45,13 @@ static cudaError_t run_cublas(void *ctx)
 static cudaError_t run_kernel(void *ctx)
 {
     mm_job *j = (mm_job *)ctx;
-    if (j->tile) return matmul_tiled_launch(j->tile, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k);
-    if (j->version == 10 && j->plan.bm) return matmul_launch_tiling(j->plan, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k);
-    return matmul_launch(j->version, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k, j->block);
+    return matmul_launch(j->version, j->d_a, j->d_b, j->d_c, j->m, j->n, j->k, &j->opts);
 }
 
 /* Every version, once: its number, RESULT name, title and what runs it (matmul_kernels.cu
- * has the kernels, in the same order). To add one: the kernel and its case in matmul_launch,
- * MATMUL_VERSIONS in matmul_kernels.h, and a row here. */
+ * has the kernels, in the same order, each with its launcher). To add one: the kernel, its
+ * launcher and its entry in launchers[] there, MATMUL_VERSIONS in matmul_kernels.h, and a row
+ * here. */
 static const lb_version versions[] = {
     {0, "cublas", "cuBLAS sgemm (no TF32)", LB_OLDEST_SM, run_cublas},
     {1, "naive", "naive, 1 thread per element", LB_OLDEST_SM, run_kernel},
@@ -102,15 +100,15 @@ static void sweep(cublasHandle_t handle, int iters)
         CUDA_CHECK(cudaMemcpy(d_b, h, bytes, cudaMemcpyHostToDevice));
         free(h);
         int reps = n >= 4096 ? (iters < 3 ? iters : 3) : iters;
-        mm_job base = {handle, d_a, d_b, d_c, n, n, n, 0, 16, 0, {0, 0, 0}};
+        mm_job base = {handle, d_a, d_b, d_c, n, n, n, 0, {16, 0, {0, 0, 0}}};
         double t0 = tflops(n, n, n, lb_time_ms(run_cublas, &base, 1, reps));
         printf("  %5d %8.1f", n, t0);
         /* naive with three block edges, tiled with three tiles, then versions 3.. as built */
         mm_job jobs[6 + MATMUL_VERSIONS - 3];
-        for (int i = 0; i < 3; i++) jobs[i] = (mm_job){handle, d_a, d_b, d_c, n, n, n, 1, 8 << i, 0, {0, 0, 0}};
-        for (int i = 0; i < 3; i++) jobs[3 + i] = (mm_job){handle, d_a, d_b, d_c, n, n, n, 2, 0, 8 << i, {0, 0, 0}};
+        for (int i = 0; i < 3; i++) jobs[i] = (mm_job){handle, d_a, d_b, d_c, n, n, n, 1, {8 << i, 0, {0, 0, 0}}};
+        for (int i = 0; i < 3; i++) jobs[3 + i] = (mm_job){handle, d_a, d_b, d_c, n, n, n, 2, {0, 8 << i, {0, 0, 0}}};
         for (int v = 3; v < MATMUL_VERSIONS; v++)
-            jobs[3 + v] = (mm_job){handle, d_a, d_b, d_c, n, n, n, v, 0, 0, {0, 0, 0}};
+            jobs[3 + v] = (mm_job){handle, d_a, d_b, d_c, n, n, n, v, {0, 0, {0, 0, 0}}};
         for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; j++) {
             double t = tflops(n, n, n, lb_time_ms(run_kernel, &jobs[j], 1, reps));
             printf(" %5.1f(%.2f)", t, t / t0);
@@ -228,7 +226,7 @@ int main(int argc, char **argv)
      * the CPU, its C is then the reference for every kernel, and its time the baseline */
     for (int v = 0; v < MATMUL_VERSIONS; v++) {
         if (v > 0 && !lb_version_wanted(&program, &args, &gpu, v)) continue;
-        mm_job job = {handle, d_a, d_b, d_c, M, N, K, v, args.block, 0, plan};
+        mm_job job = {handle, d_a, d_b, d_c, M, N, K, v, {args.block, 0, plan}};
         lb_poison_device(d_c, sizeof(float) * c_n); /* NaN: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_cublas : h_c, d_c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));

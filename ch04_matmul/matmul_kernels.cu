@@ -32,6 +32,12 @@
 #endif
 static_assert(TILE == 8 || TILE == 16 || TILE == 32, "TILE must be 8, 16 or 32");
 
+/* Each version's launcher follows its kernel: the grid, the block and any setup that kernel
+ * needs, one function each (launch1 .. launch10); matmul_launch at the end picks one. */
+static unsigned int cdiv(int a, int b) { return (unsigned int)((a + b - 1) / b); }
+/* 16-byte loads need every row to start 16-byte aligned: K and N multiples of 4 */
+static bool rows_16b_aligned(int n, int k) { return k % 4 == 0 && n % 4 == 0; }
+
 /* ---------------------------------------------------------------- 1: naive */
 
 /* grid.x runs over the N columns of C and grid.y over the M rows. threadIdx.x is the
@@ -50,6 +56,13 @@ __global__ void matmul_kernel1(const float *A, const float *B, float *C, int M, 
     float acc = 0.0f;
     for (int k = 0; k < K; k++) acc += A[(size_t)row * K + k] * B[(size_t)k * N + col];
     C[(size_t)row * N + col] = acc;
+}
+
+/* a block of o->block x o->block threads (--block), one thread per element of C */
+static cudaError_t launch1(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    matmul_kernel1<<<dim3(cdiv(n, o->block), cdiv(m, o->block)), dim3(o->block, o->block)>>>(d_a, d_b, d_c, m, n, k);
+    return cudaGetLastError();
 }
 
 /* ---------------------------------------------------------------- 2: shared-memory tiles */
@@ -76,6 +89,23 @@ template <int T> __global__ void matmul_kernel2(const float *A, const float *B, 
         __syncthreads(); /* wait until everyone has read the tile before the next loop overwrites it */
     }
     if (row < M && col < N) C[(size_t)row * N + col] = acc;
+}
+
+/* T x T threads for a T x T tile; the tile is TILE, the build's (make TILE=32), unless --sweep
+ * asks for another (o->tile: 8, 16 or 32) */
+template <int T> static cudaError_t launch2_tile(const float *d_a, const float *d_b, float *d_c, int m, int n, int k)
+{
+    matmul_kernel2<T><<<dim3(cdiv(n, T), cdiv(m, T)), dim3(T, T)>>>(d_a, d_b, d_c, m, n, k);
+    return cudaGetLastError();
+}
+static cudaError_t launch2(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    switch (o->tile ? o->tile : TILE) {
+    case 8: return launch2_tile<8>(d_a, d_b, d_c, m, n, k);
+    case 16: return launch2_tile<16>(d_a, d_b, d_c, m, n, k);
+    case 32: return launch2_tile<32>(d_a, d_b, d_c, m, n, k);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 /* ---------------------------------------------------------------- helpers for 3-5 */
@@ -168,6 +198,13 @@ __global__ void __launch_bounds__(256) matmul_kernel3(const float *A, const floa
         }
 }
 
+static cudaError_t launch3(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    (void)o;
+    matmul_kernel3<<<dim3(cdiv(n, MATMUL3_BN), cdiv(m, MATMUL3_BM)), 256>>>(d_a, d_b, d_c, m, n, k);
+    return cudaGetLastError();
+}
+
 /* ---------------------------------------------------------------- 4: 8x8 per thread, float4 */
 
 #define MATMUL_BIG_BM 128
@@ -209,6 +246,17 @@ __global__ void __launch_bounds__(256) matmul_kernel4(const float *A, const floa
         store4<VEC>(C, r, col0 + tx * 8, M, N, make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
         store4<VEC>(C, r, col0 + tx * 8 + 4, M, N, make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]));
     }
+}
+
+static cudaError_t launch4(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    (void)o;
+    dim3 grid(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM));
+    if (rows_16b_aligned(n, k))
+        matmul_kernel4<true><<<grid, 256>>>(d_a, d_b, d_c, m, n, k);
+    else
+        matmul_kernel4<false><<<grid, 256>>>(d_a, d_b, d_c, m, n, k);
+    return cudaGetLastError();
 }
 
 /* ---------------------------------------------------------------- 5: quads + double buffering */
@@ -269,6 +317,17 @@ __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const floa
         store4<VEC>(C, r, col0 + tx * 4, M, N, make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
         store4<VEC>(C, r, col0 + 64 + tx * 4, M, N, make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]));
     }
+}
+
+static cudaError_t launch5(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    (void)o;
+    dim3 grid(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM));
+    if (rows_16b_aligned(n, k))
+        matmul_kernel5<true><<<grid, 256>>>(d_a, d_b, d_c, m, n, k);
+    else
+        matmul_kernel5<false><<<grid, 256>>>(d_a, d_b, d_c, m, n, k);
+    return cudaGetLastError();
 }
 
 /* ---------------------------------------------------------------- 6: cp.async pipeline */
@@ -433,8 +492,7 @@ __global__ void __launch_bounds__(256, K6_MINB)
 }
 
 /* more than 48 KB of shared memory per block must be asked for once per kernel */
-template <bool VEC>
-static cudaError_t matmul_launch6(dim3 grid, const float *d_a, const float *d_b, float *d_c, int m, int n, int k)
+template <bool VEC> static cudaError_t launch6_vec(const float *d_a, const float *d_b, float *d_c, int m, int n, int k)
 {
     static int configured = 0;
     size_t bytes = sizeof(float) * K6_STAGES * MATMUL6_STAGE_FLOATS;
@@ -444,8 +502,13 @@ static cudaError_t matmul_launch6(dim3 grid, const float *d_a, const float *d_b,
         if (e != cudaSuccess) return e;
         configured = 1;
     }
-    matmul_kernel6<VEC><<<grid, 256, bytes>>>(d_a, d_b, d_c, m, n, k);
+    matmul_kernel6<VEC><<<dim3(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM)), 256, bytes>>>(d_a, d_b, d_c, m, n, k);
     return cudaGetLastError();
+}
+static cudaError_t launch6(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    (void)o;
+    return rows_16b_aligned(n, k) ? launch6_vec<true>(d_a, d_b, d_c, m, n, k) : launch6_vec<false>(d_a, d_b, d_c, m, n, k);
 }
 
 /* ---------------------------------------------------------------- 7: 8x16 per thread, warp tiles */
@@ -539,6 +602,17 @@ __global__ void __launch_bounds__(128) matmul_kernel7(const float *A, const floa
             store4<VEC>(C, r, col0 + wc * 64 + lc * 4 + 16 * q, M, N,
                         make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]));
     }
+}
+
+static cudaError_t launch7(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    (void)o;
+    dim3 grid(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM));
+    if (rows_16b_aligned(n, k))
+        matmul_kernel7<true><<<grid, 128>>>(d_a, d_b, d_c, m, n, k);
+    else
+        matmul_kernel7<false><<<grid, 128>>>(d_a, d_b, d_c, m, n, k);
+    return cudaGetLastError();
 }
 
 /* ---------------------------------------------------------------- 8-10: 128x256 tiles, one block per SM */
@@ -748,7 +822,7 @@ __global__ void __launch_bounds__(K8_THREADS, MINB)
 /* Launch matmul_kernel8 for one tiling. Shared memory is dynamic (3 stages of the 128x256
  * tile: 37 KB; more than 48 KB must be asked for once per kernel). */
 template <int BM, int BN, int MINB, bool DBUF>
-static cudaError_t launch8(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, int splits)
+static cudaError_t launch_tile8(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, int splits)
 {
     static bool configured[2][2] = {};
     size_t bytes = sizeof(float) * K8_STAGES * Tile8<BM, BN>::STAGE_FLOATS;
@@ -772,6 +846,19 @@ static cudaError_t launch8(const float *d_a, const float *d_b, float *d_c, int m
     }
     kernel<<<grid, K8_THREADS, bytes>>>(d_a, d_b, d_c, m, n, k, k_chunk);
     return cudaGetLastError();
+}
+
+/* version 8: the 128x256 tile, fragments read as they are used */
+static cudaError_t launch8(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    (void)o;
+    return launch_tile8<128, 256, 1, false>(d_a, d_b, d_c, m, n, k, 1);
+}
+/* version 9: the same kernel with the next k's fragments read while this k's FMAs run (DBUF) */
+static cudaError_t launch9(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    (void)o;
+    return launch_tile8<128, 256, 1, true>(d_a, d_b, d_c, m, n, k, 1);
 }
 
 /* ---------------------------------------------------------------- 10: the tiling chosen by shape */
@@ -824,68 +911,36 @@ extern "C" int matmul_tiling_supported(matmul_tiling t)
     return 0;
 }
 
-extern "C" cudaError_t matmul_launch_tiling(matmul_tiling t, const float *d_a, const float *d_b, float *d_c, int m,
-                                            int n, int k)
+static cudaError_t launch_tiling(matmul_tiling t, const float *d_a, const float *d_b, float *d_c, int m, int n, int k)
 {
-    if (t.bm == 128 && t.bn == 256) return launch8<128, 256, 1, true>(d_a, d_b, d_c, m, n, k, t.splits);
-    if (t.bm == 128 && t.bn == 128) return launch8<128, 128, 2, true>(d_a, d_b, d_c, m, n, k, t.splits);
-    if (t.bm == 64 && t.bn == 128) return launch8<64, 128, 2, true>(d_a, d_b, d_c, m, n, k, t.splits);
+    if (t.bm == 128 && t.bn == 256) return launch_tile8<128, 256, 1, true>(d_a, d_b, d_c, m, n, k, t.splits);
+    if (t.bm == 128 && t.bn == 128) return launch_tile8<128, 128, 2, true>(d_a, d_b, d_c, m, n, k, t.splits);
+    if (t.bm == 64 && t.bn == 128) return launch_tile8<64, 128, 2, true>(d_a, d_b, d_c, m, n, k, t.splits);
     return cudaErrorInvalidValue;
+}
+
+/* version 10: its own plan for the shape (matmul_choose_tiling), or --tiling's (o->plan) */
+static cudaError_t launch10(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    matmul_tiling plan = o->plan.bm ? o->plan : matmul_choose_tiling(m, n, k);
+    return launch_tiling(plan, d_a, d_b, d_c, m, n, k);
 }
 
 /* ---------------------------------------------------------------- launchers */
 
-static unsigned int cdiv(int a, int b) { return (unsigned int)((a + b - 1) / b); }
-
 extern "C" int matmul_tile(void) { return TILE; }
 
-extern "C" cudaError_t matmul_tiled_launch(int tile, const float *d_a, const float *d_b, float *d_c, int m, int n,
-                                           int k)
-{
-    switch (tile) {
-    case 8: matmul_kernel2<8><<<dim3(cdiv(n, 8), cdiv(m, 8)), dim3(8, 8)>>>(d_a, d_b, d_c, m, n, k); break;
-    case 16: matmul_kernel2<16><<<dim3(cdiv(n, 16), cdiv(m, 16)), dim3(16, 16)>>>(d_a, d_b, d_c, m, n, k); break;
-    case 32: matmul_kernel2<32><<<dim3(cdiv(n, 32), cdiv(m, 32)), dim3(32, 32)>>>(d_a, d_b, d_c, m, n, k); break;
-    default: return cudaErrorInvalidValue;
-    }
-    return cudaGetLastError();
-}
+/* launchers[v] runs version v: to add a version, its kernel and launcher above this table, and
+ * its launcher at the end of it */
+typedef cudaError_t (*launcher)(const float *, const float *, float *, int, int, int, const matmul_opts *);
+static const launcher launchers[] = {NULL,    launch1, launch2, launch3, launch4, launch5,
+                                     launch6, launch7, launch8, launch9, launch10};
+static_assert(sizeof launchers / sizeof launchers[0] == MATMUL_VERSIONS,
+              "one launcher per version: MATMUL_VERSIONS in matmul_kernels.h");
 
 extern "C" cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float *d_c, int m, int n, int k,
-                                     int block)
+                                     const matmul_opts *o)
 {
-    /* 16-byte loads need every row to start 16-byte aligned: K and N multiples of 4 */
-    bool vec = (k % 4 == 0) && (n % 4 == 0);
-    dim3 big(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM));
-    switch (version) {
-    case 1: matmul_kernel1<<<dim3(cdiv(n, block), cdiv(m, block)), dim3(block, block)>>>(d_a, d_b, d_c, m, n, k); break;
-    case 2: return matmul_tiled_launch(TILE, d_a, d_b, d_c, m, n, k);
-    case 3: matmul_kernel3<<<dim3(cdiv(n, MATMUL3_BN), cdiv(m, MATMUL3_BM)), 256>>>(d_a, d_b, d_c, m, n, k); break;
-    case 4:
-        if (vec)
-            matmul_kernel4<true><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
-        else
-            matmul_kernel4<false><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
-        break;
-    case 5:
-        if (vec)
-            matmul_kernel5<true><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
-        else
-            matmul_kernel5<false><<<big, 256>>>(d_a, d_b, d_c, m, n, k);
-        break;
-    case 6:
-        return vec ? matmul_launch6<true>(big, d_a, d_b, d_c, m, n, k)
-                   : matmul_launch6<false>(big, d_a, d_b, d_c, m, n, k);
-    case 7:
-        if (vec)
-            matmul_kernel7<true><<<big, 128>>>(d_a, d_b, d_c, m, n, k);
-        else
-            matmul_kernel7<false><<<big, 128>>>(d_a, d_b, d_c, m, n, k);
-        break;
-    case 8: return launch8<128, 256, 1, false>(d_a, d_b, d_c, m, n, k, 1);
-    case 9: return launch8<128, 256, 1, true>(d_a, d_b, d_c, m, n, k, 1);
-    case 10: return matmul_launch_tiling(matmul_choose_tiling(m, n, k), d_a, d_b, d_c, m, n, k);
-    default: return cudaErrorInvalidValue;
-    }
-    return cudaGetLastError();
+    if (version < 1 || version >= MATMUL_VERSIONS) return cudaErrorInvalidValue;
+    return launchers[version](d_a, d_b, d_c, m, n, k, o);
 }

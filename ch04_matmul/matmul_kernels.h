@@ -10,13 +10,6 @@ extern "C" {
 /* Versions 0 (cuBLAS, in matmul.c) .. 10; matmul.c's version table has one row for each. */
 #define MATMUL_VERSIONS 11
 
-/* Launch kernel `version` (1..MATMUL_VERSIONS-1); block is the naive kernel's block edge (threads per
- * side, 16 -> 16x16); the others have fixed shapes. Returns the launch error. */
-cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float *d_c, int m, int n, int k, int block);
-
-/* The tiled kernel (version 2) with a given tile edge (8, 16 or 32), for --sweep. */
-cudaError_t matmul_tiled_launch(int tile, const float *d_a, const float *d_b, float *d_c, int m, int n, int k);
-
 /* Version 10's plan for one product: a bm x bn tile per block, and K cut into `splits`
  * parts (one block each, added into C by atomics when splits > 1). */
 typedef struct {
@@ -29,8 +22,19 @@ matmul_tiling matmul_choose_tiling(int m, int n, int k);
 /* 1 when version 10's kernel has this tile (128x256, 128x128 or 64x128) and splits >= 1. */
 int matmul_tiling_supported(matmul_tiling t);
 
-/* Version 10's kernel with a given plan (for --tiling; matmul_launch(10, ...) uses the chosen one). */
-cudaError_t matmul_launch_tiling(matmul_tiling t, const float *d_a, const float *d_b, float *d_c, int m, int n, int k);
+/* What a launch may need beyond the operands: version 1's block edge (threads per side, 16 ->
+ * 16x16: --block), version 2's tile edge (0: the build's TILE; 8, 16 or 32 for --sweep),
+ * version 10's plan (bm 0: its own choice, matmul_choose_tiling; else --tiling's). The other
+ * versions have fixed shapes. */
+typedef struct {
+    int block, tile;
+    matmul_tiling plan;
+} matmul_opts;
+
+/* Launch kernel `version` (1..MATMUL_VERSIONS-1): matmul_kernels.cu has one launcher per
+ * version, after its kernel. Returns the launch error. */
+cudaError_t matmul_launch(int version, const float *d_a, const float *d_b, float *d_c, int m, int n, int k,
+                          const matmul_opts *o);
 
 /* The compile-time TILE of version 2 (make TILE=32). */
 int matmul_tile(void);

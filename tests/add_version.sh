@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/add_version.sh - make ch04_matmul/README.md exercise 4's three edits to a copy of matmul
-# (a kernel and its case in matmul_launch, MATMUL_VERSIONS, a row in versions[]) and check that
+# (a kernel and its launcher in launchers[], MATMUL_VERSIONS, a row in versions[]) and check that
 # the copy builds, lists version 11 in --help and runs it; and that a half-done edit (the row
 # without the count) stops the build with the _Static_assert's message.
 #   bash tests/add_version.sh <work folder>      exit 0 pass, 77 no GPU to run it, else fail
@@ -13,13 +13,13 @@ cp "$ROOT"/ch04_matmul/{Makefile,matmul.c,matmul_kernels.cu,matmul_kernels.h} "$
 cd "$WORK/ch04_matmul" || exit 3
 fail() { echo "add_version: $*"; exit 1; }
 
-# 1. the kernel (a copy of version 1's, renamed) and its case in matmul_launch, before default:
-kernel='__global__ void matmul_kernel11(const float *A, const float *B, float *C, int M, int N, int K)\n{\n    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;\n    if (row >= M || col >= N) return;\n    float acc = 0.0f;\n    for (int k = 0; k < K; k++) acc += A[(size_t)row * K + k] * B[(size_t)k * N + col];\n    C[(size_t)row * N + col] = acc;\n}\n'
+# 1. the kernel (a copy of version 1's, renamed) and its launcher above the launchers table,
+#    and the launcher at the end of launchers[]
+kernel='__global__ void matmul_kernel11(const float *A, const float *B, float *C, int M, int N, int K)\n{\n    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;\n    if (row >= M || col >= N) return;\n    float acc = 0.0f;\n    for (int k = 0; k < K; k++) acc += A[(size_t)row * K + k] * B[(size_t)k * N + col];\n    C[(size_t)row * N + col] = acc;\n}\nstatic cudaError_t launch11(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)\n{\n    (void)o;\n    matmul_kernel11<<<dim3(cdiv(n, 16), cdiv(m, 16)), dim3(16, 16)>>>(d_a, d_b, d_c, m, n, k);\n    return cudaGetLastError();\n}\n'
+grep -q '^/\* -* launchers \*/$' matmul_kernels.cu || fail "the launchers section is not where the README says"
 sed -i "/^\/\* -* launchers \*\/\$/i $kernel" matmul_kernels.cu
-launcher='/^extern "C" cudaError_t matmul_launch(/,/^}/'
-[ "$(sed -n "$launcher{/^    default:/p}" matmul_kernels.cu | wc -l)" = 1 ] || fail "matmul_launch's 'default:' is not where the README says"
-sed -i "$launcher{/^    default:/i\\    case 11:\\n        matmul_kernel11<<<dim3(cdiv(n, 16), cdiv(m, 16)), dim3(16, 16)>>>(d_a, d_b, d_c, m, n, k);\\n        break;
-}" matmul_kernels.cu
+grep -q 'launch10};$' matmul_kernels.cu || fail "launchers[] does not end with launch10 where the README says"
+sed -i 's/launch10};$/launch10, launch11};/' matmul_kernels.cu
 # 3. the row, first without 2.: the build must stop, naming MATMUL_VERSIONS
 grep -q '^    {10, "shape"' matmul.c || fail "matmul.c's last version row is not where the README says"
 sed -i '/^    {10, "shape"/a\    {11, "quads_k16", "4x4 quads, K steps of 16", LB_OLDEST_SM, run_kernel},' matmul.c
