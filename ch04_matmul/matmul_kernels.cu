@@ -248,15 +248,21 @@ __global__ void __launch_bounds__(256) matmul_kernel4(const float *A, const floa
     }
 }
 
+/* Versions 4, 5 and 7: a 128x128 tile of C per block; the kernel built with 16-byte loads when
+ * every row allows them (rows_16b_aligned), else the one with 4-byte loads */
+typedef void (*matmul_kernel_fn)(const float *, const float *, float *, int, int, int);
+static cudaError_t launch_128x128(matmul_kernel_fn vec, matmul_kernel_fn plain, int threads, const float *d_a,
+                                  const float *d_b, float *d_c, int m, int n, int k)
+{
+    dim3 grid(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM));
+    (rows_16b_aligned(n, k) ? vec : plain)<<<grid, threads>>>(d_a, d_b, d_c, m, n, k);
+    return cudaGetLastError();
+}
+
 static cudaError_t launch4(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
 {
     (void)o;
-    dim3 grid(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM));
-    if (rows_16b_aligned(n, k))
-        matmul_kernel4<true><<<grid, 256>>>(d_a, d_b, d_c, m, n, k);
-    else
-        matmul_kernel4<false><<<grid, 256>>>(d_a, d_b, d_c, m, n, k);
-    return cudaGetLastError();
+    return launch_128x128(matmul_kernel4<true>, matmul_kernel4<false>, 256, d_a, d_b, d_c, m, n, k);
 }
 
 /* ---------------------------------------------------------------- 5: quads + double buffering */
@@ -322,12 +328,7 @@ __global__ void __launch_bounds__(256) matmul_kernel5(const float *A, const floa
 static cudaError_t launch5(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
 {
     (void)o;
-    dim3 grid(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM));
-    if (rows_16b_aligned(n, k))
-        matmul_kernel5<true><<<grid, 256>>>(d_a, d_b, d_c, m, n, k);
-    else
-        matmul_kernel5<false><<<grid, 256>>>(d_a, d_b, d_c, m, n, k);
-    return cudaGetLastError();
+    return launch_128x128(matmul_kernel5<true>, matmul_kernel5<false>, 256, d_a, d_b, d_c, m, n, k);
 }
 
 /* ---------------------------------------------------------------- 6: cp.async pipeline */
@@ -607,12 +608,7 @@ __global__ void __launch_bounds__(128) matmul_kernel7(const float *A, const floa
 static cudaError_t launch7(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
 {
     (void)o;
-    dim3 grid(cdiv(n, MATMUL_BIG_BN), cdiv(m, MATMUL_BIG_BM));
-    if (rows_16b_aligned(n, k))
-        matmul_kernel7<true><<<grid, 128>>>(d_a, d_b, d_c, m, n, k);
-    else
-        matmul_kernel7<false><<<grid, 128>>>(d_a, d_b, d_c, m, n, k);
-    return cudaGetLastError();
+    return launch_128x128(matmul_kernel7<true>, matmul_kernel7<false>, 128, d_a, d_b, d_c, m, n, k);
 }
 
 /* ---------------------------------------------------------------- 8-10: 128x256 tiles, one block per SM */

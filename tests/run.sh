@@ -21,7 +21,8 @@
 #      code solutions of SOLUTIONS.md (each check must fail before its diff and pass after)
 # The cases live in tests/<chapter>.sh. They run TEST_JOBS at a time, each in the background,
 # the ones that rebuild a chapter (solutions, mutants) first; the results print in the order
-# the case files give them, one line each, a failure with its log. A case that times or measures the whole GPU runs alone (`alone gpu_check ...`).
+# the case files give them, one line each, a failure with its log. A case that times or
+# measures the whole GPU runs alone (`alone gpu_check ...`).
 # The last line is "N passed, N failed, N skipped".
 # "No GPU" means device_query exited 77 and nothing else: if it crashes, or a CUDA call fails
 # on a GPU machine, the GPU checks run (and fail) instead of being skipped. A case file that
@@ -40,7 +41,7 @@ CHAPTERS=()
 for arg in "$@"; do
     case $arg in
         --sanitize) SANITIZE=1 ;;
-        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         *) chapter=${arg%/}
            [ -d "$chapter" ] || chapter=$(ls -d "${chapter}"_* 2>/dev/null | head -n 1)   # ch10 -> ch10_advanced
            [ -n "$chapter" ] && [ -d "$chapter" ] || { echo "tests/run.sh: no chapter $arg (try ch04 or ch04_matmul)"; exit 2; }
@@ -110,7 +111,7 @@ record() {
 # rebuild a chapter start at once instead of at their chapter's turn, so that the run ends when
 # the quick cases do. Under `alone`, the case runs now, after every running case has finished
 # and with nothing beside it.
-QUEUED=() QUEUE_2=() QUEUE_1=() QUEUE_0=()
+QUEUED=() LEVEL=()
 submit() {
     local entry=$n_entry
     n_entry=$((n_entry + 1))
@@ -123,22 +124,21 @@ submit() {
     local words
     words=$(printf '%q ' "$@")
     QUEUED[$entry]=$words
-    case ${EARLY:-0} in
-        2) QUEUE_2+=("$entry") ;;
-        1) QUEUE_1+=("$entry") ;;
-        *) QUEUE_0+=("$entry") ;;
-    esac
+    LEVEL[$entry]=${EARLY:-0}
 }
 run_queue() {
-    local entry
-    for entry in "${QUEUE_2[@]}" "${QUEUE_1[@]}" "${QUEUE_0[@]}"; do
-        while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
-            wait -n
-            flush
+    local level entry
+    for level in 2 1 0; do
+        for entry in "${!QUEUED[@]}"; do
+            [ "${LEVEL[$entry]}" = "$level" ] || continue
+            while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
+                wait -n
+                flush
+            done
+            eval "ENTRY=$entry run_entry ${QUEUED[$entry]}" &
         done
-        eval "ENTRY=$entry run_entry ${QUEUED[$entry]}" &
     done
-    QUEUED=() QUEUE_2=() QUEUE_1=() QUEUE_0=()
+    QUEUED=() LEVEL=()
 }
 run_entry() {
     local out="$RESULTS/$ENTRY" start=$SECONDS
@@ -373,7 +373,8 @@ solutions() {
             continue
         fi
         # a check that times the GPU says so in a line of its own, `# alone: <why>`; a check that
-        # rebuilds (make) or a diff (a copy and a build) starts first
+        # rebuilds (make) starts first, then diffs (a copy and a build) and checks of the chapter
+        # as it is (whole program runs, often long ones)
         if grep -q '^# alone' "$dir/$i.check"; then
             # its copies are built in the pool with the others; only the checks run alone
             if [ -f "$dir/$i.diff" ]; then
@@ -384,9 +385,7 @@ solutions() {
             fi
         elif runs_make "$dir/$i.check"; then
             EARLY=2 submit solution_job "$CHAPTER" "$title" "$dir/$i"
-        elif [ -f "$dir/$i.diff" ]; then
-            EARLY=1 submit solution_job "$CHAPTER" "$title" "$dir/$i"
-        else   # a check of the chapter as it is: whole program runs, often long ones
+        else
             EARLY=1 submit solution_job "$CHAPTER" "$title" "$dir/$i"
         fi
     done
