@@ -12,6 +12,7 @@ block=${1:?usage: check_block.sh BLOCK_FILE}
 # expect and compute-sanitizer, as a student gets them with `. ../common/expect.sh`
 . "$(dirname "$0")/../common/expect.sh"
 
+set -o pipefail   # a pipe fails when its program does, not only when its last command does
 mapfile -t lines <"$block"   # read first: a command that reads stdin must not eat the block
 command="" first=0
 for i in "${!lines[@]}"; do

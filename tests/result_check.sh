@@ -17,8 +17,20 @@ for word in $row; do lines=$(grep -F -- " $word " <<<"$lines"); done
 echo "$lines"
 # each field=value of the line becomes an awk variable (names that awk accepts)
 vars=()
+declare -A numeric=()
+number='^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$'
 for field in $lines; do
-    [[ $field =~ ^([A-Za-z_][A-Za-z0-9_]*)=(.*)$ ]] && vars+=(-v "${BASH_REMATCH[1]}=${BASH_REMATCH[2]}")
+    if [[ $field =~ ^([A-Za-z_][A-Za-z0-9_]*)=(.*)$ ]]; then
+        key=${BASH_REMATCH[1]} value=${BASH_REMATCH[2]}
+        vars+=(-v "$key=$value")
+        [[ $value =~ $number ]] && numeric[$key]=1
+    fi
+done
+# every name in the condition must be a field of the line with a number: awk reads a name it
+# does not know as 0, so "ratoi < 0.07" would hold against ratio=0.5
+names=$(sed -E 's/"[^"]*"//g; s/[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?//g' <<<"$condition" | grep -oE '[A-Za-z_][A-Za-z0-9_]*' | sort -u)
+for name in $names; do
+    [ -n "${numeric[$name]:-}" ] || { echo "result_check: '$name' in '$condition' is not a field of the line with a number"; exit 1; }
 done
 if awk "${vars[@]}" "BEGIN { exit !($condition) }"; then
     echo "result_check: $condition holds"

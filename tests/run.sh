@@ -111,10 +111,15 @@ record() {
 # rebuild a chapter start at once instead of at their chapter's turn, so that the run ends when
 # the quick cases do. Under `alone`, the case runs now, after every running case has finished
 # and with nothing beside it.
-QUEUED=() LEVEL=()
+QUEUED=() LEVEL=() ENTRY_NAME=()
 submit() {
     local entry=$n_entry
     n_entry=$((n_entry + 1))
+    case $1 in   # the case's name, for a failure that names it (settle_lost)
+        case_job) ENTRY_NAME[$entry]=$2 ;;
+        mutant_job | solution_job) ENTRY_NAME[$entry]="$2: ${1%_job} $3" ;;
+        *) ENTRY_NAME[$entry]="$CHAPTER: $*" ;;
+    esac
     if [ "${RUN_ALONE:-0}" = 1 ]; then
         wait
         ENTRY=$entry run_entry "$@"
@@ -146,7 +151,21 @@ run_entry() {
     echo "$((SECONDS - start))" >"$out.secs"
     mv "$out.part" "$out"
 }
-finish_all() { run_queue; wait; flush; }
+finish_all() { run_queue; wait; settle_lost; flush; }
+
+# settle_lost : once every job has ended, an entry without a result file (its job died: killed,
+# out of memory) or with an empty one (it ended without a verdict) is a failure that names it,
+# so that flush goes on past it and no later result is lost
+settle_lost() {
+    local e
+    for ((e = next_entry; e < n_entry; e++)); do
+        if [ ! -f "$RESULTS/$e" ]; then
+            printf 'FAIL\t%s: its job died before it gave a verdict\t%s\n' "${ENTRY_NAME[$e]:-entry $e}" "" >"$RESULTS/$e"
+        elif [ ! -s "$RESULTS/$e" ]; then
+            printf 'FAIL\t%s: it ended without a verdict\t%s\n' "${ENTRY_NAME[$e]:-entry $e}" "" >"$RESULTS/$e"
+        fi
+    done
+}
 
 # first <helper> <args...> : a long case (tens of seconds: contexts made and destroyed, a large
 # size checked on the CPU), started at the head of the queue with the rebuilding cases, so that
@@ -368,7 +387,7 @@ solutions() {
         # the output (a grep, a RESULT number, the machine code, an exit code other than 0) or
         # say in a `# look for:` line what the reader should see
         if [ ! -f "$dir/$i.diff" ] &&
-            ! grep -qE '^# look for:|grep|result_check|kernel_code|like_for_like|expect [1-9]' "$dir/$i.check"; then
+            ! grep -qE '^# look for:|grep|expect_output|result_check|kernel_code|like_for_like|expect [1-9]' "$dir/$i.check"; then
             record FAIL "$CHAPTER: solution \"$title\": a check block without a diff that only runs programs (add a check of the output, or a '# look for:' line)"
             continue
         fi
@@ -408,7 +427,10 @@ solution_job() {   # solution_job <chapter> <title> <base> [all|build|check]
             solution_build "$name" "$base" || return 0
             [ "$phase" = build ] && return 0
         fi
-        [ -f "$base.built" ] || return 0   # the build phase failed and said so, or no GPU
+        if [ ! -f "$base.built" ]; then   # the build phase failed and said so, or no GPU
+            if [ $HAVE_GPU = 0 ]; then verdict SKIP "$name checked (no GPU)"; else verdict FAIL "$name checked: not run, its build failed (above)"; fi
+            return
+        fi
         # the check on the chapter as it is: it must fail, or it cannot tell the edit was made
         if (cd "$base/before/$CHAPTER" && check_block "$base.check") >"$base.before.log" 2>&1; then
             echo "(the check passed on the chapter without the diff: it proves nothing)" >>"$base.before.log"
@@ -516,7 +538,7 @@ sanitize_report() {   # the runs that finished since the last call, one line eac
 }
 sanitize_all() {
     [ ${#SANITIZE_QUEUE[@]} -gt 0 ] || return 0
-    local i
+    local i chapter tool exclude cmd
     SANITIZE_DIR="$LOG_DIR/sanitize"
     rm -rf "$SANITIZE_DIR" && mkdir -p "$SANITIZE_DIR"
     echo "compute-sanitizer: ${#SANITIZE_QUEUE[@]} runs, $JOBS at a time"
@@ -535,6 +557,14 @@ sanitize_all() {
     done
     wait
     sanitize_report
+    # a run whose job died wrote no exit status: a failure that names it, not a run left out
+    for i in "${!SANITIZE_QUEUE[@]}"; do
+        [ -z "${reported[$i]:-}" ] || continue
+        IFS='|' read -r chapter tool exclude cmd <<<"${SANITIZE_QUEUE[$i]}"
+        failed=$((failed + 1))
+        failures+=("$chapter: $tool: $cmd (no exit status: its job died)")
+        printf 'FAIL  %s %s %s (no exit status: its job died)\n' "$tool" "${chapter%%_*}" "$cmd"
+    done
     echo "the slowest:"
     for i in "${!SANITIZE_QUEUE[@]}"; do
         read -r rc secs <"$SANITIZE_DIR/$i.rc" 2>/dev/null && echo "$secs ${SANITIZE_QUEUE[$i]}"

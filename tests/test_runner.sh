@@ -8,7 +8,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/tests" "$WORK/common" "$WORK/ch01_setup" "$WORK/ch98_fake"
-cp "$ROOT/tests/run.sh" "$ROOT/tests/check_block.sh" "$WORK/tests/"
+cp "$ROOT/tests/run.sh" "$ROOT/tests/check_block.sh" "$ROOT/tests/result_check.sh" "$WORK/tests/"
 cp "$ROOT/common/expect.sh" "$WORK/common/"
 printf 'all:\n\t@true\n' >"$WORK/tests/Makefile"
 # the fake device_query exits with $FAKE_GPU_EXIT (0: a GPU, 77: none, else: broken)
@@ -17,8 +17,8 @@ printf '#!/bin/sh\necho "fake GPU"\nexit ${FAKE_GPU_EXIT:-0}\n' >"$WORK/ch01_set
 # `prog leaks` passes but the fake sanitizer finds an error in it
 # `prog value` prints the number in the file value (41; a solution's diff makes it 42), `prog old`
 # prints a skipped version's line, `prog sleep S` sleeps S seconds, `prog check41` fails unless
-# the value is 41
-printf '#!/bin/sh\n[ "$1" = bad ] && { echo "prog: --size must be positive" >&2; exit 2; }\n[ "${FAKE_WANT_EMPTY:-0}" = 1 ] && { [ $# = 2 ] && [ -z "$2" ] || exit 3; }\n[ "$1" = value ] && echo "value $(cat value)"\n[ "$1" = old ] && echo "   3  wgmma   skipped: needs sm_90 or newer; this GPU is sm_80"\n[ "$1" = sleep ] && sleep "$2"\n[ "$1" = check41 ] && { [ "$(cat value)" = 41 ] || { echo "value FAIL"; exit 1; }; }\nexit 0\n' >"$WORK/ch98_fake/prog"
+# the value is 41, `prog printfail` prints the value and exits 1
+printf '#!/bin/sh\n[ "$1" = bad ] && { echo "prog: --size must be positive" >&2; exit 2; }\n[ "${FAKE_WANT_EMPTY:-0}" = 1 ] && { [ $# = 2 ] && [ -z "$2" ] || exit 3; }\n[ "$1" = value ] && echo "value $(cat value)"\n[ "$1" = old ] && echo "   3  wgmma   skipped: needs sm_90 or newer; this GPU is sm_80"\n[ "$1" = sleep ] && sleep "$2"\n[ "$1" = check41 ] && { [ "$(cat value)" = 41 ] || { echo "value FAIL"; exit 1; }; }\n[ "$1" = printfail ] && { echo "value $(cat value)"; exit 1; }\nexit 0\n' >"$WORK/ch98_fake/prog"
 echo 41 >"$WORK/ch98_fake/value"
 # the fake chapter's Makefile: prog is always built (a solution copy runs make)
 printf 'prog:\n\t@true\n' >"$WORK/ch98_fake/Makefile"
@@ -75,6 +75,20 @@ gpu_check ./prog ok ""' FAKE_GPU_EXIT=0 COMPUTE_SANITIZER="$WORK/fakesan" FAKE_W
 ARGS=--sanitize scenario "sanitize: an error the sanitizer reports fails the run" 1 \
     "^4 passed, 4 failed, 0 skipped$" "$good
 gpu_check ./prog leaks" FAKE_GPU_EXIT=0 COMPUTE_SANITIZER="$WORK/fakesan"
+# a case whose job dies (killed, out of memory) is a failure that names it, and the cases after
+# it still give their verdicts (the runner used to stop printing at it and exit 0)
+scenario "a case whose job dies fails, and the cases after it still count" 1 \
+    "FAIL  ch98_fake: dies: its job died.*FAIL  must fail.*1 passed, 2 failed, 0 skipped" \
+    'dies() { kill -9 $BASHPID; }
+submit dies
+run_case "must fail" 0 "" "" false
+gpu_check ./prog ok' FAKE_GPU_EXIT=0 FLATTEN=1
+scenario "a case that ends without a verdict fails" 1 "quiet: it ended without a verdict" \
+    'quiet() { true; }
+submit quiet' FAKE_GPU_EXIT=0
+ARGS=--sanitize scenario "sanitize: a run whose job dies fails" 1 "its job died.*0 passed, 4 failed" \
+    'gpu_check ./prog ok
+sanitize_job() { kill -9 $BASHPID; }' FAKE_GPU_EXIT=0 COMPUTE_SANITIZER="$WORK/fakesan" FLATTEN=1
 ARGS=ch98 scenario "a chapter by its short name" 0 "^2 passed, 0 failed, 0 skipped$" "$good" FAKE_GPU_EXIT=0
 ARGS=ch97 scenario "a chapter that does not exist: exit 2" 2 "no chapter ch97" "$good" FAKE_GPU_EXIT=0
 
@@ -176,6 +190,36 @@ step "solution: applying twice is refused" 1 "applied already" apply 1
 step "solution: taken out" 0 "taken out" undo 1
 [ "$(cat "$WORK/ch98_fake/value")" = 41 ] || { echo "FAIL  solution: value not back to 41"; failed=$((failed + 1)); }
 step "solution: a number without a solution" 2 "no solution 7" apply 7
+
+# a check block's pipe fails when its program does; expect_output checks the exit and the line
+block() {   # block <name> <expected exit> <pattern> <check block text>
+    local name=$1 want=$2 pattern=$3 out got
+    printf '%s\n' "$4" >"$WORK/block"
+    out=$(cd "$WORK/ch98_fake" && bash ../tests/check_block.sh "$WORK/block" 2>&1); got=$?
+    if [ "$got" = "$want" ] && grep -q -- "$pattern" <<<"$out"; then echo "ok    $name"; else
+        echo "FAIL  $name: exit $got (want $want), output must contain '$pattern':"; sed 's/^/      | /' <<<"$out"
+        failed=$((failed + 1))
+    fi
+}
+block "check block: a pipe whose program fails fails" 1 "check line 1 failed" './prog printfail | grep -q "value 41"'
+block "check block: expect_output, the line printed but the exit wrong, fails" 1 "exit 1, expected 0" \
+    'expect_output 0 "value 41" ./prog printfail'
+block "check block: expect_output, the exit right but no such line, fails" 1 "no line matches" \
+    'expect_output 0 "value 42" ./prog value'
+block "check block: expect_output with the exit and the line passes" 0 "value 41" 'expect_output 1 "^value 4[0-9]$" ./prog printfail'
+
+# result_check: every name in the condition is a field of the RESULT line with a number (awk
+# would read a misspelt name as 0, and "ratoi < 0.07" would hold)
+printf '#!/bin/sh\necho "RESULT prog=p ver=1 name=x ratio=0.5 check=PASS"\n' >"$WORK/resultprog"
+chmod +x "$WORK/resultprog"
+block "result_check: a name the line lacks fails" 1 "'ratoi' .* is not a field" \
+    "bash ../tests/result_check.sh ver=1 'ratoi < 0.07' $WORK/resultprog"
+block "result_check: a field without a number fails" 1 "'check' .* is not a field" \
+    "bash ../tests/result_check.sh ver=1 'check > 0' $WORK/resultprog"
+block "result_check: a condition that does not hold fails" 1 "does not hold" \
+    "bash ../tests/result_check.sh ver=1 'ratio < 0.07' $WORK/resultprog"
+block "result_check: a condition that holds passes" 0 "holds" \
+    "bash ../tests/result_check.sh ver=1 'ratio > 0.3 && ratio < 1e1' $WORK/resultprog"
 
 [ $failed = 0 ] && echo "test_runner: all scenarios as expected"
 [ $failed = 0 ]
