@@ -14,7 +14,8 @@
  *
  * The Thrust calls are in thrust_basics_kernels.cu behind C launchers (Thrust is C++ templates).
  * Checks: saxpy, the scan, the sums and the sorts exactly; the dot within lb_dot_tolerance of
- * the sum in double, and against cublasSdot. Rates: GB/s of the bytes that must move (each input
+ * the sum in double, and against cublasSdot (at the default size the tolerance is about 0.045:
+ * a single lost product larger than that fails, which is 81% of them; labbook.h says why). Rates: GB/s of the bytes that must move (each input
  * read once, each output written once) against a cudaMemcpy of as many bytes in the same run;
  * for the sorts, keys per second against CUB's radix sort (cub::DeviceRadixSort), Thrust both with
  * its temporary storage from a cache (the sort alone, as CUB is timed) and as a plain call

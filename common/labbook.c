@@ -272,9 +272,16 @@ lb_check lb_check_rows_cols(const char *what, const float *C, int M, int N, lb_e
     float *got = lb_host_alloc(sizeof(float) * longest, "samples"),
           *ref = lb_host_alloc(sizeof(float) * longest, "samples");
     char label[96];
-    for (int s = 0; s < 16; s++) { /* rows first, then columns */
-        int is_row = s < 8, len = is_row ? N : M;
-        int idx = (int)(lb_rng_next(rng) % (uint64_t)(is_row ? M : N));
+    /* rows first, one at random in each band of LB_SAMPLE_BAND rows: a kernel's tile of C that
+     * is that tall or taller then holds a whole checked row, so one wrong tile cannot hide (8
+     * rows at random missed one wrong 128x128 tile of a 4096^2 C 60% of the time); then 8
+     * columns at random */
+    int bands = (M + LB_SAMPLE_BAND - 1) / LB_SAMPLE_BAND;
+    for (int s = 0; s < bands + 8; s++) {
+        int is_row = s < bands, len = is_row ? N : M;
+        int band_rows = M - s * LB_SAMPLE_BAND < LB_SAMPLE_BAND ? M - s * LB_SAMPLE_BAND : LB_SAMPLE_BAND;
+        int idx = is_row ? s * LB_SAMPLE_BAND + (int)(lb_rng_next(rng) % (uint64_t)band_rows)
+                         : (int)(lb_rng_next(rng) % (uint64_t)N);
         for (int i = 0; i < len; i++) {
             int r = is_row ? idx : i, c = is_row ? i : idx;
             got[i] = C[(size_t)r * N + c];

@@ -88,6 +88,11 @@ mutant "dnn backward halves the odd units' gradients" dnn_kernels.cu \
 mutant "dnn fused path decays the biases too little" dnn_fused_kernels.cu \
     's/sgd_update(&in1\[j\], &in2\[j\], v\[j\], lr, p.mu, p.wd);/sgd_update(\&in1[j], \&in2[j], v[j], lr, p.mu, m == p.M - 1 ? 0.0f : p.wd);/' \
     ./dnn --compare-paths --epochs 20 --weight-decay 1e-5
+# and with Adam, whose term (lr x 2^-9 x sqrt(steps)) grows like rounding too: the same bias decay
+# at --weight-decay 1e-3 passed the old lr x 2^-10 a step, added linearly
+mutant "dnn fused path decays the biases too little, under Adam" dnn_fused_kernels.cu \
+    's/adam_update(&in1\[j\], &in2\[j\], &in3\[j\], v\[j\], lr, p.wd, adam_c);/adam_update(\&in1[j], \&in2[j], \&in3[j], v[j], lr, m == p.M - 1 ? 0.0f : p.wd, adam_c);/' \
+    ./dnn --compare-paths --epochs 20 --adam --weight-decay 1e-3
 mutant "dnn fused GEMM without the bias's ones" dnn_fused_kernels.cu \
     's/^                v = 1.0f;/                v = 0.0f;/' \
     ./dnn --gradcheck --fused
