@@ -49,6 +49,24 @@ case $action in
         ;;
     check)
         [ -s "$work/check" ] || { echo "solution $n has no check block"; exit 2; }
-        bash "$here/../tests/check_block.sh" "$work/check" && echo "solution $n: its check passes"
+        # a check runs programs on the GPU: without one (or without the tool it names) it cannot
+        # pass or fail, and says so with the exit code of a skip, as make test counts it
+        query=$here/../ch01_setup/device_query
+        [ -x "$query" ] || make -s -C "$here/../ch01_setup" device_query >/dev/null 2>&1
+        why=$("$query" --quiet 2>&1)
+        if [ $? = 77 ]; then echo "solution $n's check needs a GPU: $(tail -n 1 <<<"$why")"; exit 77; fi
+        if grep -v '^[[:space:]]*#' "$work/check" | grep -q compute-sanitizer &&
+            ! command -v compute-sanitizer >/dev/null 2>&1 && [ ! -x "${CUDA_PATH:-/usr/local/cuda}/bin/compute-sanitizer" ]; then
+            echo "solution $n's check needs compute-sanitizer (it comes with the CUDA toolkit)"; exit 77
+        fi
+        bash "$here/../tests/check_block.sh" "$work/check"
+        status=$?
+        # a check that rebuilds with other variables (TILE=8) leaves the chapter as make builds it
+        if grep -v '^[[:space:]]*#' "$work/check" | grep -q 'make '; then
+            echo "(the check rebuilt with other variables: building the chapter as it was)"
+            make -s
+        fi
+        [ $status = 0 ] && echo "solution $n: its check passes"
+        exit $status
         ;;
 esac

@@ -1,6 +1,7 @@
 # tests/ch01_setup.sh - cases for ch01_setup, sourced by tests/run.sh (helpers are defined there).
 host_test test_common
 host_test test_runner.sh
+host_test tree_clean.sh
 
 bad_input 2 "unknown argument '--bogus'" ./device_query --bogus
 bad_input 2 "unknown argument '--size'" ./device_query --size 5

@@ -190,6 +190,7 @@ step "solution: applying twice is refused" 1 "applied already" apply 1
 step "solution: taken out" 0 "taken out" undo 1
 [ "$(cat "$WORK/ch98_fake/value")" = 41 ] || { echo "FAIL  solution: value not back to 41"; failed=$((failed + 1)); }
 step "solution: a number without a solution" 2 "no solution 7" apply 7
+FAKE_GPU_EXIT=77 step "solution: its check without a GPU says so, exit 77" 77 "check needs a GPU" check 1
 
 # a check block's pipe fails when its program does; expect_output checks the exit and the line
 block() {   # block <name> <expected exit> <pattern> <check block text>
