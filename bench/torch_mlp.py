@@ -17,9 +17,40 @@ import sys
 import time
 
 
+USAGE = "usage: torch_mlp.py [F,H,...,C [BATCH]]   (default 784,1024,10 128; --help says more)"
+
+
+def usage_error(why):
+    """One line with the reason, the usage, exit 2: as the lab book's programs do."""
+    print(f"torch_mlp: {why}", file=sys.stderr)
+    print(USAGE, file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_args(argv):
+    """The sizes (2 to 9 numbers, each 1..65536, as dnn --synthetic takes) and the batch."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip())
+        print()
+        print(USAGE)
+        sys.exit(0)
+    if len(argv) > 2:
+        usage_error(f"at most two arguments, the sizes and the batch (got {len(argv)})")
+    text = argv[0] if argv else "784,1024,10"
+    try:
+        sizes = [int(v) for v in text.split(",")]
+    except ValueError:
+        usage_error(f"'{text[:60]}' is not sizes F,H,...,C (2 to 9 numbers, each 1..65536)")
+    if not 2 <= len(sizes) <= 9 or not all(1 <= s <= 65536 for s in sizes):
+        usage_error(f"'{text[:60]}' is not sizes F,H,...,C (2 to 9 numbers, each 1..65536)")
+    batch_text = argv[1] if len(argv) > 1 else "128"
+    if not batch_text.isdigit() or not 1 <= int(batch_text) <= 65536:
+        usage_error(f"the batch must be 1..65536 (got '{batch_text[:60]}')")
+    return sizes, int(batch_text)
+
+
 def main():
-    sizes = [int(v) for v in (sys.argv[1] if len(sys.argv) > 1 else "784,1024,10").split(",")]
-    batch = int(sys.argv[2]) if len(sys.argv) > 2 else 128
+    sizes, batch = parse_args(sys.argv[1:])
     try:
         import torch
     except ImportError:

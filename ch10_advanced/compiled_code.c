@@ -265,8 +265,11 @@ int main(int argc, char **argv)
     lb_args args = {.size = {{1024, 768}, 2}, .max_size_dims = 2, .version = -1};
     lb_parse_args(&program, &args, argc, argv);
     lb_check_output_path(&program, "--output", png_path);
-    int width = (int)args.size.v[0], height = args.size.n == 2 ? (int)args.size.v[1] : width;
-    if (width > 16384 || height > 16384) lb_usage_error(&program, "--size: each side at most 16384");
+    /* the sides checked as they were read (64-bit), before they become ints: 2^32 + 5 is too large,
+     * not 5 */
+    long long w64 = args.size.v[0], h64 = args.size.n == 2 ? args.size.v[1] : w64;
+    if (w64 > 16384 || h64 > 16384) lb_usage_error(&program, "--size: each side at most 16384");
+    int width = (int)w64, height = (int)h64;
     if (max_iter < 1 || max_iter > 1000000) lb_usage_error(&program, "--max-iter must be 1..1000000");
     /* everything that can be checked without a GPU first: the files, and compiling the source */
     require_file(lib_path, "the shared library");

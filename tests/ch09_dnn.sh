@@ -49,6 +49,10 @@ bad_input 2 'digits.csv has 64 features and 10 classes, the network in ../tests/
 bad_input 2 'a weights file of version 1; this program reads version 2' ./dnn --load ../tests/data/weights_v1.bin --predict ../datasets/iris.csv
 bad_input 2 'size does not match its header' ./dnn --load ../tests/data/bad_names.bin --predict ../datasets/iris.csv
 bad_input 2 '--epochs: training needs --data' ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/iris.csv --epochs 5
+# PyTorch's side of the step benchmark answers like the programs (its arguments read before torch)
+bad_input 0 'usage: torch_mlp.py' python3 ../bench/torch_mlp.py --help
+bad_input 2 "torch_mlp: 'abc' is not sizes F,H,...,C" python3 ../bench/torch_mlp.py abc
+bad_input 2 "torch_mlp: the batch must be 1..65536 (got '0')" python3 ../bench/torch_mlp.py 784,1024,10 0
 no_gpu ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/iris.csv
 gpu_expect 0 "of 150 labelled rows classified right" ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/iris.csv
 no_gpu ./dnn

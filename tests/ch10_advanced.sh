@@ -96,6 +96,8 @@ bad_input 2 "unknown argument '--bogus'" ./compiled_code --bogus
 bad_input 0 'usage: compiled_code ' ./compiled_code --help
 bad_input 2 '--max-iter must be 1..1000000' ./compiled_code --max-iter 0
 bad_input 2 '--size: each side at most 16384' ./compiled_code --size 20000
+bad_input 2 '--size: each side at most 16384' ./compiled_code --size 2^32+5
+bad_input 2 '--size: each side at most 16384' ./compiled_code --size 2^40
 bad_input 2 'no-such-lib.so: cannot open: No such file or directory (the shared library)' ./compiled_code --lib no-such-lib.so
 bad_input 2 'no-such-module.fatbin: cannot open: No such file or directory (the module)' ./compiled_code --module no-such-module.fatbin
 bad_input 2 '../tests/data: is a folder, not a file (the module)' ./compiled_code --module ../tests/data
