@@ -21,7 +21,8 @@
 #                        for COUNT launches of the kernels whose name matches KERNEL
 #   make format          reformat the C and CUDA sources with .clang-format (needs clang-format)
 #   make clean           remove what the build made
-#   make help            this list
+#   make help            this list; in a chapter folder, `make help` lists that chapter's targets
+#                        (its programs, run, test, solution N=3, check-solution, unsolve, debug, clean)
 #
 # Variables: ARCH=sm_86 (default: the installed GPU's, else sm_90), CUDA_PATH=/usr/local/cuda,
 # tunables such as TILE=32 for the chapters that have them.
@@ -66,7 +67,8 @@ bench: all
 
 # every chapter's demo, one line per program; a failure does not stop the tour, but fails it
 run:
-	@$(MAKE) -s --no-print-directory all
+	@echo "make run: building every chapter first ($(JOBS) jobs; a fresh clone takes a minute or two)"
+	@$(MAKE) -s --no-print-directory -j$(JOBS) all
 	@status=0; tally=$$(mktemp); \
 	for c in $(CHAPTERS); do echo "$$c"; DEMO_TALLY=$$tally $(MAKE) -s --no-print-directory -C $$c run || status=1; done; \
 	echo "(demo sizes; the full measurements: make bench, into bench/results-<gpu>.md)"; \

@@ -91,7 +91,7 @@ $(shell printf '%s\n' '$(DEVICE_FLAGS)' | cmp -s - .build-flags-nvcc 2>/dev/null
 COMMON_OBJS := labbook.o lb_args.o lb_image.o
 HOST_DEPS := $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_driver.h $(COMMON_DIR)/lb_csv.h .build-flags-host
 
-.PHONY: all clean debug run test print-arch print-progs print-demo solution check-solution unsolve $(SHORT) $(CHAPTER)
+.PHONY: all clean debug run test help print-arch print-progs print-demo solution check-solution unsolve $(SHORT) $(CHAPTER)
 all: $(PROGS)
 $(SHORT) $(CHAPTER): all
 
@@ -124,7 +124,8 @@ debug:
 
 # the tour: every program (DEMO_prog, or ./prog --quiet), in the order of PROGS
 DEMO := $(foreach p,$(PROGS),$(or $(DEMO_$(p)),./$(p) --quiet);)
-run: all
+run:
+	@$(MAKE) -s --no-print-directory -j$(shell nproc 2>/dev/null || echo 4) all
 	@bash $(COMMON_DIR)/demo.sh '$(DEMO)'
 
 # the chapter built with a job per CPU core, then its cases, TEST_JOBS at a time (default: the cores)
@@ -143,6 +144,20 @@ check-solution:
 	@bash $(COMMON_DIR)/solution.sh check '$(N)'
 unsolve:
 	@bash $(COMMON_DIR)/solution.sh undo '$(N)'
+
+# make help: this chapter's targets, its programs and tunables
+help:
+	@echo "$(CHAPTER): make targets (run them in this folder)"
+	@echo "  make                  build every program: $(PROGS)"
+	@echo "  make PROG             build one (make $(firstword $(PROGS)))"
+	@echo "  make run              the tour: each program once at a demo size, one line each"
+	@echo "  make test             build, then this chapter's cases (REQUIRE_GPU=1 on a GPU machine)"
+	@echo "  make solution N=n     apply solution n of SOLUTIONS.md (the number in its title), build"
+	@echo "  make check-solution N=n   run solution n's check block (exit 77 without a GPU)"
+	@echo "  make unsolve N=n      take solution n's diff out and build again"
+	@echo "  make debug            build with -g (host) and -G (device), for cuda-gdb"
+	@echo "  make clean            remove what the build made"
+	@echo "  variables: ARCH=sm_86 (now $(ARCH)), CUDA_PATH=$(CUDA_PATH)$(if $(TUNABLES),; tunables: $(TUNABLES) (make PROG NAME=value))"
 
 print-arch:
 	@echo $(ARCH)

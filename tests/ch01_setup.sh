@@ -27,6 +27,9 @@ if [ $SANITIZE = 0 ]; then
     run_case "make run skips a demo without a GPU" 0 "skipped  sh -c 'exit 77'" "" bash ../common/demo.sh "sh -c 'exit 77'"
     run_case "make run ends with its tally" 1 "^1 passed, 1 failed, 1 skipped$" "" bash ../common/demo.sh "true; sh -c 'exit 3'; sh -c 'exit 77'"
     # the tour is made from PROGS: every program of every chapter is in it
+    # make help in a chapter lists its own targets, the solution ones among them
+    run_case "make help in a chapter folder" 0 "make check-solution N=n" "" make -s --no-print-directory help
+    run_case "make's help names the chapters' help" 0 "in a chapter folder" "" make -s --no-print-directory -C .. help
     run_case "make run's tour names every program" 0 "" "" bash -c 'for m in ../ch*/Makefile; do d=$(dirname $m); for p in $(make -s --no-print-directory -C $d print-progs); do make -s --no-print-directory -C $d print-demo | grep -q "\./$p " || { echo "$d: $p not in the tour"; exit 1; }; done; done'
 fi
 # make sanitize and make profile without their tools: one line, exit 2 (checked before building)

@@ -376,6 +376,17 @@ solutions() {
         /^```/ && block != "" { close(block); block = ""; next }
         block != "" { print > block }
     ' "$md"
+    # the header's example (`make solution N=3`) must name a solution that has a diff to apply
+    local example
+    example=$(grep -om1 'make solution N=[0-9]*[a-z]*' "$md" | sed 's/.*N=//')
+    local with_diff=""
+    [ -z "$example" ] || with_diff=$(grep -lx "$example\. .*" "$dir"/*.name 2>/dev/null | sed 's/\.name$/.diff/' |
+        while read -r d; do [ -f "$d" ] && echo "$d"; done)
+    if [ -n "$example" ] && [ -z "$with_diff" ]; then
+        record FAIL "$CHAPTER: SOLUTIONS.md's example 'make solution N=$example' names no solution with a diff"
+    elif [ -n "$example" ]; then
+        record PASS "$CHAPTER: SOLUTIONS.md's example 'make solution N=$example' has a diff"
+    fi
     for name in $(ls "$dir"/*.name 2>/dev/null | sort -V); do
         i=$(basename "$name" .name)
         title=$(cat "$name")
