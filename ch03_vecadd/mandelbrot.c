@@ -207,6 +207,7 @@ int main(int argc, char **argv)
 {
     lb_args args = {.size = {{512}, 1}, .max_size_dims = 2, .iters = 10};
     lb_parse_args(&program, &args, argc, argv);
+    if (!no_png && !png_path[0]) lb_usage_error(&program, "--png needs a file name (--no-png writes none)");
     if (!no_png) lb_check_output_path(&program, "--png", png_path);
     int width = (int)fmin((double)args.size.v[0], MAX_SIDE + 1.0);
     int height = args.size.n > 1 ? (int)fmin((double)args.size.v[1], MAX_SIDE + 1.0) : width;

@@ -293,6 +293,7 @@ int main(int argc, char **argv)
 {
     lb_args args = {.size = {{4096}, 1}, .max_size_dims = 2, .iters = 5, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
+    if (!no_png && !png_path[0]) lb_usage_error(&program, "--png needs a file name (--no-png writes none)");
     if (!no_png) lb_check_output_path(&program, "--png", png_path);
     long long w_ll = args.size.v[0], h_ll = args.size.n > 1 ? args.size.v[1] : w_ll;
     if (w_ll > MAX_SIDE || h_ll > MAX_SIDE) lb_usage_error(&program, "--size: at most %dx%d cells", MAX_SIDE, MAX_SIDE);

@@ -175,6 +175,11 @@ int main(int argc, char **argv)
     if (args.block > 32)
         lb_usage_error(&program, "--block %d: the naive kernel's block is B x B threads, B at most 32", args.block);
     matmul_tiling forced = parse_tiling(&program, tiling_text); /* {0} when not given */
+    /* options that would be ignored are refused instead */
+    if (do_sweep && (args.size_given || args.version >= 0 || tiling_text))
+        lb_usage_error(&program, "--sweep times its own sizes (512..8192) and versions: no --size, version or --tiling with it");
+    if (tiling_text && args.version >= 0 && args.version != 10)
+        lb_usage_error(&program, "--tiling is version 10's plan: not with version %d", args.version);
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);

@@ -248,6 +248,7 @@ enum {
 
 typedef struct {
     lb_dims size;            /* -n/--size */
+    int size_given;          /* --size was on the command line (set by lb_parse_args) */
     int max_size_dims;       /* how many numbers --size may hold (1 for vectors, 3 for M,N,K) */
     int block;               /* --block: threads per block */
     int iters;               /* --iters: timed repeats */

@@ -171,11 +171,13 @@ static void print_usage(const lb_program *prog, const lb_args *a, FILE *f)
 
 void lb_usage_error(const lb_program *prog, const char *fmt, ...)
 {
+    /* one line: an argument of 100,000 characters is shown by its start, not echoed whole */
+    char line[320];
     va_list ap;
-    fprintf(stderr, "%s: ", prog->name);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "%s: %s%s", prog->name, line, n >= (int)sizeof line ? "... (cut: an argument too long to show)" : "");
     fprintf(stderr, "\nusage: %s%s [options]   (%s --help lists them, with the defaults)\n", prog->name,
             prog->n_versions ? " [version]" : "", prog->name);
     exit(LB_EXIT_USAGE);
@@ -192,10 +194,28 @@ static const char *take_value(const lb_program *prog, const char *flag, const ch
 
 /* Why a value that lb_parse_i64 refused is wrong: written like a number (digits, ^, e, k/M/G, +
  * and -) but beyond what it can hold, or not a number at all */
-static const char *not_a_value(const char *s)
+static int looks_numeric(const char *s, size_t len)
 {
-    int numeric = *s && strspn(s, "0123456789^eEkKmMgG+-") == strlen(s) && strpbrk(s, "0123456789");
-    return numeric ? "is too large" : "is not a number";
+    size_t digits = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!strchr("0123456789^eEkKmMgG+-", s[i])) return 0;
+        digits += isdigit((unsigned char)s[i]) != 0;
+    }
+    return digits > 0;
+}
+static const char *not_a_value(const char *s) { return looks_numeric(s, strlen(s)) ? "is too large" : "is not a number"; }
+
+/* A size lb_parse_dims refused, written as at most max_dims numbers (separated by , or x) that
+ * only overflowed: too large, not malformed */
+static int dims_too_large(const char *v, int max_dims)
+{
+    int parts = 0;
+    for (const char *p = v;; p++) {
+        size_t len = strcspn(p, ",x");
+        if (!looks_numeric(p, len) || ++parts > max_dims) return 0;
+        p += len;
+        if (!*p) return 1;
+    }
 }
 
 static long long positive_value(const lb_program *prog, const char *flag, const char *val, long long max)
@@ -285,14 +305,18 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
         } else if ((u & LB_USE_SIZE) && (!strcmp(flag, "-n") || !strcmp(flag, "--size"))) {
             const char *v = take_value(prog, flag, inline_val, argc, argv, &i);
             lb_dims d;
-            static const char *const forms[] = {"", "one number, e.g. 2^20+3", "N or WxH", "N or M,N,K"};
-            if (lb_parse_dims(v, &d, a->max_size_dims))
+            static const char *const forms[] = {"", "one number, e.g. 2^20+3", "N or WxH", "N, M,N,K or MxNxK"};
+            if (lb_parse_dims(v, &d, a->max_size_dims)) {
+                if (dims_too_large(v, a->max_size_dims)) /* 1e30: a number, only too large */
+                    lb_usage_error(prog, "%s: '%s' is too large (a size is far smaller: --help)", flag, v);
                 lb_usage_error(prog, "%s: '%s' is not a size (%s)", flag, v, forms[a->max_size_dims]);
+            }
             for (int k = 0; k < d.n; k++) /* 0x10 is the size 0 by 10, not hexadecimal: say how it was read */
                 if (d.v[k] <= 0)
                     lb_usage_error(prog, "%s must be positive (got %s%s)", flag, v,
                                    d.n == 2 && strchr(v, 'x') ? ", read as width x height" : "");
             a->size = d;
+            a->size_given = 1;
         } else if ((u & LB_USE_BLOCK) && !strcmp(flag, "--block")) {
             a->block = (int)positive_value(prog, flag, take_value(prog, flag, inline_val, argc, argv, &i), 1 << 20);
         } else if ((u & LB_USE_ITERS) && !strcmp(flag, "--iters")) {
@@ -352,7 +376,7 @@ void lb_check_output_path(const lb_program *prog, const char *flag, const char *
 
 void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, int *K)
 {
-    if (args->size.n == 2) lb_usage_error(prog, "--size takes N or M,N,K");
+    if (args->size.n == 2) lb_usage_error(prog, "--size takes N or M,N,K (also written MxNxK), not two numbers");
     long long d[3];
     for (int i = 0; i < 3; i++) {
         d[i] = args->size.n == 3 ? args->size.v[i] : args->size.v[0];

@@ -3,6 +3,7 @@
 #include "lb_csv.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -47,6 +48,7 @@ static int parse_float(const char *s, float *out)
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || *end || errno || !isfinite(v)) return -1;
+    if (fabs(v) > FLT_MAX) return -2; /* 1e40: a number, but a float would hold inf */
     *out = (float)v;
     return 0;
 }
@@ -127,15 +129,16 @@ int lb_load_csv(const char *path, lb_dataset *d, int labels_optional, char *err,
                      r);
             goto done;
         }
-        int nf = split_fields(line, fields, d->features + 2);
+        int nf = split_fields(line, fields, d->features + 2), bad;
         int labelled = nf == d->features + 1;
         if (!labelled && !(labels_optional && nf == d->features)) {
             snprintf(err, err_len, "%s:%d: %d fields, expected %d features and a label", path, lineno, nf, d->features);
             goto done;
         }
         for (int j = 0; j < d->features; j++)
-            if (parse_float(trim(fields[j]), &d->x[(size_t)r * d->features + j])) {
-                snprintf(err, err_len, "%s:%d: field %d ('%s') is not a number", path, lineno, j + 1, trim(fields[j]));
+            if ((bad = parse_float(trim(fields[j]), &d->x[(size_t)r * d->features + j]))) {
+                snprintf(err, err_len, "%s:%d: field %d ('%.40s') %s", path, lineno, j + 1, trim(fields[j]),
+                         bad == -2 ? "is too large for a float (at most 3.4e38)" : "is not a number");
                 goto done;
             }
         d->y[r] = -1;

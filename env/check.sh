@@ -61,7 +61,11 @@ for tool in compute-sanitizer ncu cuda-gdb; do
         cuda-gdb) use="make debug and ch06's cuda-gdb walkthrough"; pkg=cuda-gdb ;;
     esac
     if [ -n "$path" ]; then ok "$tool ($path)"
-    else opt "$tool not found: only $use use it" "install the toolkit's $pkg package (Debian/Ubuntu: $pkg-XX-Y for your CUDA XX.Y), or put $CUDA_PATH/bin on PATH"; fi
+    else
+        # PATH advice only where the toolkit's bin is not on PATH already: then the tool is missing
+        case ":$PATH:" in *":$CUDA_PATH/bin:"* | *":$CUDA_PATH/bin/:"*) where="" ;; *) where=", or put $CUDA_PATH/bin on PATH" ;; esac
+        opt "$tool not found: only $use use it" "install the toolkit's $pkg package (Debian/Ubuntu: $pkg-XX-Y for your CUDA XX.Y)$where"
+    fi
 done
 
 # ---- CUDA libraries

@@ -13,10 +13,12 @@ for p in vecadd elementwise map_reduce mandelbrot; do
 done
 bad_input 2 "version '4' does not exist (0..3)" ./vecadd 4
 bad_input 2 "one version at a time (got 1, then '2')" ./vecadd 1 2
-bad_input 2 "--size: '18446744073709551621' is not a size" ./vecadd --size 18446744073709551621
+bad_input 2 "--size: '18446744073709551621' is too large" ./vecadd --size 18446744073709551621
 bad_input 2 "--quiet takes no value" ./vecadd --quiet=1
 bad_input 2 "--check-only takes no value" ./vecadd --check-only=0
 bad_input 2 "--size: '100x' is not a size (N or WxH)" ./mandelbrot --size 100x
+bad_input 2 "--png needs a file name (--no-png writes none)" ./mandelbrot --png ""
+bad_input 2 "--size: '1e30' is too large" ./vecadd --size 1e30
 bad_input 2 "--window '0,1e400,0,1': the corners must be finite numbers" ./mandelbrot --window 0,1e400,0,1
 bad_input 2 "--png 'no-such-folder/m.png': no folder 'no-such-folder'" ./mandelbrot --png no-such-folder/m.png
 bad_input 2 '--block must be positive (got 0)' ./vecadd --block 0

@@ -2,7 +2,15 @@
 bad_input 2 "unknown argument '--bogus'" ./matmul --bogus
 bad_input 2 '--size must be positive (got 0)' ./matmul --size 0
 bad_input 2 '--size takes N or M,N,K' ./matmul --size 2,3
-bad_input 2 "--size: '1,2,3,4' is not a size (N or M,N,K)" ./matmul --size 1,2,3,4
+bad_input 2 "--size: '1,2,3,4' is not a size (N, M,N,K or MxNxK)" ./matmul --size 1,2,3,4
+bad_input 2 "--size takes N or M,N,K (also written MxNxK), not two numbers" ./matmul --size 16x16
+bad_input 2 "--size: '1e30' is too large" ./matmul --size 1e30
+bad_input 2 "--sweep times its own sizes (512..8192) and versions: no --size, version or --tiling with it" ./matmul --sweep --size 100
+bad_input 2 "--tiling is version 10's plan: not with version 0" ./matmul 0 --tiling 64x128,4
+bad_input 2 "... (cut: an argument too long to show)" ./matmul --bogus$(printf '%0400d' 0)
+bad_input 2 "--png needs a file name (--no-png writes none)" ./life --png ""
+bad_input 0 "usage: bash explore.sh" bash explore.sh --help
+bad_input 2 "explore.sh: no arguments" bash explore.sh 4096
 bad_input 2 '--size: each dimension at most 65536' ./matmul --size 100000
 bad_input 2 "version '11' does not exist (0..10)" ./matmul 11
 bad_input 2 "--tiling '64x64,2': the tile is 128x256, 128x128 or 64x128, and S is 1..256" ./matmul 10 --tiling 64x64,2

@@ -80,6 +80,7 @@ bad_input 2 '--components goes with --pca' ./svd_pca --components 3
 bad_input 2 "version '3' does not exist (0..2)" ./svd_pca 3
 bad_input 2 'svd_pca: no-such.csv: cannot open: No such file or directory' ./svd_pca --pca no-such.csv
 bad_input 2 "svd_pca: ../tests/data/nan_field.csv:3: field 2 ('nan') is not a number" ./svd_pca --pca ../tests/data/nan_field.csv
+bad_input 2 "svd_pca: ../tests/data/huge_field.csv:2: field 1 ('1e40') is too large for a float" ./svd_pca --pca ../tests/data/huge_field.csv
 bad_input 2 "svd_pca: ../tests/data/bad_label.csv:2: label '5' is not a class number 0..1" ./svd_pca --pca ../tests/data/bad_label.csv
 bad_input 2 'svd_pca: ../tests/data/one_sample.csv: PCA needs at least 2 samples (has 1)' ./svd_pca --pca ../tests/data/one_sample.csv
 bad_input 2 "--png 'no-such-folder/p.png': no folder 'no-such-folder'" ./svd_pca --pca ../datasets/iris.csv --png no-such-folder/p.png

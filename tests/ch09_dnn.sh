@@ -12,6 +12,7 @@ bad_input 2 '--momentum must be in [0, 1)' ./dnn --momentum 1
 bad_input 2 '--test-frac must be in (0, 1)' ./dnn --test-frac 1
 bad_input 2 'no-such-file.csv: cannot open: No such file or directory (run from' ./dnn --data no-such-file.csv
 bad_input 2 "../tests/data/bad_field.csv:3: field 2 ('x') is not a number" ./dnn --data ../tests/data/bad_field.csv
+bad_input 2 "../tests/data/huge_field.csv:2: field 1 ('1e40') is too large for a float" ./dnn --data ../tests/data/huge_field.csv
 bad_input 2 "../tests/data/bad_label.csv:2: label '5' is not a class number 0..1" ./dnn --data ../tests/data/bad_label.csv
 bad_input 2 '../tests/data/bad_count.csv:2: 4 fields, expected 4 features and a' ./dnn --data ../tests/data/bad_count.csv
 bad_input 2 '../tests/data/plain_p2.pgm:1: bad header (expected' ./dnn --data ../tests/data/plain_p2.pgm
