@@ -149,7 +149,7 @@ int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *a
     if (shape_net.size[shape_net.n_layers] > DNN_MAX_CLASSES)
         lb_usage_error(prog, "--synthetic: at most %d classes", DNN_MAX_CLASSES);
     layout(&shape_net);
-    int rows = o->batch > 0 ? o->batch : 128, steps = 64, n = rows * steps, F = shape_net.size[0],
+    int rows = o->batch > 0 ? o->batch : 128, steps = o->steps != UNSET_INT ? o->steps : DNN_SYNTHETIC_STEPS, n = rows * steps, F = shape_net.size[0],
         C = shape_net.size[shape_net.n_layers];
     lb_gpu gpu;
     lb_gpu_init(&gpu);

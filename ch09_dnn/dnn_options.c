@@ -13,6 +13,7 @@ dnn_options default_options(void)
                      .epochs = UNSET_INT,
                      .batch = UNSET_INT,
                      .patience = UNSET_INT,
+                     .steps = UNSET_INT,
                      .seeds = 1,
                      .lr = UNSET_DOUBLE,
                      .momentum = 0.9,
@@ -51,6 +52,8 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
         {"--predict", LB_OPT_STRING, &o->predict_path, "classify the rows of this CSV (labels optional)"},
         {"--gradcheck", LB_OPT_FLAG, &o->gradcheck, "compare analytic gradients with finite differences, then stop"},
         {"--synthetic", LB_OPT_STRING, &o->synthetic, "S = F,H,...,C: random data of that shape; time a training step"},
+        {"--steps", LB_OPT_INT, &o->steps,
+         "with --synthetic: steps in each timed pass (default " STR(DNN_SYNTHETIC_STEPS) "; a few reach every kernel, as under compute-sanitizer)"},
         {"--no-graph", LB_OPT_FLAG, &o->no_graph,
          "launch each step's kernels one by one instead of replaying a CUDA graph"},
         {"--min-accuracy", LB_OPT_DOUBLE, &o->min_accuracy,
@@ -110,6 +113,8 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
     if (strcmp(o->schedule, "cosine") && strcmp(o->schedule, "step") && strcmp(o->schedule, "none"))
         lb_usage_error(program, "--schedule must be cosine, step or none");
     if (o->seeds < 1 || o->seeds > 1000) lb_usage_error(program, "--seeds must be 1..1000");
+    if (o->steps != UNSET_INT && (o->steps < 2 || o->steps > 100000)) lb_usage_error(program, "--steps must be 2..100000");
+    if (o->steps != UNSET_INT && !o->synthetic) lb_usage_error(program, "--steps is --synthetic's: not without it");
     if (o->kfold != 0 && (o->kfold < 2 || o->kfold > 1000)) lb_usage_error(program, "--kfold must be 2..1000");
     if (fused && cublas) lb_usage_error(program, "--fused and --cublas: pick one path");
     o->path = fused ? DNN_PATH_FUSED : DNN_PATH_CUBLAS; /* cuBLAS, until the fused one wins (NOTES.md) */

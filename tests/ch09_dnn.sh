@@ -40,6 +40,8 @@ bad_input 2 '--kfold and --seeds: pick one' ./dnn --kfold 5 --seeds 3
 bad_input 2 'dnn: --kfold 151 needs at least 151 rows; ../datasets/iris.csv has 150' ./dnn --kfold 151
 bad_input 2 'the header promises 16777217 samples, the file ends after 1' ./dnn --data ../tests/data/header_2p24p1.csv
 bad_input 2 '--fused and --cublas: pick one path' ./dnn --fused --cublas
+bad_input 2 '--steps must be 2..100000' ./dnn --synthetic 64,32,10 --steps 1
+bad_input 2 "--steps is --synthetic's: not without it" ./dnn --steps 3
 bad_input 2 '--gradcheck compares fp32 gradients' ./dnn --gradcheck --tf32
 bad_input 2 '--compare-paths compares fp32 training' ./dnn --compare-paths --tf32
 bad_input 2 'no --save, --load, --predict, --gradcheck, --vs-linear or --compare-paths with them' ./dnn --seeds 3 --gradcheck
@@ -80,7 +82,11 @@ gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,
 # under the sanitizer: the gradient checks above with the default, a deep and a 40-class net
 # on each path, both paths trained side by side for two epochs, and the fused GEMMs with split K
 sanitize_only ./dnn --compare-paths --epochs 2 --adam --act sigmoid --layers 4,9,3
-sanitize_only ./dnn --synthetic 64,300,10 --batch 33 --iters 2 --fused
+# the benchmark's paths with 3 steps a timed pass (64 took 70-150 s under each tool): every kernel
+# of the cuBLAS and fused steps, launched and graphed, the GEMMs alone, SGD and Adam, fp32 and TF32
+sanitize_only ./dnn --synthetic 64,32,10 --batch 16 --iters 1 --steps 3
+sanitize_only ./dnn --synthetic 20,17,9,3 --batch 7 --iters 1 --steps 3 --adam
+sanitize_only ./dnn --synthetic 64,300,10 --batch 33 --iters 1 --steps 3 --tf32
 # planted bugs on the cuBLAS path: the gradient of every odd hidden unit is halved. A gradcheck
 # that samples every second parameter of rows of even length never looks at them
 mutant "dnn backward halves the odd units' gradients" dnn_kernels.cu \
@@ -94,10 +100,11 @@ mutant "dnn fused path decays the biases too little" dnn_fused_kernels.cu \
     's/sgd_update(&in1\[j\], &in2\[j\], v\[j\], lr, p.mu, p.wd);/sgd_update(\&in1[j], \&in2[j], v[j], lr, p.mu, m == p.M - 1 ? 0.0f : p.wd);/' \
     ./dnn --compare-paths --epochs 20 --weight-decay 1e-5
 # and with Adam, whose term (lr x 2^-9 x sqrt(steps)) grows like rounding too: the same bias decay
-# at --weight-decay 1e-3 passed the old lr x 2^-10 a step, added linearly
+# at --weight-decay 1.5e-2 passes the old lr x 2^-10 a step, added linearly (2.9e-4 at 100 steps);
+# at 1e-3 it drifts 1.1e-5, below both
 mutant "dnn fused path decays the biases too little, under Adam" dnn_fused_kernels.cu \
     's/adam_update(&in1\[j\], &in2\[j\], &in3\[j\], v\[j\], lr, p.wd, adam_c);/adam_update(\&in1[j], \&in2[j], \&in3[j], v[j], lr, m == p.M - 1 ? 0.0f : p.wd, adam_c);/' \
-    ./dnn --compare-paths --epochs 20 --adam --weight-decay 1e-3
+    ./dnn --compare-paths --epochs 20 --adam --weight-decay 1.5e-2
 mutant "dnn fused GEMM without the bias's ones" dnn_fused_kernels.cu \
     's/^                v = 1.0f;/                v = 0.0f;/' \
     ./dnn --gradcheck --fused
@@ -135,12 +142,13 @@ for path in --fused --cublas; do
 done
 # save, then load and predict without --data: the same predictions as the run that trained
 gpu_check_large bash -c 'w=$(mktemp); a=$(./dnn --quiet --epochs 30 --save $w --predict ../datasets/iris.csv | grep " row ") && b=$(./dnn --quiet --load $w --predict ../datasets/iris.csv | grep " row ") && [ -n "$a" ] && [ "$a" = "$b" ]; r=$?; rm -f $w; exit $r'
-gpu_check ./dnn --synthetic 64,32,10 --batch 16 --iters 2
+gpu_check_large ./dnn --synthetic 64,32,10 --batch 16 --iters 2
+gpu_check_large ./dnn --synthetic 64,32,10 --batch 16 --iters 1 --steps 3
 # a planted bug: the optimizer computes its step but never applies it; the loss must fall
 mutant "dnn SGD never updates the weights" dnn_math.cuh 's/    \*w += vi;/    *w += 0.0f * vi;/' \
     ./dnn --synthetic 64,32,10 --batch 16 --iters 2
-gpu_check ./dnn --synthetic 20,17,9,3 --batch 7 --iters 2 --adam
-gpu_check ./dnn --synthetic 64,300,10 --batch 33 --iters 2 --tf32
+gpu_check_large ./dnn --synthetic 20,17,9,3 --batch 7 --iters 2 --adam
+gpu_check_large ./dnn --synthetic 64,300,10 --batch 33 --iters 2 --tf32
 # the step against its own GEMMs timed the same way (graph against graph, launches against
 # launches): never faster than the GEMMs it contains
 alone gpu_check_large bash ../tests/like_for_like.sh step_graph gemms_graph ./dnn --synthetic 64,32,10 --batch 16 --iters 5
