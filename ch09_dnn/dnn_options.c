@@ -53,7 +53,7 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
         {"--gradcheck", LB_OPT_FLAG, &o->gradcheck, "compare analytic gradients with finite differences, then stop"},
         {"--synthetic", LB_OPT_STRING, &o->synthetic, "S = F,H,...,C: random data of that shape; time a training step"},
         {"--steps", LB_OPT_INT, &o->steps,
-         "with --synthetic: steps in each timed pass (default " STR(DNN_SYNTHETIC_STEPS) "; a few reach every kernel, as under compute-sanitizer)"},
+         "with --synthetic: steps in each timed pass (default " STR(DNN_SYNTHETIC_STEPS) "; 3 reach every kernel)"},
         {"--no-graph", LB_OPT_FLAG, &o->no_graph,
          "launch each step's kernels one by one instead of replaying a CUDA graph"},
         {"--min-accuracy", LB_OPT_DOUBLE, &o->min_accuracy,
