@@ -402,6 +402,11 @@ solutions() {
             record FAIL "$CHAPTER: solution \"$title\": a check block without a diff that only runs programs (add a check of the output, or a '# look for:' line)"
             continue
         fi
+        # every check block says which wrong answer it tells from the right one
+        if ! grep -q '^# rejects: ' "$dir/$i.check"; then
+            record FAIL "$CHAPTER: solution \"$title\": a check block without a '# rejects:' line (the wrong answer it tells from the right one)"
+            continue
+        fi
         # a check that times the GPU says so in a line of its own, `# alone: <why>`; a check that
         # rebuilds (make) starts first, then diffs (a copy and a build) and checks of the chapter
         # as it is (whole program runs, often long ones)

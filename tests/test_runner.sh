@@ -104,12 +104,14 @@ diff_to_42='```diff
 SOLUTIONS="## 1. make it 42
 $diff_to_42
 \`\`\`sh check
+# rejects: the value left at 41
 expect 0 sh -c './prog value | grep -q \"value 42\"'
 \`\`\`" scenario "a solution: its check fails before its diff and passes after" 0 \
     '^5 passed, 0 failed, 0 skipped$' "$good" FAKE_GPU_EXIT=0
 SOLUTIONS="## 1. make it 42
 $diff_to_42
 \`\`\`sh check
+# rejects: the value left at 41
 # alone: it times something
 expect 0 sh -c './prog value | grep -q \"value 42\"'
 \`\`\`" scenario "a solution marked alone: built in the pool, checked alone, before and after" 0 \
@@ -117,30 +119,41 @@ expect 0 sh -c './prog value | grep -q \"value 42\"'
 SOLUTIONS="## 1. make it 42
 $diff_to_42
 \`\`\`sh check
+# rejects: the value left at 41
 expect 0 ./prog value
 \`\`\`" scenario "a solution whose check passes before its diff fails the run" 1 \
     'its check passes without the diff' "$good" FAKE_GPU_EXIT=0
 SOLUTIONS="## 1. make it 42
 $diff_to_42
 \`\`\`sh check
+# rejects: the value left at 41
 false && expect 0 ./prog ok
 expect 0 sh -c './prog value | grep -q \"value 42\"'
 \`\`\`" scenario "a check block's failing command fails it, also before &&" 1 \
-    'check line 1 failed' "$good" FAKE_GPU_EXIT=0
+    'check line 2 failed' "$good" FAKE_GPU_EXIT=0
+SOLUTIONS="## 1. make it 42
+$diff_to_42
+\`\`\`sh check
+# rejects: the value left at 41
+expect 0 sh -c './prog value | grep -q \"value 42\"'
+\`\`\`" scenario "without a GPU a solution still must apply" 0 \
+    '^2 passed, 0 failed, 2 skipped$' "$good" FAKE_GPU_EXIT=77
 SOLUTIONS="## 1. make it 42
 $diff_to_42
 \`\`\`sh check
 expect 0 sh -c './prog value | grep -q \"value 42\"'
-\`\`\`" scenario "without a GPU a solution still must apply" 0 \
-    '^2 passed, 0 failed, 2 skipped$' "$good" FAKE_GPU_EXIT=77
+\`\`\`" scenario "a check block without a '# rejects:' line fails" 1 \
+    "without a '# rejects:' line" "$good" FAKE_GPU_EXIT=77
 # a check block without a diff checks the chapter as it is: it checks the output or says what to look for
 SOLUTIONS="## 1. run it
 \`\`\`sh check
+# rejects: the value left at 41
 expect 0 ./prog ok
 \`\`\`" scenario "a check block without a diff that only runs a program fails" 1 \
     "only runs programs" "$good" FAKE_GPU_EXIT=77
 SOLUTIONS="## 1. run it
 \`\`\`sh check
+# rejects: the value left at 41
 # look for: the value, 41
 expect 0 ./prog value
 \`\`\`" scenario "a check block without a diff that says what to look for passes" 0 \
@@ -148,6 +161,7 @@ expect 0 ./prog value
 SOLUTIONS="## 1. make it 42
 $diff_to_42
 \`\`\`sh check
+# rejects: the value left at 41
 expect 0 sh -c './prog value | grep -q \"value 42\"'
 \`\`\`" scenario "without a GPU, SOLUTION_BUILDS=1 builds the solution's copy" 0 \
     'builds warning-free.*3 passed, 0 failed, 2 skipped' "$good" FAKE_GPU_EXIT=77 SOLUTION_BUILDS=1 FLATTEN=1
@@ -171,7 +185,7 @@ scenario "a mutant the program does not catch fails the run" 1 "mutant caught: v
 
 # make solution / check-solution / unsolve (common/solution.sh) in the fake chapter
 cp "$ROOT/common/solution.sh" "$WORK/common/"
-printf '%s\n' "## 1. make it 42" "$diff_to_42" '```sh check' "expect 0 sh -c './prog value | grep -q \"value 42\"'" '```' \
+printf '%s\n' "## 1. make it 42" "$diff_to_42" '```sh check' '# rejects: the value left at 41' "expect 0 sh -c './prog value | grep -q \"value 42\"'" '```' \
     >"$WORK/ch98_fake/SOLUTIONS.md"
 tool() { (cd "$WORK/ch98_fake" && bash ../common/solution.sh "$@" 2>&1); }
 step() {   # step <name> <expected exit> <pattern> <solution.sh arguments...>
