@@ -198,6 +198,7 @@ int main(int argc, char **argv)
     lb_program program;
     parse_options(&o, &args, opts, &program, argc, argv);
     if (o.synthetic) return run_synthetic(&o, &program, &args);
+    if (o.check_optimizer) return check_optimizers(&args);
     if (predict_only(&o)) return run_predict_only(&o);
 
     /* ---- setup: data, shape and defaults (all checked before the GPU is touched), then the GPU */

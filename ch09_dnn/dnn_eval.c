@@ -171,3 +171,117 @@ double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int
     free(grads);
     return worst;
 }
+
+/* ================================================================ the optimizers against the CPU */
+
+/* One optimizer step as the header (dnn_kernels.h) states it, in double, from the same float
+ * inputs: written here a second time, so that a slip in dnn_math.cuh (which both paths share,
+ * so --compare-paths cannot see it) shows. The betas are the floats the kernels use. */
+static void sgd_cpu(double *w, double *v, double g, double lr, double mu, double wd)
+{
+    *v = mu * *v - lr * (g + wd * *w);
+    *w += *v;
+}
+static void adam_cpu(double *w, double *m, double *v, double g, double lr, double wd, int t)
+{
+    double b1 = (double)0.9f, b2 = (double)0.999f;
+    *m = b1 * *m + (1.0 - b1) * g;
+    *v = b2 * *v + (1.0 - b2) * g * g;
+    double mh = *m / (1.0 - pow(b1, t)), vh = *v / (1.0 - pow(b2, t));
+    *w -= lr * (mh / (sqrt(vh) + 1e-8) + wd * *w);
+}
+
+typedef struct {
+    const double *scale;
+} optimizer_tol;
+/* a few roundings of the largest term that made the element: its scale (below), 16 ulps */
+static double optimizer_tolerance(size_t i, const void *ctx)
+{
+    return 16.0 * 5.96e-8 * ((const optimizer_tol *)ctx)->scale[i] + 1e-30;
+}
+
+/* One step of each optimizer over n parameters from random w, g and optimizer state, at Adam
+ * steps 1, 2 and 10 (the bias corrections largest at the start): every output (w and the
+ * state) against the CPU. Returns the exit code. */
+int check_optimizers(const lb_args *args)
+{
+    const size_t n = 65539; /* 2^16 + 3: the last block of 256 threads has 3 elements */
+    const float lr = 0.01f, mu = 0.9f, wd_sgd = 1e-3f, wd_adam = 1e-2f;
+    lb_gpu gpu;
+    lb_gpu_init(&gpu);
+    lb_rng rng;
+    lb_rng_seed(&rng, args->seed);
+    float *h[4], *got[3];
+    for (int k = 0; k < 4; k++) h[k] = lb_host_alloc(sizeof(float) * n, "inputs");   /* w, g, m, v */
+    for (int k = 0; k < 3; k++) got[k] = lb_host_alloc(sizeof(float) * n, "results"); /* w, m, v */
+    float *want = lb_host_alloc(sizeof(float) * n, "the CPU's"), *d[4];
+    double *scale = lb_host_alloc(sizeof(double) * n, "scales");
+    for (int k = 0; k < 4; k++) CUDA_CHECK(cudaMalloc((void **)&d[k], sizeof(float) * n));
+    step_state *d_state;
+    CUDA_CHECK(cudaMalloc((void **)&d_state, sizeof *d_state));
+    int failures = 0, cases = 0;
+    const int adam_steps[] = {0, 1, 2, 10}; /* 0: SGD with momentum */
+    for (int c = 0; c < 4; c++) {
+        int t = adam_steps[c], adam = t > 0;
+        lb_fill_uniform(h[0], n, -1.0f, 1.0f, &rng);
+        lb_fill_uniform(h[1], n, -1.0f, 1.0f, &rng);
+        lb_fill_uniform(h[2], n, -0.1f, 0.1f, &rng);
+        lb_fill_uniform(h[3], n, adam ? 0.0f : -0.1f, adam ? 0.01f : 0.1f, &rng); /* Adam's v: a mean square */
+        for (int k = 0; k < 4; k++)
+            CUDA_CHECK(cudaMemcpy(d[k], h[k], sizeof(float) * n, cudaMemcpyHostToDevice));
+        step_state st = {0, t, 0.0f, 0, lr};
+        CUDA_CHECK(cudaMemcpy(d_state, &st, sizeof st, cudaMemcpyHostToDevice));
+        if (adam)
+            CUDA_CHECK(adam_launch(d[0], d[1], d[2], d[3], n, wd_adam, d_state, 0));
+        else
+            CUDA_CHECK(sgd_momentum_launch(d[0], d[1], d[3], n, mu, wd_sgd, d_state, 0));
+        CUDA_CHECK(cudaMemcpy(got[0], d[0], sizeof(float) * n, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(got[1], d[2], sizeof(float) * n, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(got[2], d[3], sizeof(float) * n, cudaMemcpyDeviceToHost));
+        /* the CPU's step on the same inputs: w, then the state (SGD keeps only v, in slot 2) */
+        const char *what[3] = {"w", adam ? "m" : "v", "v"};
+        for (int out = 0; out < (adam ? 3 : 2); out++) {
+            for (size_t i = 0; i < n; i++) {
+                double w = h[0][i], m = h[2][i], v = h[3][i], g = h[1][i];
+                if (adam) {
+                    adam_cpu(&w, &m, &v, g, lr, wd_adam, t);
+                    /* the size of the step's terms; the GPU's 1 / (1 - powf(beta2, t)) carries powf's
+                     * few ulps of beta2^t (near 1) relative to 1 - beta2^t, that is times c2, and
+                     * half of that through the square root: 0.5 c2 ulps more of the step */
+                    double c2 = 1.0 / (1.0 - pow((double)0.999f, t));
+                    double step = fabs(m / (1.0 - pow((double)0.9f, t))) / (sqrt(v * c2) + 1e-8) +
+                                  wd_adam * fabs(h[0][i]);
+                    double s[3] = {fabs(h[0][i]) + lr * step * (2.0 + 0.5 * c2), fabs(h[2][i]) + fabs(g),
+                                   fabs(h[3][i]) + g * g};
+                    scale[i] = s[out];
+                    want[i] = (float)(out == 0 ? w : out == 1 ? m : v);
+                } else {
+                    sgd_cpu(&w, &v, g, lr, mu, wd_sgd);
+                    scale[i] = out == 0 ? fabs(h[0][i]) + fabs(v) : fabs(v) + fabs(h[3][i]) + lr * fabs(g);
+                    want[i] = (float)(out == 0 ? w : v);
+                }
+            }
+            char label[64];
+            snprintf(label, sizeof label, "%s step %d, %s", adam ? "Adam" : "SGD", adam ? t : 1, what[out]);
+            optimizer_tol tol = {scale};
+            lb_check chk = lb_check_f32_bound(label, adam || out == 0 ? got[out] : got[2], want, n,
+                                               optimizer_tolerance, &tol, args->quiet);
+            cases++;
+            failures += chk.n_bad > 0;
+            if (!args->quiet)
+                printf("  %-18s %s\n", label, chk.n_bad ? "FAIL" : "PASS");
+        }
+    }
+    printf("dnn: the optimizers' kernels against the CPU (%zu parameters; SGD with momentum, Adam at steps 1, 2 "
+           "and 10): %d of %d outputs %s\n",
+           n, cases - failures, cases, failures ? "right: FAIL" : "right: PASS");
+    for (int k = 0; k < 4; k++) {
+        CUDA_CHECK(cudaFree(d[k]));
+        free(h[k]);
+    }
+    for (int k = 0; k < 3; k++) free(got[k]);
+    CUDA_CHECK(cudaFree(d_state));
+    free(want);
+    free(scale);
+    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+}

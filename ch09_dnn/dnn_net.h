@@ -109,6 +109,10 @@ double loss_cpu(const network *net, const float *params, const float *x, const i
 /* Analytic gradients of `rows` training rows against finite differences of loss_cpu; returns
  * the largest relative error. */
 double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int quiet);
+/* --check-optimizer: one step of SGD with momentum and of Adam (steps 1, 2, 10) by the kernels
+ * on random parameters, gradients and state, against the formulas in double on the CPU.
+ * Returns the exit code. */
+int check_optimizers(const lb_args *args);
 
 /* The weights file: shape, the z-score, the class names and the parameters. 0 / a malloc'd
  * parameter array on success, else -1 / NULL with a one-line reason in err. */

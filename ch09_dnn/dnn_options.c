@@ -78,6 +78,8 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
         {"--cublas", LB_OPT_FLAG, &cublas, "the step on cuBLAS GEMMs with small kernels around them (default)"},
         {"--tf32", LB_OPT_FLAG, &o->tf32,
          "TF32 tensor cores for the GEMMs, both paths (inputs rounded to 10-bit mantissas; sm_80 and newer)"},
+        {"--check-optimizer", LB_OPT_FLAG, &o->check_optimizer,
+         "one step of SGD with momentum and of Adam by the kernels against the CPU's formulas, then stop"},
         {"--compare-paths", LB_OPT_FLAG, &o->compare,
          "train from the same weights on both paths; fail unless their weights differ by rounding only"},
     };
@@ -115,6 +117,9 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
     if (o->seeds < 1 || o->seeds > 1000) lb_usage_error(program, "--seeds must be 1..1000");
     if (o->steps != UNSET_INT && (o->steps < 2 || o->steps > 100000)) lb_usage_error(program, "--steps must be 2..100000");
     if (o->steps != UNSET_INT && !o->synthetic) lb_usage_error(program, "--steps is --synthetic's: not without it");
+    if (o->check_optimizer && (o->synthetic || o->gradcheck || o->compare || o->load_path || o->predict_path))
+        lb_usage_error(program, "--check-optimizer runs alone: no --synthetic, --gradcheck, --compare-paths, --load "
+                                "or --predict with it");
     if (o->kfold != 0 && (o->kfold < 2 || o->kfold > 1000)) lb_usage_error(program, "--kfold must be 2..1000");
     if (fused && cublas) lb_usage_error(program, "--fused and --cublas: pick one path");
     o->path = fused ? DNN_PATH_FUSED : DNN_PATH_CUBLAS; /* cuBLAS, until the fused one wins (NOTES.md) */

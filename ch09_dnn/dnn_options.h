@@ -17,6 +17,7 @@ typedef struct {
     const char *data_path, *layers, *act, *save_path, *load_path, *predict_path, *synthetic, *schedule;
     int epochs, batch, adam, gradcheck, no_graph, vs_linear, patience, seeds, kfold, tf32, compare;
     int steps; /* --synthetic: steps in each timed pass (DNN_SYNTHETIC_STEPS unless given) */
+    int check_optimizer; /* --check-optimizer: the update kernels against the CPU, then stop */
     dnn_path path;
     double lr, momentum, test_frac, min_accuracy, val_frac, weight_decay;
 } dnn_options;
@@ -50,7 +51,7 @@ typedef struct {
 dnn_options default_options(void);
 /* The flags (pointing into o), the program's description, the parse, and the checks of every
  * value; bad input exits 2 here, before anything is loaded. opts holds DNN_N_OPTIONS entries. */
-#define DNN_N_OPTIONS 28
+#define DNN_N_OPTIONS 29
 /* --synthetic's training steps in each timed pass over its random data */
 #define DNN_SYNTHETIC_STEPS 64
 void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *program, int argc, char **argv);

@@ -41,6 +41,7 @@ bad_input 2 'dnn: --kfold 151 needs at least 151 rows; ../datasets/iris.csv has 
 bad_input 2 'the header promises 16777217 samples, the file ends after 1' ./dnn --data ../tests/data/header_2p24p1.csv
 bad_input 2 '--fused and --cublas: pick one path' ./dnn --fused --cublas
 bad_input 2 '--steps must be 2..100000' ./dnn --synthetic 64,32,10 --steps 1
+bad_input 2 '--check-optimizer runs alone: no --synthetic, --gradcheck' ./dnn --check-optimizer --gradcheck
 bad_input 2 "--steps is --synthetic's: not without it" ./dnn --steps 3
 bad_input 2 '--gradcheck compares fp32 gradients' ./dnn --gradcheck --tf32
 bad_input 2 '--compare-paths compares fp32 training' ./dnn --compare-paths --tf32
@@ -74,6 +75,14 @@ for path in --fused --cublas; do
     # more than 32 classes: the bias gradient of the loss layer by its own kernel (cuBLAS path)
     gpu_check ./dnn --gradcheck --data ../tests/data/many_classes.csv --layers 3,8,40 $path
 done
+# the optimizers' kernels against the CPU's formulas (the two paths share dnn_math.cuh, so
+# --compare-paths cannot see a slip in it); planted: Adam's bias correction of the next step,
+# and SGD's weight decay with the wrong sign (in dnn_math.cuh: both paths at once)
+gpu_check ./dnn --check-optimizer
+mutant "dnn Adam's bias correction of the next step" dnn_kernels.cu \
+    's/adam_corrections(state->t)/adam_corrections(state->t + 1)/' ./dnn --check-optimizer
+mutant "dnn SGD's weight decay with the wrong sign" dnn_math.cuh \
+    's/float vi = mu \* \*v - lr \* (g + wd \* \*w);/float vi = mu * *v - lr * (g - wd * *w);/' ./dnn --check-optimizer
 # the two paths train to the same weights (their sums only run in other orders)
 gpu_check_large ./dnn --compare-paths --epochs 20
 gpu_check_large ./dnn --compare-paths --epochs 20 --adam --act sigmoid --layers 4,9,3
