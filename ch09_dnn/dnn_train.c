@@ -96,8 +96,17 @@ int train(const dnn_options *o, trainer *t, const dataset *train_set, const data
         if (val->n && o->patience > 0 && e + 1 - r->best_epoch >= o->patience) break; /* no better for too long */
     }
     if (terminal && r->epochs_run) printf("\n");
-    if (d_best && r->best_epoch) /* back to the best epoch's weights */
+    if (d_best && r->best_epoch) { /* back to the best epoch's weights */
         CUDA_CHECK(cudaMemcpyAsync(net->d_params, d_best, sizeof(float) * net->n_params, cudaMemcpyDeviceToDevice, s));
+        /* checked: the weights now in place give the validation loss recorded for that epoch */
+        double acc_now, loss_now;
+        evaluate(net, val, &acc_now, &loss_now, s);
+        if (!(fabs(loss_now - r->val_loss) <= 1e-9 * fabs(r->val_loss))) {
+            fprintf(stderr, "dnn: FAIL: the weights restored for epoch %d give a validation loss of %.9g, not the %.9g "
+                            "recorded for it\n", r->best_epoch, loss_now, r->val_loss);
+            status = LB_EXIT_FAIL;
+        }
+    }
     if (!val->n) r->best_epoch = r->epochs_run;
     CUDA_CHECK(cudaStreamSynchronize(s));
     if (graph) CUDA_CHECK(cudaGraphExecDestroy(graph));

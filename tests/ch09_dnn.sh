@@ -59,6 +59,8 @@ bad_input 2 "torch_mlp: 'abc' is not sizes F,H,...,C" python3 ../bench/torch_mlp
 bad_input 2 "torch_mlp: the batch must be 1..65536 (got '0')" python3 ../bench/torch_mlp.py 784,1024,10 0
 no_gpu ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/iris.csv
 gpu_expect 0 "of 150 labelled rows classified right" ./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/iris.csv
+# one line for each of the 150 rows, the last one's among them
+gpu_check_large bash -c 'out=$(./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/iris.csv) && [ "$(grep -c " row [0-9]*: " <<<"$out")" = 150 ] && grep -q " row 150: " <<<"$out"'
 no_gpu ./dnn
 no_gpu ./dnn --synthetic 784,1024,10
 
@@ -140,6 +142,11 @@ gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --seeds 3 --min-accu
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --seeds 3 --min-accuracy 96 --fused
 # early stopping keeps the best epoch's weights: with patience 5 on iris the run stops early
 gpu_check_large bash -c 'out=$(./dnn --patience 5 --epochs 400) && grep -q "weights of epoch [0-9]* of [0-9]*)" <<<"$out" && ! grep -q "of 400)" <<<"$out"'
+# and the program checks that the weights it put back give that epoch's validation loss:
+# planted, a restore that copies nothing (the last epoch's weights stay)
+mutant "dnn early stopping keeps the last epoch's weights" dnn_train.c \
+    's/CUDA_CHECK(cudaMemcpyAsync(net->d_params, d_best, sizeof(float) \* net->n_params/CUDA_CHECK(cudaMemcpyAsync(net->d_params, d_best, 0 * sizeof(float) * net->n_params/' \
+    ./dnn --patience 5 --epochs 400
 # a planted bug: the hidden layer passes only 8 of its units; the network must then lose to
 # logistic regression trained on the same split
 mutant "dnn hidden layer with 8 live units" dnn_kernels.cu \
