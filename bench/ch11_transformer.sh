@@ -1,0 +1,7 @@
+# bench/ch11_transformer.sh - what `make bench` measures in ch11_transformer (sourced by bench/run.sh)
+# softmax at the size (16384 rows of 4096: 512 MiB moved) and at a vocabulary's width,
+# each beside PyTorch's softmax on the same shape (skipped where python3 has no torch)
+measure ./softmax
+measure ./softmax --size 2048x32768
+measure python3 ../bench/torch_transformer.py softmax 16384x4096
+measure python3 ../bench/torch_transformer.py softmax 2048x32768

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""bench/torch_transformer.py - PyTorch's side of ch11_transformer's measurements.
+
+Times what a PyTorch user calls for the same operation on the same shape, with CUDA events
+around each call after a warm-up, the median of the repeats, inputs made on the GPU before the
+timing (as ch11's programs do), and prints one RESULT line in the lab book's format, with the
+same prog= and size= as ours, so that `make bench` puts both in one table:
+
+    python3 bench/torch_transformer.py softmax 16384x4096     torch.softmax(x, dim=-1), fp32
+
+GB/s counts the bytes the operation must move (softmax: x read once, y written once), as ours.
+Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (skipped).
+"""
+import sys
+
+USAGE = "usage: torch_transformer.py softmax ROWSxCOLS [ITERS]   (--help says more)"
+OPS = ("softmax",)
+
+
+def usage_error(why):
+    """One line with the reason, the usage, exit 2: as the lab book's programs do."""
+    print(f"torch_transformer: {why}", file=sys.stderr)
+    print(USAGE, file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_args(argv):
+    """The operation, the shape ROWSxCOLS (each 1..2^24, at most 2^31 elements) and the repeats."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip())
+        print()
+        print(USAGE)
+        sys.exit(0)
+    if len(argv) < 2 or len(argv) > 3:
+        usage_error(f"two or three arguments, the operation, the shape and the repeats (got {len(argv)})")
+    op, shape = argv[0], argv[1]
+    if op not in OPS:
+        usage_error(f"'{op[:40]}' is not an operation this script times ({', '.join(OPS)})")
+    parts = shape.split("x")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        usage_error(f"'{shape[:60]}' is not a shape ROWSxCOLS")
+    rows, cols = int(parts[0]), int(parts[1])
+    if not (1 <= rows <= 1 << 24 and 1 <= cols <= 1 << 24 and rows * cols <= 1 << 31):
+        usage_error(f"'{shape[:60]}': each side 1..2^24, at most 2^31 elements")
+    iters_text = argv[2] if len(argv) > 2 else "20"
+    if not iters_text.isdigit() or not 1 <= int(iters_text) <= 100000:
+        usage_error(f"the repeats must be 1..100000 (got '{iters_text[:40]}')")
+    return op, rows, cols, int(iters_text)
+
+
+def time_ms(torch, fn, iters):
+    """The median of `iters` calls, each between two CUDA events, after three warm-up calls."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    times.sort()
+    mid = len(times) // 2
+    return times[mid] if len(times) % 2 else 0.5 * (times[mid - 1] + times[mid])
+
+
+def main():
+    op, rows, cols, iters = parse_args(sys.argv[1:])
+    try:
+        import torch
+    except ImportError:
+        print("torch_transformer: skipped (python3 has no torch)")
+        return 0
+    if not torch.cuda.is_available():
+        print("torch_transformer: skipped (torch sees no CUDA GPU)")
+        return 0
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    x = (torch.rand(rows, cols, device="cuda", generator=gen) * 20 - 10).float()
+    if op == "softmax":
+        ms = time_ms(torch, lambda: torch.softmax(x, dim=-1), iters)
+        moved = 2 * rows * cols * 4
+    print(f"RESULT prog={op} name=torch size={rows}x{cols} ms={ms:.4f} gbps={moved / (ms * 1e6):.1f} check=none")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
