@@ -5,3 +5,7 @@ measure ./softmax
 measure ./softmax --size 2048x32768
 measure python3 ../bench/torch_transformer.py softmax 16384x4096
 measure python3 ../bench/torch_transformer.py softmax 2048x32768
+# the cross-entropy and its gradient over GPT-2's vocabulary padded to 50304, beside PyTorch's
+# F.cross_entropy forward and backward
+measure ./cross_entropy
+measure python3 ../bench/torch_transformer.py cross_entropy 8192x50304

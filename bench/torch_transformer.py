@@ -7,14 +7,17 @@ timing (as ch11's programs do), and prints one RESULT line in the lab book's for
 same prog= and size= as ours, so that `make bench` puts both in one table:
 
     python3 bench/torch_transformer.py softmax 16384x4096     torch.softmax(x, dim=-1), fp32
+    python3 bench/torch_transformer.py cross_entropy 8192x50304
+                      F.cross_entropy(logits, y) and its backward (the logits' gradient), fp32
 
-GB/s counts the bytes the operation must move (softmax: x read once, y written once), as ours.
+GB/s counts the bytes the operation must move (softmax: x read once, y written once; the
+cross-entropy: the logits read once, their gradient written once), as ours.
 Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (skipped).
 """
 import sys
 
-USAGE = "usage: torch_transformer.py softmax ROWSxCOLS [ITERS]   (--help says more)"
-OPS = ("softmax",)
+USAGE = "usage: torch_transformer.py softmax|cross_entropy ROWSxCOLS [ITERS]   (--help says more)"
+OPS = ("softmax", "cross_entropy")
 
 
 def usage_error(why):
@@ -80,7 +83,16 @@ def main():
     x = (torch.rand(rows, cols, device="cuda", generator=gen) * 20 - 10).float()
     if op == "softmax":
         ms = time_ms(torch, lambda: torch.softmax(x, dim=-1), iters)
-        moved = 2 * rows * cols * 4
+    else:  # the loss and its backward, as a training step calls them; the gradient is made anew each time
+        x.requires_grad_(True)
+        y = torch.randint(0, cols, (rows,), device="cuda", generator=gen)
+
+        def step():
+            x.grad = None
+            torch.nn.functional.cross_entropy(x, y).backward()
+
+        ms = time_ms(torch, step, iters)
+    moved = 2 * rows * cols * 4
     print(f"RESULT prog={op} name=torch size={rows}x{cols} ms={ms:.4f} gbps={moved / (ms * 1e6):.1f} check=none")
     return 0
 

@@ -13,26 +13,9 @@
  * exp from overflowing (exp(89) is past the largest float). A -inf entry (a mask) gives 0.
  */
 #include "softmax_kernels.h"
-
-#include <math.h>
+#include "row_reduce.cuh" /* fast_exp, warp_ and block_ max and sum, the online pairs */
 
 #define SOFTMAX_BLOCK 256 /* threads a block, versions 1-4 */
-#define FULL_MASK 0xffffffffu
-
-/* exp on the special function unit: ex2.approx of x log2(e); its relative error grows with |x|
- * (about |x| ulps), which softmax.c's tolerance allows; exp(-inf) = 0 */
-__device__ __forceinline__ float fast_exp(float x) { return __expf(x); }
-
-__device__ __forceinline__ float warp_max(float v)
-{
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
-    return v; /* every lane holds the warp's max */
-}
-__device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
-    return v;
-}
 
 /* ---------------------------------------------------------------- 1: a thread per row */
 
@@ -117,28 +100,6 @@ static cudaError_t launch3(const float *x, float *y, int rows, int cols)
 
 /* ---------------------------------------------------------------- 4: a warp per row, online */
 
-/* The online softmax (Milakov and Gimelshein, 2018): a running max m and the sum d of exp(x - m)
- * over the elements seen so far. A larger x rescales the sum to the new max. A masked element
- * (-inf) adds nothing; it is skipped, since -inf - (-inf) would be NaN. */
-__device__ __forceinline__ void online_add(float &m, float &d, float v)
-{
-    if (v == -INFINITY) return;
-    if (v > m) {
-        d = d * fast_exp(m - v) + 1.0f; /* m = -inf at the start: exp(-inf) = 0 */
-        m = v;
-    } else {
-        d += fast_exp(v - m);
-    }
-}
-/* two (max, sum) pairs of disjoint parts of a row into one */
-__device__ __forceinline__ void online_merge(float &m, float &d, float m2, float d2)
-{
-    float mm = fmaxf(m, m2);
-    if (mm == -INFINITY) return; /* both parts empty (all masked): d stays 0 */
-    d = d * fast_exp(m - mm) + d2 * fast_exp(m2 - mm);
-    m = mm;
-}
-
 /* VEC: each lane loads float4 (the row's length a multiple of 4, so every row starts 16-byte
  * aligned); else one float at a time */
 template <bool VEC> __global__ void __launch_bounds__(SOFTMAX_BLOCK) softmax_kernel4(const float *x, float *y, int rows, int cols)
@@ -157,8 +118,7 @@ template <bool VEC> __global__ void __launch_bounds__(SOFTMAX_BLOCK) softmax_ker
     } else {
         for (int c = lane; c < cols; c += 32) online_add(m, d, xr[c]);
     }
-    for (int o = 16; o > 0; o >>= 1) /* the lanes' pairs into one, in every lane */
-        online_merge(m, d, __shfl_xor_sync(FULL_MASK, m, o), __shfl_xor_sync(FULL_MASK, d, o));
+    warp_online_merge(m, d); /* the lanes' pairs into one, in every lane */
     float inv = 1.0f / d;
     if (VEC) {
         const float4 *x4 = reinterpret_cast<const float4 *>(xr);
@@ -184,29 +144,6 @@ static cudaError_t launch4(const float *x, float *y, int rows, int cols)
 }
 
 /* ---------------------------------------------------------------- 5: a block per row, in registers */
-
-/* The block's max (or sum) in every thread: shuffles within each warp, one shared slot per
- * warp, then every warp reduces the slots itself (no second broadcast needed) */
-__device__ __forceinline__ float block_max(float v, float *slots)
-{
-    int lane = threadIdx.x % 32, warps = blockDim.x / 32;
-    v = warp_max(v);
-    if (lane == 0) slots[threadIdx.x / 32] = v;
-    __syncthreads();
-    v = warp_max(lane < warps ? slots[lane] : -INFINITY);
-    __syncthreads(); /* every warp has read the slots before they are reused */
-    return v;
-}
-__device__ __forceinline__ float block_sum(float v, float *slots)
-{
-    int lane = threadIdx.x % 32, warps = blockDim.x / 32;
-    v = warp_sum(v);
-    if (lane == 0) slots[threadIdx.x / 32] = v;
-    __syncthreads();
-    v = warp_sum(lane < warps ? slots[lane] : 0.0f);
-    __syncthreads();
-    return v;
-}
 
 /* ITEMS float4 (VEC) or 4 ITEMS floats a thread, element k of thread t at t + k * blockDim.x
  * (neighbouring threads, neighbouring addresses); the ones past the row's end hold -inf */

@@ -24,7 +24,7 @@ gpu_check_large ./softmax --check-only --size 64x4096 --masked 0.999 --amplitude
 gpu_check_large ./softmax --check-only
 # planted bugs the check must catch: the online softmax without its rescale (a larger element
 # only moves the max), and version 5 reading its rows one float4 short
-mutant "softmax online sum not rescaled" softmax_kernels.cu \
+mutant "softmax online sum not rescaled" row_reduce.cuh \
     's/d = d \* fast_exp(m - v) + 1.0f;/d = d + 1.0f;/' ./softmax 4 --check-only --size 64x1000
 mutant "softmax version 5 drops each row's last float4" softmax_kernels.cu \
     's/float4 q = c4 < cols \/ 4 ?/float4 q = c4 < cols \/ 4 - 1 ?/' ./softmax 5 --check-only --size 64x4096
@@ -32,3 +32,35 @@ mutant "softmax version 5 drops each row's last float4" softmax_kernels.cu \
 bad_input 0 'usage: torch_transformer.py' python3 ../bench/torch_transformer.py --help
 bad_input 2 "torch_transformer: 'soft' is not an operation this script times" python3 ../bench/torch_transformer.py soft 16x16
 bad_input 2 "torch_transformer: '16y16' is not a shape ROWSxCOLS" python3 ../bench/torch_transformer.py softmax 16y16
+
+# cross_entropy
+bad_input 2 "unknown argument '--bogus'" ./cross_entropy --bogus
+bad_input 0 'usage: cross_entropy ' ./cross_entropy --help
+bad_input 2 '--size: at most 57344 classes' ./cross_entropy --size 4x57345
+bad_input 2 '--size: at most 2^24 rows and 2^31 logits' ./cross_entropy --size 100000x50000
+bad_input 2 '--amplitude must be 0..1e6' ./cross_entropy --amplitude -2
+bad_input 2 "version '5' does not exist (0..4)" ./cross_entropy 5
+no_gpu ./cross_entropy
+# GPT-2's vocabulary as it is (50257: no multiple of anything, the scalar paths) and padded
+# (50304: float4), the widest rows, two classes, one row, odd shapes, equal logits
+for s in 1x1 3x50257 17x50304 1000x2 64x4097 5x57344; do
+    gpu_check ./cross_entropy --check-only --size $s
+done
+gpu_check ./cross_entropy --check-only --size 64x1000 --amplitude 0
+gpu_check_large ./cross_entropy --check-only --size 512x50304 --seed 5
+gpu_check_large ./cross_entropy --check-only
+# large logits: the fused versions take log s + m - x[y]; version 1 takes -log p[y], and a
+# label's probability that underflows to 0 makes its loss inf: FAIL, as the help says
+for v in 2 3 4; do
+    gpu_check ./cross_entropy $v --check-only --size 64x1000 --amplitude 100
+done
+gpu_expect 1 "loss FAIL" ./cross_entropy 1 --check-only --size 64x1000 --amplitude 100
+# planted bugs: version 3's first pass one float4 short of each row; version 4's gradient not
+# divided by the rows (the scalar path: 50257 classes)
+mutant "cross_entropy version 3 drops each row's last float4 from the sum" cross_entropy_kernels.cu \
+    '0,/for (int c = threadIdx.x; c < classes \/ 4; c += CE_BLOCK) {/s//for (int c = threadIdx.x; c < classes \/ 4 - 1; c += CE_BLOCK) {/' \
+    ./cross_entropy 3 --check-only --size 16x50304
+mutant "cross_entropy version 4's gradient not divided by the rows" cross_entropy_kernels.cu \
+    's/gr\[c\] = (fast_exp(row\[c\] - m) \* inv - (c == label ? 1.0f : 0.0f)) \* inv_rows;/gr[c] = fast_exp(row[c] - m) * inv - (c == label ? 1.0f : 0.0f);/' \
+    ./cross_entropy 4 --check-only --size 16x50257
+bad_input 2 "torch_transformer: the repeats must be 1..100000 (got '0')" python3 ../bench/torch_transformer.py softmax 16x16 0

@@ -1,0 +1,237 @@
+/* cross_entropy_kernels.cu - the mean cross-entropy of a batch of logits and its gradient, from
+ * three kernels to one that reads each row once.
+ *
+ *   loss = mean over rows r of -log softmax(x_r)[y_r] = mean of (log s_r + m_r - x_r[y_r]),
+ *   grad = (softmax(x_r) - onehot(y_r)) / rows, with m_r the row's max, s_r = sum exp(x - m_r)
+ *
+ *   1  unfused, as a framework's separate operators run it: a softmax kernel writes the
+ *      probabilities, a second reads them and writes the gradient and each row's loss
+ *   2  fused, a block per row, three passes over the row (max, sum, gradient): no probabilities
+ *      in memory, but the row read three times
+ *   3  fused online: the max and the sum in one pass (the online softmax), the gradient in a
+ *      second: two reads
+ *   4  fused, the row in shared memory: one read (online max and sum on the way in), the
+ *      gradient from shared memory: one read and one write of every logit, the least there is
+ * Every version ends with the same kernel: the rows' losses summed by one block in a fixed
+ * order, so the mean is the same from run to run (no atomics).
+ */
+#include "cross_entropy_kernels.h"
+#include "row_reduce.cuh"
+
+#define CE_BLOCK 1024 /* threads a block: a row of 50304 logits is 49 per thread */
+
+/* ---------------------------------------------------------------- the mean of the rows' losses */
+
+__global__ void __launch_bounds__(CE_BLOCK) ce_mean_kernel(const float *row_loss, int rows, float *loss)
+{
+    __shared__ float slots[32];
+    float s = 0.0f;
+    for (int r = threadIdx.x; r < rows; r += CE_BLOCK) s += row_loss[r];
+    s = block_sum(s, slots);
+    if (threadIdx.x == 0) *loss = s / rows;
+}
+
+static cudaError_t mean_loss(const float *row_loss, int rows, float *loss)
+{
+    ce_mean_kernel<<<1, CE_BLOCK>>>(row_loss, rows, loss);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- 1: unfused */
+
+/* probs = softmax(x), a block per row, three passes */
+__global__ void __launch_bounds__(CE_BLOCK) ce_softmax_kernel1(const float *x, float *probs, int classes)
+{
+    __shared__ float slots[32];
+    const float *xr = x + (size_t)blockIdx.x * classes;
+    float *pr = probs + (size_t)blockIdx.x * classes;
+    float m = -INFINITY, s = 0.0f;
+    for (int c = threadIdx.x; c < classes; c += CE_BLOCK) m = fmaxf(m, xr[c]);
+    m = block_max(m, slots);
+    for (int c = threadIdx.x; c < classes; c += CE_BLOCK) s += fast_exp(xr[c] - m);
+    float inv = 1.0f / block_sum(s, slots);
+    for (int c = threadIdx.x; c < classes; c += CE_BLOCK) pr[c] = fast_exp(xr[c] - m) * inv;
+}
+/* grad = (p - onehot(y)) / rows and the row's loss -log p[y], from the probabilities */
+__global__ void __launch_bounds__(CE_BLOCK) ce_grad_kernel1(const float *probs, const int *y, float *grad,
+                                                            float *row_loss, int rows, int classes)
+{
+    const float *pr = probs + (size_t)blockIdx.x * classes;
+    float *gr = grad + (size_t)blockIdx.x * classes;
+    int label = y[blockIdx.x];
+    float inv_rows = 1.0f / rows;
+    for (int c = threadIdx.x; c < classes; c += CE_BLOCK) gr[c] = (pr[c] - (c == label ? 1.0f : 0.0f)) * inv_rows;
+    if (threadIdx.x == 0) row_loss[blockIdx.x] = -logf(pr[label]);
+}
+
+static cudaError_t launch1(const float *x, const int *y, float *grad, float *row_loss, float *probs, int rows,
+                           int classes)
+{
+    ce_softmax_kernel1<<<rows, CE_BLOCK>>>(x, probs, classes);
+    ce_grad_kernel1<<<rows, CE_BLOCK>>>(probs, y, grad, row_loss, rows, classes);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- 2: fused, three passes */
+
+/* the row's loss from its max m, its sum s and its label's logit: log s + m - x[y]; thread 0 */
+__device__ __forceinline__ void write_row_loss(float *row_loss, float m, float s, float x_label)
+{
+    if (threadIdx.x == 0) row_loss[blockIdx.x] = logf(s) + m - x_label;
+}
+
+__global__ void __launch_bounds__(CE_BLOCK) ce_kernel2(const float *x, const int *y, float *grad, float *row_loss,
+                                                       int rows, int classes)
+{
+    __shared__ float slots[32];
+    const float *xr = x + (size_t)blockIdx.x * classes;
+    float *gr = grad + (size_t)blockIdx.x * classes;
+    int label = y[blockIdx.x];
+    float m = -INFINITY, s = 0.0f;
+    for (int c = threadIdx.x; c < classes; c += CE_BLOCK) m = fmaxf(m, xr[c]);
+    m = block_max(m, slots);
+    for (int c = threadIdx.x; c < classes; c += CE_BLOCK) s += fast_exp(xr[c] - m);
+    s = block_sum(s, slots);
+    float inv = 1.0f / s, inv_rows = 1.0f / rows;
+    for (int c = threadIdx.x; c < classes; c += CE_BLOCK)
+        gr[c] = (fast_exp(xr[c] - m) * inv - (c == label ? 1.0f : 0.0f)) * inv_rows;
+    write_row_loss(row_loss, m, s, xr[label]);
+}
+
+static cudaError_t launch2(const float *x, const int *y, float *grad, float *row_loss, float *probs, int rows,
+                           int classes)
+{
+    (void)probs;
+    ce_kernel2<<<rows, CE_BLOCK>>>(x, y, grad, row_loss, rows, classes);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- 3: fused online, two passes */
+
+/* VEC: float4 loads (classes a multiple of 4, so every row starts 16-byte aligned) */
+template <bool VEC> __global__ void __launch_bounds__(CE_BLOCK) ce_kernel3(const float *x, const int *y, float *grad,
+                                                                          float *row_loss, int rows, int classes)
+{
+    __shared__ float slots[64];
+    const float *xr = x + (size_t)blockIdx.x * classes;
+    float *gr = grad + (size_t)blockIdx.x * classes;
+    int label = y[blockIdx.x];
+    float m = -INFINITY, d = 0.0f;
+    if (VEC)
+        for (int c = threadIdx.x; c < classes / 4; c += CE_BLOCK) {
+            float4 v = reinterpret_cast<const float4 *>(xr)[c];
+            online_add(m, d, v.x), online_add(m, d, v.y), online_add(m, d, v.z), online_add(m, d, v.w);
+        }
+    else
+        for (int c = threadIdx.x; c < classes; c += CE_BLOCK) online_add(m, d, xr[c]);
+    block_online_merge(m, d, slots);
+    float inv = 1.0f / d, inv_rows = 1.0f / rows;
+    if (VEC)
+        for (int c = threadIdx.x; c < classes / 4; c += CE_BLOCK) {
+            float4 v = reinterpret_cast<const float4 *>(xr)[c];
+            int c0 = 4 * c;
+            reinterpret_cast<float4 *>(gr)[c] =
+                make_float4((fast_exp(v.x - m) * inv - (c0 == label)) * inv_rows,
+                            (fast_exp(v.y - m) * inv - (c0 + 1 == label)) * inv_rows,
+                            (fast_exp(v.z - m) * inv - (c0 + 2 == label)) * inv_rows,
+                            (fast_exp(v.w - m) * inv - (c0 + 3 == label)) * inv_rows);
+        }
+    else
+        for (int c = threadIdx.x; c < classes; c += CE_BLOCK)
+            gr[c] = (fast_exp(xr[c] - m) * inv - (c == label ? 1.0f : 0.0f)) * inv_rows;
+    write_row_loss(row_loss, m, d, xr[label]);
+}
+
+static cudaError_t launch3(const float *x, const int *y, float *grad, float *row_loss, float *probs, int rows,
+                           int classes)
+{
+    (void)probs;
+    if (classes % 4 == 0)
+        ce_kernel3<true><<<rows, CE_BLOCK>>>(x, y, grad, row_loss, rows, classes);
+    else
+        ce_kernel3<false><<<rows, CE_BLOCK>>>(x, y, grad, row_loss, rows, classes);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- 4: fused, the row in shared memory */
+
+/* the row (classes floats) in dynamic shared memory, after 64 floats of reduction slots */
+template <bool VEC> __global__ void __launch_bounds__(CE_BLOCK) ce_kernel4(const float *x, const int *y, float *grad,
+                                                                          float *row_loss, int rows, int classes)
+{
+    extern __shared__ float4 smem4[]; /* float4: 16-byte aligned, for the vector copies */
+    float *slots = reinterpret_cast<float *>(smem4), *row = slots + 64;
+    const float *xr = x + (size_t)blockIdx.x * classes;
+    float *gr = grad + (size_t)blockIdx.x * classes;
+    int label = y[blockIdx.x];
+    float m = -INFINITY, d = 0.0f;
+    /* the one read from memory: into shared memory, and the online pair on the way */
+    if (VEC)
+        for (int c = threadIdx.x; c < classes / 4; c += CE_BLOCK) {
+            float4 v = reinterpret_cast<const float4 *>(xr)[c];
+            reinterpret_cast<float4 *>(row)[c] = v;
+            online_add(m, d, v.x), online_add(m, d, v.y), online_add(m, d, v.z), online_add(m, d, v.w);
+        }
+    else
+        for (int c = threadIdx.x; c < classes; c += CE_BLOCK) {
+            float v = xr[c];
+            row[c] = v;
+            online_add(m, d, v);
+        }
+    block_online_merge(m, d, slots); /* its barriers also make the row visible to every thread */
+    float inv = 1.0f / d, inv_rows = 1.0f / rows;
+    if (VEC)
+        for (int c = threadIdx.x; c < classes / 4; c += CE_BLOCK) {
+            float4 v = reinterpret_cast<const float4 *>(row)[c];
+            int c0 = 4 * c;
+            reinterpret_cast<float4 *>(gr)[c] =
+                make_float4((fast_exp(v.x - m) * inv - (c0 == label)) * inv_rows,
+                            (fast_exp(v.y - m) * inv - (c0 + 1 == label)) * inv_rows,
+                            (fast_exp(v.z - m) * inv - (c0 + 2 == label)) * inv_rows,
+                            (fast_exp(v.w - m) * inv - (c0 + 3 == label)) * inv_rows);
+        }
+    else
+        for (int c = threadIdx.x; c < classes; c += CE_BLOCK)
+            gr[c] = (fast_exp(row[c] - m) * inv - (c == label ? 1.0f : 0.0f)) * inv_rows;
+    write_row_loss(row_loss, m, d, row[label]);
+}
+
+extern "C" size_t ce_shared_bytes(int classes) { return sizeof(float) * (64 + (size_t)(classes + 3) / 4 * 4); }
+
+static cudaError_t launch4(const float *x, const int *y, float *grad, float *row_loss, float *probs, int rows,
+                           int classes)
+{
+    (void)probs;
+    /* past 48 KiB a block must opt in; set for the largest row this program takes, once */
+    static int opted_in = 0;
+    cudaError_t e;
+    if (!opted_in) {
+        int bytes = (int)ce_shared_bytes(CE_MAX_CLASSES);
+        if ((e = cudaFuncSetAttribute(ce_kernel4<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)) ||
+            (e = cudaFuncSetAttribute(ce_kernel4<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)))
+            return e;
+        opted_in = 1;
+    }
+    size_t bytes = ce_shared_bytes(classes);
+    if (classes % 4 == 0)
+        ce_kernel4<true><<<rows, CE_BLOCK, bytes>>>(x, y, grad, row_loss, rows, classes);
+    else
+        ce_kernel4<false><<<rows, CE_BLOCK, bytes>>>(x, y, grad, row_loss, rows, classes);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- launchers */
+
+typedef cudaError_t (*launcher)(const float *, const int *, float *, float *, float *, int, int);
+static const launcher launchers[] = {NULL, launch1, launch2, launch3, launch4};
+static_assert(sizeof launchers / sizeof launchers[0] == CE_VERSIONS,
+              "one launcher per version: CE_VERSIONS in cross_entropy_kernels.h");
+
+extern "C" cudaError_t ce_launch(int v, const float *d_logits, const int *d_y, float *d_grad, float *d_loss,
+                                 float *d_row_loss, float *d_probs, int rows, int classes)
+{
+    if (v < 1 || v >= CE_VERSIONS || rows < 1 || classes < 1 || classes > CE_MAX_CLASSES || (v == 1 && !d_probs))
+        return cudaErrorInvalidValue;
+    cudaError_t e = launchers[v](d_logits, d_y, d_grad, d_row_loss, d_probs, rows, classes);
+    return e ? e : mean_loss(d_row_loss, rows, d_loss);
+}
