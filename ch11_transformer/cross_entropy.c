@@ -133,12 +133,9 @@ int main(int argc, char **argv)
     /* ---- setup: arguments (checked before the GPU is touched), GPU, inputs */
     lb_args args = {.size = {{8192, 50304}, 2}, .max_size_dims = 2, .iters = 10, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
-    long long rows_ll = args.size.v[0], classes_ll = args.size.n == 2 ? args.size.v[1] : args.size.v[0];
-    if (classes_ll > CE_MAX_CLASSES) lb_usage_error(&program, "--size: at most %d classes", CE_MAX_CLASSES);
-    if (rows_ll > (1 << 24) || rows_ll * classes_ll > (1LL << 31))
-        lb_usage_error(&program, "--size: at most 2^24 rows and 2^31 logits (got %lldx%lld)", rows_ll, classes_ll);
+    int rows, classes;
+    lb_size_rows_cols(&program, &args, CE_MAX_CLASSES, "classes", &rows, &classes);
     if (!(amplitude >= 0.0 && amplitude <= 1e6)) lb_usage_error(&program, "--amplitude must be 0..1e6");
-    int rows = (int)rows_ll, classes = (int)classes_ll;
     size_t n = (size_t)rows * classes, bytes = n * sizeof(float);
 
     lb_gpu gpu;

@@ -108,6 +108,15 @@ static cudaError_t launch2(const float *x, const int *y, float *grad, float *row
 
 /* ---------------------------------------------------------------- 3: fused online, two passes */
 
+/* four gradient elements, logits c0..c0+3 of a row: (exp(x - m) / s - onehot) / rows */
+__device__ __forceinline__ float4 grad4(float4 v, int c0, float m, float inv, float inv_rows, int label)
+{
+    return make_float4((fast_exp(v.x - m) * inv - (c0 == label)) * inv_rows,
+                       (fast_exp(v.y - m) * inv - (c0 + 1 == label)) * inv_rows,
+                       (fast_exp(v.z - m) * inv - (c0 + 2 == label)) * inv_rows,
+                       (fast_exp(v.w - m) * inv - (c0 + 3 == label)) * inv_rows);
+}
+
 /* VEC: float4 loads (classes a multiple of 4, so every row starts 16-byte aligned) */
 template <bool VEC> __global__ void __launch_bounds__(CE_BLOCK) ce_kernel3(const float *x, const int *y, float *grad,
                                                                           float *row_loss, int rows, int classes)
@@ -129,12 +138,7 @@ template <bool VEC> __global__ void __launch_bounds__(CE_BLOCK) ce_kernel3(const
     if (VEC)
         for (int c = threadIdx.x; c < classes / 4; c += CE_BLOCK) {
             float4 v = reinterpret_cast<const float4 *>(xr)[c];
-            int c0 = 4 * c;
-            reinterpret_cast<float4 *>(gr)[c] =
-                make_float4((fast_exp(v.x - m) * inv - (c0 == label)) * inv_rows,
-                            (fast_exp(v.y - m) * inv - (c0 + 1 == label)) * inv_rows,
-                            (fast_exp(v.z - m) * inv - (c0 + 2 == label)) * inv_rows,
-                            (fast_exp(v.w - m) * inv - (c0 + 3 == label)) * inv_rows);
+            reinterpret_cast<float4 *>(gr)[c] = grad4(v, 4 * c, m, inv, inv_rows, label);
         }
     else
         for (int c = threadIdx.x; c < classes; c += CE_BLOCK)
@@ -183,12 +187,7 @@ template <bool VEC> __global__ void __launch_bounds__(CE_BLOCK) ce_kernel4(const
     if (VEC)
         for (int c = threadIdx.x; c < classes / 4; c += CE_BLOCK) {
             float4 v = reinterpret_cast<const float4 *>(row)[c];
-            int c0 = 4 * c;
-            reinterpret_cast<float4 *>(gr)[c] =
-                make_float4((fast_exp(v.x - m) * inv - (c0 == label)) * inv_rows,
-                            (fast_exp(v.y - m) * inv - (c0 + 1 == label)) * inv_rows,
-                            (fast_exp(v.z - m) * inv - (c0 + 2 == label)) * inv_rows,
-                            (fast_exp(v.w - m) * inv - (c0 + 3 == label)) * inv_rows);
+            reinterpret_cast<float4 *>(gr)[c] = grad4(v, 4 * c, m, inv, inv_rows, label);
         }
     else
         for (int c = threadIdx.x; c < classes; c += CE_BLOCK)

@@ -130,13 +130,10 @@ int main(int argc, char **argv)
     /* ---- setup: arguments (checked before the GPU is touched), GPU, inputs */
     lb_args args = {.size = {{16384, 4096}, 2}, .max_size_dims = 2, .iters = 20, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
-    long long rows_ll = args.size.v[0], cols_ll = args.size.n == 2 ? args.size.v[1] : args.size.v[0];
-    if (cols_ll > SOFTMAX_MAX_COLS) lb_usage_error(&program, "--size: at most %d columns", SOFTMAX_MAX_COLS);
-    if (rows_ll > (1 << 24) || rows_ll * cols_ll > (1LL << 31))
-        lb_usage_error(&program, "--size: at most 2^24 rows and 2^31 elements (got %lldx%lld)", rows_ll, cols_ll);
+    int rows, cols;
+    lb_size_rows_cols(&program, &args, SOFTMAX_MAX_COLS, "columns", &rows, &cols);
     if (!(amplitude >= 0.0 && amplitude <= 1e6)) lb_usage_error(&program, "--amplitude must be 0..1e6");
     if (!(masked >= 0.0 && masked < 1.0)) lb_usage_error(&program, "--masked must be in [0, 1)");
-    int rows = (int)rows_ll, cols = (int)cols_ll;
     size_t n = (size_t)rows * cols, bytes = n * sizeof(float);
 
     lb_gpu gpu;

@@ -294,6 +294,10 @@ void lb_check_output_path(const lb_program *prog, const char *flag, const char *
 
 /* A matrix product's --size: "N" (square) or "M,N,K", each 1..65536; exits 2 otherwise. */
 void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, int *K);
+/* --size ROWSxCOLS (N alone: N x N) as ints: exit 2 past max_cols columns ("at most 32768
+ * <cols_name>"), 2^24 rows or 2^31 elements, before anything is allocated */
+void lb_size_rows_cols(const lb_program *prog, const lb_args *args, int max_cols, const char *cols_name, int *rows,
+                       int *cols);
 
 /* ---------------------------------------------------------------- GPU: what runs, launch shapes */
 

@@ -385,6 +385,16 @@ void lb_size_mnk(const lb_program *prog, const lb_args *args, int *M, int *N, in
     *M = (int)d[0], *N = (int)d[1], *K = (int)d[2];
 }
 
+void lb_size_rows_cols(const lb_program *prog, const lb_args *args, int max_cols, const char *cols_name, int *rows,
+                       int *cols)
+{
+    long long r = args->size.v[0], c = args->size.n == 2 ? args->size.v[1] : args->size.v[0];
+    if (c > max_cols) lb_usage_error(prog, "--size: at most %d %s", max_cols, cols_name);
+    if (r > (1 << 24) || r * c > (1LL << 31))
+        lb_usage_error(prog, "--size: at most 2^24 rows and 2^31 elements (got %lldx%lld)", r, c);
+    *rows = (int)r, *cols = (int)c;
+}
+
 int lb_first_version(const lb_program *prog) { return prog->n_versions ? prog->versions[0].number : -1; }
 
 int lb_last_version(const lb_program *prog)

@@ -37,7 +37,7 @@ bad_input 2 "torch_transformer: '16y16' is not a shape ROWSxCOLS" python3 ../ben
 bad_input 2 "unknown argument '--bogus'" ./cross_entropy --bogus
 bad_input 0 'usage: cross_entropy ' ./cross_entropy --help
 bad_input 2 '--size: at most 57344 classes' ./cross_entropy --size 4x57345
-bad_input 2 '--size: at most 2^24 rows and 2^31 logits' ./cross_entropy --size 100000x50000
+bad_input 2 '--size: at most 2^24 rows and 2^31 elements' ./cross_entropy --size 100000x50000
 bad_input 2 '--amplitude must be 0..1e6' ./cross_entropy --amplitude -2
 bad_input 2 "version '5' does not exist (0..4)" ./cross_entropy 5
 no_gpu ./cross_entropy
