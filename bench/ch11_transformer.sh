@@ -9,3 +9,6 @@ measure python3 ../bench/torch_transformer.py softmax 2048x32768
 # F.cross_entropy forward and backward
 measure ./cross_entropy
 measure python3 ../bench/torch_transformer.py cross_entropy 8192x50304
+# AdamW over GPT-2 small's 148 tensors, beside PyTorch's fused AdamW on the same tensors
+measure ./adamw
+measure python3 ../bench/torch_transformer.py adamw gpt2

@@ -9,15 +9,24 @@ same prog= and size= as ours, so that `make bench` puts both in one table:
     python3 bench/torch_transformer.py softmax 16384x4096     torch.softmax(x, dim=-1), fp32
     python3 bench/torch_transformer.py cross_entropy 8192x50304
                       F.cross_entropy(logits, y) and its backward (the logits' gradient), fp32
+    python3 bench/torch_transformer.py adamw gpt2
+                      torch.optim.AdamW(fused=True).step() over GPT-2 small's 148 tensors
 
 GB/s counts the bytes the operation must move (softmax: x read once, y written once; the
-cross-entropy: the logits read once, their gradient written once), as ours.
+cross-entropy: the logits read once, their gradient written once; AdamW: 28 bytes a parameter),
+as ours.
 Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (skipped).
 """
 import sys
 
-USAGE = "usage: torch_transformer.py softmax|cross_entropy ROWSxCOLS [ITERS]   (--help says more)"
-OPS = ("softmax", "cross_entropy")
+USAGE = "usage: torch_transformer.py softmax|cross_entropy ROWSxCOLS [ITERS] | adamw gpt2 [ITERS]   (--help says more)"
+OPS = ("softmax", "cross_entropy", "adamw")
+
+
+def gpt2_sizes():
+    """GPT-2 small's tensors, as ch11's adamw.c lists them: embeddings, 12 blocks, the last norm."""
+    block = [768, 768, 768 * 2304, 2304, 768 * 768, 768, 768, 768, 768 * 3072, 3072, 3072 * 768, 768]
+    return [50257 * 768, 1024 * 768] + block * 12 + [768, 768]
 
 
 def usage_error(why):
@@ -39,15 +48,19 @@ def parse_args(argv):
     op, shape = argv[0], argv[1]
     if op not in OPS:
         usage_error(f"'{op[:40]}' is not an operation this script times ({', '.join(OPS)})")
+    iters_text = argv[2] if len(argv) > 2 else "20"
+    if not iters_text.isdigit() or not 1 <= int(iters_text) <= 100000:
+        usage_error(f"the repeats must be 1..100000 (got '{iters_text[:40]}')")
+    if op == "adamw":
+        if shape != "gpt2":
+            usage_error(f"adamw times the model gpt2 (got '{shape[:40]}')")
+        return op, 0, 0, int(iters_text)
     parts = shape.split("x")
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         usage_error(f"'{shape[:60]}' is not a shape ROWSxCOLS")
     rows, cols = int(parts[0]), int(parts[1])
     if not (1 <= rows <= 1 << 24 and 1 <= cols <= 1 << 24 and rows * cols <= 1 << 31):
         usage_error(f"'{shape[:60]}': each side 1..2^24, at most 2^31 elements")
-    iters_text = argv[2] if len(argv) > 2 else "20"
-    if not iters_text.isdigit() or not 1 <= int(iters_text) <= 100000:
-        usage_error(f"the repeats must be 1..100000 (got '{iters_text[:40]}')")
     return op, rows, cols, int(iters_text)
 
 
@@ -80,6 +93,16 @@ def main():
         print("torch_transformer: skipped (torch sees no CUDA GPU)")
         return 0
     gen = torch.Generator(device="cuda").manual_seed(1)
+    if op == "adamw":  # a tensor each, with its gradient, as a model's parameters are
+        sizes = gpt2_sizes()
+        params = [torch.nn.Parameter(torch.rand(n, device="cuda", generator=gen) * 2 - 1) for n in sizes]
+        for p in params:
+            p.grad = torch.rand(p.numel(), device="cuda", generator=gen) * 2 - 1
+        opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, fused=True)
+        ms = time_ms(torch, opt.step, iters)
+        total = sum(sizes)
+        print(f"RESULT prog=adamw name=torch_fused size={total} ms={ms:.4f} gbps={28 * total / (ms * 1e6):.1f} check=none")
+        return 0
     x = (torch.rand(rows, cols, device="cuda", generator=gen) * 20 - 10).float()
     if op == "softmax":
         ms = time_ms(torch, lambda: torch.softmax(x, dim=-1), iters)

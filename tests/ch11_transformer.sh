@@ -64,3 +64,24 @@ mutant "cross_entropy version 4's gradient not divided by the rows" cross_entrop
     's/gr\[c\] = (fast_exp(row\[c\] - m) \* inv - (c == label ? 1.0f : 0.0f)) \* inv_rows;/gr[c] = fast_exp(row[c] - m) * inv - (c == label ? 1.0f : 0.0f);/' \
     ./cross_entropy 4 --check-only --size 16x50257
 bad_input 2 "torch_transformer: the repeats must be 1..100000 (got '0')" python3 ../bench/torch_transformer.py softmax 16x16 0
+
+# adamw
+bad_input 2 "unknown argument '--size'" ./adamw --size 5
+bad_input 0 'usage: adamw ' ./adamw --help
+bad_input 2 "--sizes '1,x': 1 to 4096 sizes N,N,..., each 1..2^31" ./adamw --sizes 1,x
+bad_input 2 "--sizes '0': 1 to 4096 sizes" ./adamw --sizes 0
+bad_input 2 '--sizes: at most 2^31 parameters in all' ./adamw --sizes 2147483648,2
+bad_input 2 '--steps must be 1..100' ./adamw --steps 0
+no_gpu ./adamw
+# tensors of one element, of a chunk and one more, sizes with a tail of 1 to 3 past a float4,
+# many small ones; one step and ten; GPT-2 small (148 tensors, 124 million parameters)
+gpu_check ./adamw --check-only --sizes 1,3,5,65536,65537,1000003,4
+gpu_check ./adamw --check-only --steps 1 --sizes 7,131072,2
+gpu_check ./adamw --check-only --steps 10 --sizes 768,768,2304,589825
+gpu_check_large ./adamw --check-only
+# planted bugs: the bias correction of the next step; version 3 leaving each tensor's last n % 4
+mutant "adamw bias correction of the next step" adamw_kernels.cu \
+    's/float2 c = corrections(s->t);/float2 c = corrections(s->t + 1);/' ./adamw 3 --check-only --sizes 1000,17
+mutant "adamw version 3 skips the tails" adamw_kernels.cu \
+    's/    if (i < end) adamw_element/    if (0 \&\& i < end) adamw_element/' ./adamw 3 --check-only --sizes 1001,6
+bad_input 2 "torch_transformer: adamw times the model gpt2 (got 'gpt3')" python3 ../bench/torch_transformer.py adamw gpt3
