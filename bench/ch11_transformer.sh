@@ -12,3 +12,7 @@ measure python3 ../bench/torch_transformer.py cross_entropy 8192x50304
 # AdamW over GPT-2 small's 148 tensors, beside PyTorch's fused AdamW on the same tensors
 measure ./adamw
 measure python3 ../bench/torch_transformer.py adamw gpt2
+# LayerNorm (and RMSNorm) forward at the size, beside PyTorch's
+measure ./layernorm
+measure python3 ../bench/torch_transformer.py layernorm 16384x4096
+measure python3 ../bench/torch_transformer.py rmsnorm 16384x4096

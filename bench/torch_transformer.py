@@ -9,6 +9,8 @@ same prog= and size= as ours, so that `make bench` puts both in one table:
     python3 bench/torch_transformer.py softmax 16384x4096     torch.softmax(x, dim=-1), fp32
     python3 bench/torch_transformer.py cross_entropy 8192x50304
                       F.cross_entropy(logits, y) and its backward (the logits' gradient), fp32
+    python3 bench/torch_transformer.py layernorm 16384x4096   F.layer_norm(x, (cols,), gamma, beta)
+    python3 bench/torch_transformer.py rmsnorm 16384x4096     F.rms_norm(x, (cols,), gamma)
     python3 bench/torch_transformer.py adamw gpt2
                       torch.optim.AdamW(fused=True).step() over GPT-2 small's 148 tensors
 
@@ -19,8 +21,9 @@ Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (
 """
 import sys
 
-USAGE = "usage: torch_transformer.py softmax|cross_entropy ROWSxCOLS [ITERS] | adamw gpt2 [ITERS]   (--help says more)"
-OPS = ("softmax", "cross_entropy", "adamw")
+USAGE = ("usage: torch_transformer.py softmax|cross_entropy|layernorm|rmsnorm ROWSxCOLS [ITERS] | adamw gpt2 [ITERS]"
+         "   (--help says more)")
+OPS = ("softmax", "cross_entropy", "layernorm", "rmsnorm", "adamw")
 
 
 def gpt2_sizes():
@@ -106,6 +109,13 @@ def main():
     x = (torch.rand(rows, cols, device="cuda", generator=gen) * 20 - 10).float()
     if op == "softmax":
         ms = time_ms(torch, lambda: torch.softmax(x, dim=-1), iters)
+    elif op in ("layernorm", "rmsnorm"):
+        gamma = torch.rand(cols, device="cuda", generator=gen) + 0.5
+        beta = torch.rand(cols, device="cuda", generator=gen) - 0.5
+        if op == "layernorm":
+            ms = time_ms(torch, lambda: torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5), iters)
+        else:
+            ms = time_ms(torch, lambda: torch.nn.functional.rms_norm(x, (cols,), gamma, 1e-5), iters)
     else:  # the loss and its backward, as a training step calls them; the gradient is made anew each time
         x.requires_grad_(True)
         y = torch.randint(0, cols, (rows,), device="cuda", generator=gen)
@@ -116,7 +126,8 @@ def main():
 
         ms = time_ms(torch, step, iters)
     moved = 2 * rows * cols * 4
-    print(f"RESULT prog={op} name=torch size={rows}x{cols} ms={ms:.4f} gbps={moved / (ms * 1e6):.1f} check=none")
+    prog, name = ("layernorm", "torch_rmsnorm") if op == "rmsnorm" else (op, "torch")
+    print(f"RESULT prog={prog} name={name} size={rows}x{cols} ms={ms:.4f} gbps={moved / (ms * 1e6):.1f} check=none")
     return 0
 
 

@@ -85,3 +85,29 @@ mutant "adamw bias correction of the next step" adamw_kernels.cu \
 mutant "adamw version 3 skips the tails" adamw_kernels.cu \
     's/    if (i < end) adamw_element/    if (0 \&\& i < end) adamw_element/' ./adamw 3 --check-only --sizes 1001,6
 bad_input 2 "torch_transformer: adamw times the model gpt2 (got 'gpt3')" python3 ../bench/torch_transformer.py adamw gpt3
+
+# layernorm (forward three ways, RMSNorm and backward in every run)
+bad_input 2 "unknown argument '--bogus'" ./layernorm --bogus
+bad_input 0 'usage: layernorm ' ./layernorm --help
+bad_input 2 '--size: at most 32768 columns' ./layernorm --size 2x40000
+bad_input 2 '--offset must be in [-1e6, 1e6]' ./layernorm --offset 1e7
+no_gpu ./layernorm
+# one element (variance 0), one row, one column, no multiple of 4, the widest rows (version 3 with
+# 1024 threads), rows whose mean is far from their spread (the cancellation E[x^2] - mean^2 suffers)
+for s in 1x1 1x4097 3x1 1000x1023 257x4096 9x32768; do
+    gpu_check ./layernorm --check-only --size $s
+done
+gpu_check ./layernorm --check-only --size 300x1000 --offset 1000
+gpu_check ./layernorm --check-only --size 130x4097 --offset -50
+gpu_check_large ./layernorm --check-only --size 2048x31 --seed 3
+gpu_check_large ./layernorm --check-only
+# planted bugs: the one-pass variance E[x^2] - mean^2 (fine at offset 0, wrong at 1000); Welford's
+# merge with equal weights (right only where the two counts are equal: 1000 columns make them
+# unequal); dgamma without xh (the column sums of dY alone)
+mutant "layernorm one-pass variance E[x^2] - mean^2" layernorm_kernels.cu \
+    's/q += (xr\[c\] - mean) \* (xr\[c\] - mean);/q += xr[c] * xr[c];/; 0,/float rstd = rsqrtf(block_sum(q, slots) \/ cols + LN_EPS);/s//float rstd = rsqrtf(block_sum(q, slots) \/ cols - mean * mean + LN_EPS);/' \
+    ./layernorm 1 --check-only --size 300x1000 --offset 1000
+mutant "layernorm Welford merge with equal weights" layernorm_kernels.cu \
+    's/float delta = meanb - mean, wb = nb \/ total;/float delta = meanb - mean, wb = 0.5f;/' ./layernorm 2 --check-only --size 64x1000
+mutant "layernorm dgamma without xh" layernorm_kernels.cu \
+    's/dg += dy\[i\] \* (x\[i\] - mean\[r\]) \* rstd\[r\];/dg += dy[i];/' ./layernorm --check-only --size 64x1000

@@ -1,0 +1,285 @@
+/* layernorm_kernels.cu - LayerNorm along each row, forward three ways, RMSNorm, and backward.
+ *
+ *   1  two passes from memory, a block per row: the mean, then the variance as the mean of
+ *      (x - mean)^2, then the output: three reads of the row
+ *   2  Welford in one pass: each thread's count, mean and sum of squared deviations, merged
+ *      across the block (Chan et al.), then the output: two reads
+ *   3  the row in registers (16-byte loads): the mean and the squared deviations from the
+ *      registers, then the output: one read and one write, and the two-pass variance for free
+ *   RMSNorm: as 3, without the mean: x / sqrt(mean(x^2) + eps) * gamma
+ *   backward: dX a block per row (two passes), dgamma and dbeta as column sums in two steps
+ *      (partial sums of 64 rows, then their sum, in a fixed order: no atomics on one address)
+ * The variance is the biased one (divided by cols), as PyTorch's LayerNorm; eps = 1e-5.
+ * E[x^2] - mean^2 in one pass would be shorter still, and wrong: with rows of mean 1000 and
+ * spread 1, x^2 is 10^6 and its float sum has no digits left for a variance of 1/3.
+ */
+#include "layernorm_kernels.h"
+#include "row_reduce.cuh" /* warp_ and block_ sum */
+
+#define LN_BLOCK 256
+
+/* ---------------------------------------------------------------- 1: two passes from memory */
+
+__global__ void __launch_bounds__(LN_BLOCK) ln_kernel1(const float *x, const float *gamma, const float *beta, float *y,
+                                                       float *mean_out, float *rstd_out, int cols)
+{
+    __shared__ float slots[32];
+    const float *xr = x + (size_t)blockIdx.x * cols;
+    float *yr = y + (size_t)blockIdx.x * cols;
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += LN_BLOCK) s += xr[c];
+    float mean = block_sum(s, slots) / cols;
+    float q = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += LN_BLOCK) q += (xr[c] - mean) * (xr[c] - mean);
+    float rstd = rsqrtf(block_sum(q, slots) / cols + LN_EPS);
+    for (int c = threadIdx.x; c < cols; c += LN_BLOCK) yr[c] = (xr[c] - mean) * rstd * gamma[c] + beta[c];
+    if (threadIdx.x == 0) mean_out[blockIdx.x] = mean, rstd_out[blockIdx.x] = rstd;
+}
+
+static cudaError_t launch1(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd, int rows,
+                           int cols)
+{
+    ln_kernel1<<<rows, LN_BLOCK>>>(x, g, b, y, mean, rstd, cols);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- 2: Welford in one pass */
+
+/* (count, mean, M2 = sum of squared deviations) of two disjoint parts into one (Chan et al.) */
+__device__ __forceinline__ void welford_merge(float &n, float &mean, float &m2, float nb, float meanb, float m2b)
+{
+    float total = n + nb;
+    if (total == 0.0f) return;
+    float delta = meanb - mean, wb = nb / total;
+    mean += delta * wb;
+    m2 += m2b + delta * delta * n * wb;
+    n = total;
+}
+__device__ __forceinline__ void warp_welford(float &n, float &mean, float &m2)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        welford_merge(n, mean, m2, __shfl_xor_sync(FULL_MASK, n, o), __shfl_xor_sync(FULL_MASK, mean, o),
+                      __shfl_xor_sync(FULL_MASK, m2, o));
+}
+
+__global__ void __launch_bounds__(LN_BLOCK) ln_kernel2(const float *x, const float *gamma, const float *beta, float *y,
+                                                       float *mean_out, float *rstd_out, int cols)
+{
+    __shared__ float slots[3][32];
+    const float *xr = x + (size_t)blockIdx.x * cols;
+    float *yr = y + (size_t)blockIdx.x * cols;
+    float n = 0.0f, mean = 0.0f, m2 = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += LN_BLOCK) { /* one element more: Welford's update */
+        float v = xr[c], delta = v - mean;
+        n += 1.0f;
+        mean += delta / n;
+        m2 += delta * (v - mean);
+    }
+    int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+    warp_welford(n, mean, m2);
+    if (lane == 0) slots[0][w] = n, slots[1][w] = mean, slots[2][w] = m2;
+    __syncthreads();
+    n = lane < LN_BLOCK / 32 ? slots[0][lane] : 0.0f;
+    mean = lane < LN_BLOCK / 32 ? slots[1][lane] : 0.0f;
+    m2 = lane < LN_BLOCK / 32 ? slots[2][lane] : 0.0f;
+    warp_welford(n, mean, m2); /* every warp merges the slots: the result in every thread */
+    float rstd = rsqrtf(m2 / cols + LN_EPS);
+    for (int c = threadIdx.x; c < cols; c += LN_BLOCK) yr[c] = (xr[c] - mean) * rstd * gamma[c] + beta[c];
+    if (threadIdx.x == 0) mean_out[blockIdx.x] = mean, rstd_out[blockIdx.x] = rstd;
+}
+
+static cudaError_t launch2(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd, int rows,
+                           int cols)
+{
+    ln_kernel2<<<rows, LN_BLOCK>>>(x, g, b, y, mean, rstd, cols);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- 3 and RMSNorm: the row in registers */
+
+/* ITEMS float4 (VEC) or 4 ITEMS floats a thread, element k of thread t at t + k * blockDim.x;
+ * the ones past the row's end are 0 and left out of the deviations. RMS: RMSNorm (no mean,
+ * no beta). */
+template <int ITEMS, bool VEC, bool RMS>
+__global__ void __launch_bounds__(1024) ln_kernel3(const float *x, const float *gamma, const float *beta, float *y,
+                                                   float *mean_out, float *rstd_out, int cols)
+{
+    __shared__ float slots[32];
+    const float *xr = x + (size_t)blockIdx.x * cols;
+    float *yr = y + (size_t)blockIdx.x * cols;
+    float v[4 * ITEMS];
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+        if (VEC) {
+            int c4 = threadIdx.x + k * blockDim.x;
+            float4 q = c4 < cols / 4 ? reinterpret_cast<const float4 *>(xr)[c4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            v[4 * k] = q.x, v[4 * k + 1] = q.y, v[4 * k + 2] = q.z, v[4 * k + 3] = q.w;
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int c = threadIdx.x + (4 * k + j) * blockDim.x;
+                v[4 * k + j] = c < cols ? xr[c] : 0.0f;
+            }
+        }
+    }
+    /* element i of this thread's registers is column col(i) */
+#define LN_COL(i) (VEC ? 4 * (int)(threadIdx.x + ((i) / 4) * blockDim.x) + (i) % 4 : (int)(threadIdx.x + (i) * blockDim.x))
+    float mean = 0.0f;
+    if (!RMS) {
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4 * ITEMS; i++) s += v[i];
+        mean = block_sum(s, slots) / cols;
+    }
+    float q = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4 * ITEMS; i++)
+        if (LN_COL(i) < cols) q += (v[i] - mean) * (v[i] - mean);
+    float rstd = rsqrtf(block_sum(q, slots) / cols + LN_EPS);
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+        if (VEC) {
+            int c4 = threadIdx.x + k * blockDim.x;
+            if (c4 < cols / 4) {
+                float4 g = reinterpret_cast<const float4 *>(gamma)[c4];
+                float4 b = RMS ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : reinterpret_cast<const float4 *>(beta)[c4];
+                reinterpret_cast<float4 *>(yr)[c4] =
+                    make_float4((v[4 * k] - mean) * rstd * g.x + b.x, (v[4 * k + 1] - mean) * rstd * g.y + b.y,
+                                (v[4 * k + 2] - mean) * rstd * g.z + b.z, (v[4 * k + 3] - mean) * rstd * g.w + b.w);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int c = threadIdx.x + (4 * k + j) * blockDim.x;
+                if (c < cols) yr[c] = (v[4 * k + j] - mean) * rstd * gamma[c] + (RMS ? 0.0f : beta[c]);
+            }
+        }
+    }
+#undef LN_COL
+    if (threadIdx.x == 0) {
+        if (!RMS) mean_out[blockIdx.x] = mean;
+        rstd_out[blockIdx.x] = rstd;
+    }
+}
+
+template <int ITEMS, bool RMS>
+static void launch3_items(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd, int rows,
+                          int cols, int threads)
+{
+    if (cols % 4 == 0)
+        ln_kernel3<ITEMS, true, RMS><<<rows, threads>>>(x, g, b, y, mean, rstd, cols);
+    else
+        ln_kernel3<ITEMS, false, RMS><<<rows, threads>>>(x, g, b, y, mean, rstd, cols);
+}
+
+/* 256 threads while 8 float4 each hold the row, then up to 1024; the fewest float4 a thread */
+template <bool RMS>
+static cudaError_t launch_registers(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
+                                    int rows, int cols)
+{
+    int threads = 256;
+    while (threads < 1024 && cols > threads * 4 * 8) threads *= 2;
+    int per_thread = (cols + 4 * threads - 1) / (4 * threads);
+    if (per_thread <= 1)
+        launch3_items<1, RMS>(x, g, b, y, mean, rstd, rows, cols, threads);
+    else if (per_thread <= 2)
+        launch3_items<2, RMS>(x, g, b, y, mean, rstd, rows, cols, threads);
+    else if (per_thread <= 4)
+        launch3_items<4, RMS>(x, g, b, y, mean, rstd, rows, cols, threads);
+    else
+        launch3_items<8, RMS>(x, g, b, y, mean, rstd, rows, cols, threads);
+    return cudaGetLastError();
+}
+
+static cudaError_t launch3(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd, int rows,
+                           int cols)
+{
+    return launch_registers<false>(x, g, b, y, mean, rstd, rows, cols);
+}
+
+extern "C" cudaError_t rmsnorm_forward_launch(const float *d_x, const float *d_gamma, float *d_y, float *d_rrms,
+                                              int rows, int cols)
+{
+    if (rows < 1 || cols < 1 || cols > LN_MAX_COLS) return cudaErrorInvalidValue;
+    return launch_registers<true>(d_x, d_gamma, NULL, d_y, NULL, d_rrms, rows, cols);
+}
+
+/* ---------------------------------------------------------------- backward */
+
+/* dX, a block per row: the row's two sums of dxh and dxh xh, then dX */
+__global__ void __launch_bounds__(LN_BLOCK) ln_backward_dx_kernel(const float *dy, const float *x, const float *mean,
+                                                                  const float *rstd, const float *gamma, float *dx,
+                                                                  int cols)
+{
+    __shared__ float slots[32];
+    size_t off = (size_t)blockIdx.x * cols;
+    float mu = mean[blockIdx.x], rs = rstd[blockIdx.x], s1 = 0.0f, s2 = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += LN_BLOCK) {
+        float xh = (x[off + c] - mu) * rs, dxh = dy[off + c] * gamma[c];
+        s1 += dxh;
+        s2 += dxh * xh;
+    }
+    float m1 = block_sum(s1, slots) / cols, m2 = block_sum(s2, slots) / cols;
+    for (int c = threadIdx.x; c < cols; c += LN_BLOCK) {
+        float xh = (x[off + c] - mu) * rs, dxh = dy[off + c] * gamma[c];
+        dx[off + c] = rs * (dxh - m1 - xh * m2);
+    }
+}
+
+/* the column sums of LN_ROWS_PER_GROUP rows: a thread a column (neighbours read neighbours) */
+__global__ void ln_backward_partial_kernel(const float *dy, const float *x, const float *mean, const float *rstd,
+                                           float *partial, int rows, int cols)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x, group = blockIdx.y, groups = gridDim.y;
+    if (c >= cols) return;
+    int r0 = group * LN_ROWS_PER_GROUP, r1 = r0 + LN_ROWS_PER_GROUP < rows ? r0 + LN_ROWS_PER_GROUP : rows;
+    float dg = 0.0f, db = 0.0f;
+    for (int r = r0; r < r1; r++) {
+        size_t i = (size_t)r * cols + c;
+        dg += dy[i] * (x[i] - mean[r]) * rstd[r];
+        db += dy[i];
+    }
+    partial[(size_t)group * cols + c] = dg;
+    partial[((size_t)groups + group) * cols + c] = db;
+}
+
+/* the groups' partial sums of each column, in order */
+__global__ void ln_backward_sum_kernel(const float *partial, float *dgamma, float *dbeta, int groups, int cols)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    float dg = 0.0f, db = 0.0f;
+    for (int g = 0; g < groups; g++) {
+        dg += partial[(size_t)g * cols + c];
+        db += partial[((size_t)groups + g) * cols + c];
+    }
+    dgamma[c] = dg;
+    dbeta[c] = db;
+}
+
+extern "C" cudaError_t layernorm_backward_launch(const float *d_dy, const float *d_x, const float *d_mean,
+                                                 const float *d_rstd, const float *d_gamma, float *d_dx,
+                                                 float *d_dgamma, float *d_dbeta, float *d_partial, int rows, int cols)
+{
+    if (rows < 1 || cols < 1 || cols > LN_MAX_COLS) return cudaErrorInvalidValue;
+    int groups = (rows + LN_ROWS_PER_GROUP - 1) / LN_ROWS_PER_GROUP;
+    ln_backward_dx_kernel<<<rows, LN_BLOCK>>>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, cols);
+    ln_backward_partial_kernel<<<dim3((cols + 255) / 256, groups), 256>>>(d_dy, d_x, d_mean, d_rstd, d_partial, rows,
+                                                                         cols);
+    ln_backward_sum_kernel<<<(cols + 255) / 256, 256>>>(d_partial, d_dgamma, d_dbeta, groups, cols);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- launchers */
+
+typedef cudaError_t (*launcher)(const float *, const float *, const float *, float *, float *, float *, int, int);
+static const launcher launchers[] = {NULL, launch1, launch2, launch3};
+static_assert(sizeof launchers / sizeof launchers[0] == LN_VERSIONS,
+              "one launcher per version: LN_VERSIONS in layernorm_kernels.h");
+
+extern "C" cudaError_t layernorm_forward_launch(int v, const float *d_x, const float *d_gamma, const float *d_beta,
+                                                float *d_y, float *d_mean, float *d_rstd, int rows, int cols)
+{
+    if (v < 1 || v >= LN_VERSIONS || rows < 1 || cols < 1 || cols > LN_MAX_COLS) return cudaErrorInvalidValue;
+    return launchers[v](d_x, d_gamma, d_beta, d_y, d_mean, d_rstd, rows, cols);
+}
