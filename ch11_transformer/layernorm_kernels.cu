@@ -226,11 +226,12 @@ __global__ void __launch_bounds__(LN_BLOCK) ln_backward_dx_kernel(const float *d
     }
 }
 
-/* the column sums of LN_ROWS_PER_GROUP rows: a thread a column (neighbours read neighbours) */
+/* the column sums of LN_ROWS_PER_GROUP rows: a thread a column (neighbours read neighbours);
+ * blockIdx.x the group of rows (up to 2^31 - 1 of them), blockIdx.y the 256 columns */
 __global__ void ln_backward_partial_kernel(const float *dy, const float *x, const float *mean, const float *rstd,
                                            float *partial, int rows, int cols)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x, group = blockIdx.y, groups = gridDim.y;
+    int c = blockIdx.y * blockDim.x + threadIdx.x, group = blockIdx.x, groups = gridDim.x;
     if (c >= cols) return;
     int r0 = group * LN_ROWS_PER_GROUP, r1 = r0 + LN_ROWS_PER_GROUP < rows ? r0 + LN_ROWS_PER_GROUP : rows;
     float dg = 0.0f, db = 0.0f;
@@ -264,7 +265,7 @@ extern "C" cudaError_t layernorm_backward_launch(const float *d_dy, const float 
     if (rows < 1 || cols < 1 || cols > LN_MAX_COLS) return cudaErrorInvalidValue;
     int groups = (rows + LN_ROWS_PER_GROUP - 1) / LN_ROWS_PER_GROUP;
     ln_backward_dx_kernel<<<rows, LN_BLOCK>>>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, cols);
-    ln_backward_partial_kernel<<<dim3((cols + 255) / 256, groups), 256>>>(d_dy, d_x, d_mean, d_rstd, d_partial, rows,
+    ln_backward_partial_kernel<<<dim3(groups, (cols + 255) / 256), 256>>>(d_dy, d_x, d_mean, d_rstd, d_partial, rows,
                                                                          cols);
     ln_backward_sum_kernel<<<(cols + 255) / 256, 256>>>(d_partial, d_dgamma, d_dbeta, groups, cols);
     return cudaGetLastError();
