@@ -14,26 +14,20 @@ so `make bench` puts PyTorch's step beside ch09's in one run:
 Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (skipped).
 """
 import sys
+
+from bench_args import Usage
 import time
 
 
 USAGE = "usage: torch_mlp.py [F,H,...,C [BATCH]]   (default 784,1024,10 128; --help says more)"
 
-
-def usage_error(why):
-    """One line with the reason, the usage, exit 2: as the lab book's programs do."""
-    print(f"torch_mlp: {why}", file=sys.stderr)
-    print(USAGE, file=sys.stderr)
-    sys.exit(2)
+ARGS = Usage("torch_mlp", __doc__, USAGE)
+usage_error = ARGS.error
 
 
 def parse_args(argv):
     """The sizes (2 to 9 numbers, each 1..65536, as dnn --synthetic takes) and the batch."""
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__.strip())
-        print()
-        print(USAGE)
-        sys.exit(0)
+    ARGS.help_if_asked(argv)
     if len(argv) > 2:
         usage_error(f"at most two arguments, the sizes and the batch (got {len(argv)})")
     text = argv[0] if argv else "784,1024,10"

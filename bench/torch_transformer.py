@@ -15,11 +15,13 @@ same prog= and size= as ours, so that `make bench` puts both in one table:
                       torch.optim.AdamW(fused=True).step() over GPT-2 small's 148 tensors
 
 GB/s counts the bytes the operation must move (softmax: x read once, y written once; the
-cross-entropy: the logits read once, their gradient written once; AdamW: 28 bytes a parameter),
-as ours.
+cross-entropy: the logits read once, their gradient written once; LayerNorm and RMSNorm: x read,
+y written; AdamW: 28 bytes a parameter), as ours.
 Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (skipped).
 """
 import sys
+
+from bench_args import Usage
 
 USAGE = ("usage: torch_transformer.py softmax|cross_entropy|layernorm|rmsnorm ROWSxCOLS [ITERS] | adamw gpt2 [ITERS]"
          "   (--help says more)")
@@ -32,20 +34,13 @@ def gpt2_sizes():
     return [50257 * 768, 1024 * 768] + block * 12 + [768, 768]
 
 
-def usage_error(why):
-    """One line with the reason, the usage, exit 2: as the lab book's programs do."""
-    print(f"torch_transformer: {why}", file=sys.stderr)
-    print(USAGE, file=sys.stderr)
-    sys.exit(2)
+ARGS = Usage("torch_transformer", __doc__, USAGE)
+usage_error = ARGS.error
 
 
 def parse_args(argv):
     """The operation, the shape ROWSxCOLS (each 1..2^24, at most 2^31 elements) and the repeats."""
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__.strip())
-        print()
-        print(USAGE)
-        sys.exit(0)
+    ARGS.help_if_asked(argv)
     if len(argv) < 2 or len(argv) > 3:
         usage_error(f"two or three arguments, the operation, the shape and the repeats (got {len(argv)})")
     op, shape = argv[0], argv[1]
