@@ -1,4 +1,8 @@
 # tests/ch11_transformer.sh - cases for ch11_transformer, sourced by tests/run.sh (helpers are defined there).
+host_test test_softmax
+host_test test_cross_entropy
+host_test test_layernorm
+host_test test_adamw
 bad_input 2 "unknown argument '--bogus'" ./softmax --bogus
 bad_input 0 'usage: softmax ' ./softmax --help
 bad_input 2 '--size: at most 32768 columns' ./softmax --size 4x32769
