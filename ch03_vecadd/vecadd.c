@@ -132,11 +132,7 @@ int main(int argc, char **argv)
                      .base = "memcpy",
                      .base_head = "vs memcpy"};
     lb_report_table(&rep, sz, in_l2 ? heading : NULL);
-    if (!args.check_only) { /* version 0, the ceiling: a copy moving the same bytes */
-        float memcpy_ms = 0.0f;
-        double memcpy_gbps = lb_memcpy_ceiling_gbps((size_t)moved, args.iters, &memcpy_ms);
-        lb_report_row(&rep, 0, NULL, memcpy_ms, memcpy_gbps, -1, "-");
-    }
+    lb_report_memcpy_version(&rep, (size_t)moved); /* version 0, the ceiling: a copy moving the same bytes */
 
     float ms[VECADD_VERSIONS] = {0};
     for (int v = 1; v < VECADD_VERSIONS; v++) {

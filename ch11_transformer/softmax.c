@@ -166,11 +166,7 @@ int main(int argc, char **argv)
                      .base_head = "vs memcpy"};
     lb_report_table(&rep, sz, NULL);
     double moved = 2.0 * (double)bytes; /* X read once, Y written once */
-    if (!args.check_only) {
-        float memcpy_ms = 0.0f;
-        double memcpy_gbps = lb_memcpy_ceiling_gbps((size_t)moved, args.iters, &memcpy_ms);
-        lb_report_row(&rep, 0, NULL, memcpy_ms, memcpy_gbps, -1, "-");
-    }
+    lb_report_memcpy_version(&rep, (size_t)moved);
     softmax_tol tol = {h_x, row_max, h_ref, cols};
     for (int v = 1; v < SOFTMAX_VERSIONS; v++) {
         if (!lb_version_wanted(&program, &args, &gpu, v)) continue;

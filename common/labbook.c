@@ -545,6 +545,14 @@ void lb_report_ceiling(lb_report *r, size_t bytes_moved, int iters)
     r->ceiling_ms = ms;
 }
 
+void lb_report_memcpy_version(lb_report *r, size_t bytes_moved)
+{
+    if (r->args->check_only) return; /* nothing is timed */
+    float ms = 0.0f;
+    double gbps = lb_memcpy_ceiling_gbps(bytes_moved, r->args->iters, &ms);
+    lb_report_row(r, 0, NULL, ms, gbps, -1, "-");
+}
+
 void lb_report_note(lb_report *r, const char *label, double ms, double value, const char *verdict)
 {
     report_line(r, -1, label, ms, value, verdict ? verdict : "-");

@@ -463,6 +463,10 @@ void lb_report_row(lb_report *r, int ver, const char *name, double ms, double va
 /* Measure a device-to-device cudaMemcpy moving bytes_moved bytes (lb_memcpy_ceiling_gbps) for
  * the ceiling_head column; every table then shows it as its first row. Nothing in --check-only. */
 void lb_report_ceiling(lb_report *r, size_t bytes_moved, int iters);
+/* Version 0 of a memory-bound program, as a row of the table: a device-to-device cudaMemcpy
+ * moving bytes_moved bytes (read and written together), the floor the other versions are
+ * compared with (base "memcpy"). Nothing in --check-only. */
+void lb_report_memcpy_version(lb_report *r, size_t bytes_moved);
 /* A measured row that is not a version of the table (ver -1 in its RESULT line): name for the
  * RESULT line, label for the table. Otherwise as lb_report_row. */
 void lb_report_item(lb_report *r, const char *name, const char *label, double ms, double value, int pass,
