@@ -148,7 +148,7 @@ static cudaError_t run_kernel(void *ctx)
 static const lb_version versions[] = {
     {0, "memcpy", "cudaMemcpy D2D (the floor)", LB_OLDEST_SM, NULL},
     {1, "per_tensor", "a launch per tensor", LB_OLDEST_SM, run_kernel},
-    {2, "multi_tensor", "one launch, chunks of 65536", LB_OLDEST_SM, run_kernel},
+    {2, "multi_tensor", "one launch, a block a chunk", LB_OLDEST_SM, run_kernel},
     {3, "multi_tensor4", "one launch, float4", LB_OLDEST_SM, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == ADAMW_VERSIONS,
@@ -192,10 +192,10 @@ int main(int argc, char **argv)
     /* p, g, m, v of every tensor; the floor's two buffers (28 bytes a parameter) when timing */
     lb_require_device_memory(16 * total + (args.check_only ? 0 : 28 * total), "the tensors");
     if (!args.quiet)
-        printf("adamw: one AdamW step, fp32, %d tensors, %zu parameters (%s), lr %g, weight decay %g, %s (%s), seed "
-               "%llu\n",
-               count, total, sizes_text ? "--sizes" : "GPT-2 small", ADAMW_LR, ADAMW_WD, gpu.prop.name, gpu.sm,
-               args.seed);
+        printf("adamw: one AdamW step, fp32, %d tensors, %zu parameters (%s), lr %g, weight decay %g, chunks of %d, "
+               "%s (%s), seed %llu\n",
+               count, total, sizes_text ? "--sizes" : "GPT-2 small", ADAMW_LR, ADAMW_WD, adamw_chunk_size(),
+               gpu.prop.name, gpu.sm, args.seed);
 
     float *h_init[4]; /* p, g, m, v of every tensor, one after the other */
     const float lo[4] = {-1.0f, -1.0f, -0.1f, 0.0f}, hi[4] = {1.0f, 1.0f, 0.1f, 0.01f};

@@ -15,6 +15,14 @@
 
 #include <math.h>
 
+/* elements a block updates in the one-launch versions: a tensor is cut into chunks of this many
+ * (a tunable: make adamw ADAMW_CHUNK=16384); a multiple of 4, so that every chunk of a tensor
+ * starts on a float4 */
+#ifndef ADAMW_CHUNK
+#define ADAMW_CHUNK 65536
+#endif
+static_assert(ADAMW_CHUNK % 4 == 0 && ADAMW_CHUNK >= 4, "ADAMW_CHUNK must be a multiple of 4");
+
 #define ADAMW_BLOCK 256
 #define ADAMW_B1 0.9f
 #define ADAMW_B2 0.999f
@@ -124,6 +132,8 @@ typedef cudaError_t (*launcher)(const adamw_tensor *, const adamw_tensor *, cons
 static const launcher launchers[] = {NULL, launch1, launch2, launch3};
 static_assert(sizeof launchers / sizeof launchers[0] == ADAMW_VERSIONS,
               "one launcher per version: ADAMW_VERSIONS in adamw_kernels.h");
+
+extern "C" int adamw_chunk_size(void) { return ADAMW_CHUNK; }
 
 extern "C" int adamw_chunks(const adamw_tensor *tensors, int count, adamw_chunk *list)
 {

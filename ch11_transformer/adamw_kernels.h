@@ -10,8 +10,6 @@ extern "C" {
 /* Versions 0 (the copy of the same bytes, in adamw.c) .. 3; adamw.c's version table has one row
  * for each. */
 #define ADAMW_VERSIONS 4
-/* elements a block updates in the one-launch versions: a tensor is cut into chunks of this many */
-#define ADAMW_CHUNK 65536
 
 /* One tensor of the model: its parameters, gradients and the two moments (each n floats, from
  * cudaMalloc: 256-byte aligned) */
@@ -31,7 +29,8 @@ typedef struct {
 } adamw_state;
 
 /* The chunks of the one-launch versions: chunk k is elements [start, start + ADAMW_CHUNK) of
- * tensor `tensor`. Built once on the host (adamw_chunks), copied to the device. */
+ * tensor `tensor` (ADAMW_CHUNK: adamw_kernels.cu, 65536 unless built otherwise). Built once on
+ * the host (adamw_chunks), copied to the device. */
 typedef struct {
     int tensor;
     long long start;
@@ -39,6 +38,8 @@ typedef struct {
 
 /* How many chunks the tensors make; with list != NULL, also writes them there. */
 int adamw_chunks(const adamw_tensor *tensors, int count, adamw_chunk *list);
+/* the chunk the kernels were built with (ADAMW_CHUNK) */
+int adamw_chunk_size(void);
 
 /* One AdamW step over every tensor (betas 0.9 and 0.999, eps 1e-8, decoupled weight decay wd):
  * state->t += 1; then for every element m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
