@@ -728,12 +728,12 @@ template <bool VEC> __device__ __forceinline__ void add4(float *p, int r, int c,
     if (c + 3 < cols) atomicAdd(q + 3, v.w);
 }
 
-/* Block (x, y, z) computes the BM x BN tile (y, x) of C over K's part z: k in
- * [z * k_chunk, min(K, (z + 1) * k_chunk)). MINB: blocks per SM the register budget must
- * allow (1 for 128x256: up to 255 registers per thread). */
-template <int BM, int BN, int MINB, bool VEC, bool DBUF, bool SPLIT>
-__global__ void __launch_bounds__(K8_THREADS, MINB)
-    matmul_kernel8(const float *A, const float *B, float *C, int M, int N, int K, int k_chunk)
+/* The body of versions 8-10: block (x, y, z) computes the BM x BN tile (y, x) of C over K's part
+ * z: k in [z * k_chunk, min(K, (z + 1) * k_chunk)). DBUF: the next k's fragments read while
+ * this k's FMAs run; SPLIT: the parts added into C by atomics. Each version is its own kernel
+ * below (matmul_kernel8, 9, 10), with its own launch bounds. */
+template <int BM, int BN, bool VEC, bool DBUF, bool SPLIT>
+__device__ __forceinline__ void tile8_body(const float *A, const float *B, float *C, int M, int N, int K, int k_chunk)
 {
     typedef Tile8<BM, BN> T;
     constexpr int S = K8_STAGES;
@@ -815,22 +815,46 @@ __global__ void __launch_bounds__(K8_THREADS, MINB)
     }
 }
 
-/* Launch matmul_kernel8 for one tiling. Shared memory is dynamic (3 stages of the 128x256
- * tile: 37 KB; more than 48 KB must be asked for once per kernel). */
-template <int BM, int BN, int MINB, bool DBUF>
-static cudaError_t launch_tile8(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, int splits)
+/* version 8: the 128x256 tile, fragments read as they are used. MINB 1: one block an SM, so the
+ * register budget allows up to 255 registers a thread */
+template <bool VEC>
+__global__ void __launch_bounds__(K8_THREADS, 1)
+    matmul_kernel8(const float *A, const float *B, float *C, int M, int N, int K, int k_chunk)
 {
-    static bool configured[2][2] = {};
+    tile8_body<128, 256, VEC, false, false>(A, B, C, M, N, K, k_chunk);
+}
+/* version 9: the same tile with the fragments double-buffered */
+template <bool VEC>
+__global__ void __launch_bounds__(K8_THREADS, 1)
+    matmul_kernel9(const float *A, const float *B, float *C, int M, int N, int K, int k_chunk)
+{
+    tile8_body<128, 256, VEC, true, false>(A, B, C, M, N, K, k_chunk);
+}
+/* version 10: the tile and the parts of K its plan chose, fragments double-buffered; MINB 2 for
+ * the smaller tiles (two blocks an SM: at most 128 registers a thread) */
+template <int BM, int BN, int MINB, bool VEC, bool SPLIT>
+__global__ void __launch_bounds__(K8_THREADS, MINB)
+    matmul_kernel10(const float *A, const float *B, float *C, int M, int N, int K, int k_chunk)
+{
+    tile8_body<BM, BN, VEC, true, SPLIT>(A, B, C, M, N, K, k_chunk);
+}
+
+/* Launch one of versions 8-10's kernels for one tiling: kernels[vec][split] (split: K in parts
+ * added into C). Shared memory is dynamic (3 stages of the 128x256 tile: 37 KB; more than
+ * 48 KB must be asked for once per kernel: configured[vec][split] remembers). */
+typedef void (*tile_kernel)(const float *, const float *, float *, int, int, int, int);
+template <int BM, int BN>
+static cudaError_t launch_tile8(tile_kernel const kernels[2][2], bool configured[2][2], const float *d_a,
+                                const float *d_b, float *d_c, int m, int n, int k, int splits)
+{
     size_t bytes = sizeof(float) * K8_STAGES * Tile8<BM, BN>::STAGE_FLOATS;
     bool vec = n % 4 == 0; /* 16-byte copies of B need every row of B 16-byte aligned */
     bool split = splits > 1;
     int k_chunk = split ? ((k + splits - 1) / splits + K8_BK - 1) / K8_BK * K8_BK : k;
     if (split) splits = (k + k_chunk - 1) / k_chunk; /* no empty parts */
     dim3 grid((n + BN - 1) / BN, (m + BM - 1) / BM, splits);
-    void (*kernel)(const float *, const float *, float *, int, int, int, int) =
-        vec ? (split ? matmul_kernel8<BM, BN, MINB, true, DBUF, true> : matmul_kernel8<BM, BN, MINB, true, DBUF, false>)
-            : (split ? matmul_kernel8<BM, BN, MINB, false, DBUF, true>
-                     : matmul_kernel8<BM, BN, MINB, false, DBUF, false>);
+    tile_kernel kernel = kernels[vec][split];
+    if (!kernel) return cudaErrorInvalidValue; /* no split version of this kernel */
     if (!configured[vec][split]) {
         cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
         if (e != cudaSuccess) return e;
@@ -844,17 +868,19 @@ static cudaError_t launch_tile8(const float *d_a, const float *d_b, float *d_c, 
     return cudaGetLastError();
 }
 
-/* version 8: the 128x256 tile, fragments read as they are used */
 static cudaError_t launch8(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
 {
     (void)o;
-    return launch_tile8<128, 256, 1, false>(d_a, d_b, d_c, m, n, k, 1);
+    static tile_kernel const kernels[2][2] = {{matmul_kernel8<false>, NULL}, {matmul_kernel8<true>, NULL}};
+    static bool configured[2][2];
+    return launch_tile8<128, 256>(kernels, configured, d_a, d_b, d_c, m, n, k, 1);
 }
-/* version 9: the same kernel with the next k's fragments read while this k's FMAs run (DBUF) */
 static cudaError_t launch9(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
 {
     (void)o;
-    return launch_tile8<128, 256, 1, true>(d_a, d_b, d_c, m, n, k, 1);
+    static tile_kernel const kernels[2][2] = {{matmul_kernel9<false>, NULL}, {matmul_kernel9<true>, NULL}};
+    static bool configured[2][2];
+    return launch_tile8<128, 256>(kernels, configured, d_a, d_b, d_c, m, n, k, 1);
 }
 
 /* ---------------------------------------------------------------- 10: the tiling chosen by shape */
@@ -907,11 +933,22 @@ extern "C" int matmul_tiling_supported(matmul_tiling t)
     return 0;
 }
 
+/* version 10's kernel for one tile: [vec][split] */
+template <int BM, int BN, int MINB>
+static cudaError_t launch_tile10(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, int splits)
+{
+    static tile_kernel const kernels[2][2] = {
+        {matmul_kernel10<BM, BN, MINB, false, false>, matmul_kernel10<BM, BN, MINB, false, true>},
+        {matmul_kernel10<BM, BN, MINB, true, false>, matmul_kernel10<BM, BN, MINB, true, true>}};
+    static bool configured[2][2];
+    return launch_tile8<BM, BN>(kernels, configured, d_a, d_b, d_c, m, n, k, splits);
+}
+
 static cudaError_t launch_tiling(matmul_tiling t, const float *d_a, const float *d_b, float *d_c, int m, int n, int k)
 {
-    if (t.bm == 128 && t.bn == 256) return launch_tile8<128, 256, 1, true>(d_a, d_b, d_c, m, n, k, t.splits);
-    if (t.bm == 128 && t.bn == 128) return launch_tile8<128, 128, 2, true>(d_a, d_b, d_c, m, n, k, t.splits);
-    if (t.bm == 64 && t.bn == 128) return launch_tile8<64, 128, 2, true>(d_a, d_b, d_c, m, n, k, t.splits);
+    if (t.bm == 128 && t.bn == 256) return launch_tile10<128, 256, 1>(d_a, d_b, d_c, m, n, k, t.splits);
+    if (t.bm == 128 && t.bn == 128) return launch_tile10<128, 128, 2>(d_a, d_b, d_c, m, n, k, t.splits);
+    if (t.bm == 64 && t.bn == 128) return launch_tile10<64, 128, 2>(d_a, d_b, d_c, m, n, k, t.splits);
     return cudaErrorInvalidValue;
 }
 
