@@ -21,7 +21,7 @@
  *   8  a 128x256 tile per block of 8 warps, one block per SM (up to 255 registers a thread);
  *      cp.async stages with the A tile transposed on the way by 4-byte copies
  *   9  as 8, with the next k's fragments read into registers while this k's FMAs run
- *  10  version 9's kernel with the tile and a split of K chosen by the matrix's shape
+ *  10  version 9's body (tile8_body) with the tile and a split of K chosen by the matrix's shape
  *
  * No tensor cores: every product is an FFMA on the FP32 cores, like cuBLAS's default sgemm.
  */
