@@ -215,6 +215,9 @@ int run_repeated(const dnn_options *o, const lb_args *args, const dataset *all, 
     shape_text(shape, shape_s, sizeof shape_s);
     data_name(o, name, sizeof name);
     snprintf(name + strlen(name), sizeof name - strlen(name), o->kfold ? "_kfold%d" : "_%dseeds", runs);
+    /* seeds from another start than 1 (6..10: splits the defaults were not tuned on) say so */
+    if (!o->kfold && args->seed != 1)
+        snprintf(name + strlen(name), sizeof name - strlen(name), "_from%llu", args->seed);
     snprintf(sz, sizeof sz, "%s_e%d", shape_s, o->epochs);
     if (o->kfold)
         printf("dnn: %s %s: %d-fold cross-validation accuracy %.2f%% (%ld of %ld rows; folds %.2f%% +- %.2f sd), "
