@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """bench/torch_transformer.py - PyTorch's side of ch11_transformer's measurements.
 
-Times what a PyTorch user calls for the same operation on the same shape, with CUDA events
-around each call after a warm-up, the median of the repeats, inputs made on the GPU before the
+Times what a PyTorch user calls for the same operation on the same shape the way ours are
+timed (lb_time_ms: CUDA events, calls back to back to at least 1 ms a sample, the median), inputs made on the GPU before the
 timing (as ch11's programs do), and prints one RESULT line in the lab book's format, with the
 same prog= and size= as ours, so that `make bench` puts both in one table:
 
@@ -62,19 +62,28 @@ def parse_args(argv):
     return op, rows, cols, int(iters_text)
 
 
+MIN_SAMPLE_MS = 1.0  # common/labbook.h's LB_MIN_SAMPLE_MS
+
+
 def time_ms(torch, fn, iters):
-    """The median of `iters` calls, each between two CUDA events, after three warm-up calls."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
+    """As lb_time_ms times ours: two warm-up calls; then one call timed alone decides how many calls
+    back to back make a sample of at least MIN_SAMPLE_MS (at most 1000); the median of `iters`
+    samples, each between two CUDA events, divided by its calls."""
+    def sample(calls):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(calls):
+            fn()
         stop.record()
         stop.synchronize()
-        times.append(start.elapsed_time(stop))
+        return start.elapsed_time(stop)
+
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    one = sample(1)
+    calls = 1 if one >= MIN_SAMPLE_MS else min(1000, int(MIN_SAMPLE_MS / max(one, 1e-3)) + 1)
+    times = [sample(calls) / calls for _ in range(iters)]
     times.sort()
     mid = len(times) // 2
     return times[mid] if len(times) % 2 else 0.5 * (times[mid - 1] + times[mid])
