@@ -188,14 +188,18 @@ cp "$ROOT/common/solution.sh" "$WORK/common/"
 printf '%s\n' "## 1. make it 42" "$diff_to_42" '```sh check' '# rejects: the value left at 41' "expect 0 sh -c './prog value | grep -q \"value 42\"'" '```' \
     >"$WORK/ch98_fake/SOLUTIONS.md"
 tool() { (cd "$WORK/ch98_fake" && bash ../common/solution.sh "$@" 2>&1); }
+# verdict_of <name> <expected exit> <pattern> <exit> <output> : one line, ok or FAIL with the output
+verdict_of() {
+    if [ "$4" = "$2" ] && grep -q -- "$3" <<<"$5"; then echo "ok    $1"; else
+        echo "FAIL  $1: exit $4 (want $2), output must contain '$3':"; sed 's/^/      | /' <<<"$5"
+        failed=$((failed + 1))
+    fi
+}
 step() {   # step <name> <expected exit> <pattern> <solution.sh arguments...>
     local name=$1 want=$2 pattern=$3 out got
     shift 3
     out=$(tool "$@"); got=$?
-    if [ "$got" = "$want" ] && grep -q -- "$pattern" <<<"$out"; then echo "ok    $name"; else
-        echo "FAIL  $name: exit $got (want $want), output must contain '$pattern':"; sed 's/^/      | /' <<<"$out"
-        failed=$((failed + 1))
-    fi
+    verdict_of "$name" "$want" "$pattern" "$got" "$out"
 }
 step "solution: its check fails before it is applied" 1 "check line 1 failed" check 1
 step "solution: applied" 0 "solution 1 applied: value" apply 1
@@ -211,10 +215,7 @@ block() {   # block <name> <expected exit> <pattern> <check block text>
     local name=$1 want=$2 pattern=$3 out got
     printf '%s\n' "$4" >"$WORK/block"
     out=$(cd "$WORK/ch98_fake" && bash ../tests/check_block.sh "$WORK/block" 2>&1); got=$?
-    if [ "$got" = "$want" ] && grep -q -- "$pattern" <<<"$out"; then echo "ok    $name"; else
-        echo "FAIL  $name: exit $got (want $want), output must contain '$pattern':"; sed 's/^/      | /' <<<"$out"
-        failed=$((failed + 1))
-    fi
+    verdict_of "$name" "$want" "$pattern" "$got" "$out"
 }
 block "check block: a pipe whose program fails fails" 1 "check line 1 failed" './prog printfail | grep -q "value 41"'
 block "check block: expect_output, the line printed but the exit wrong, fails" 1 "exit 1, expected 0" \
