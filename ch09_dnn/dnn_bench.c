@@ -50,6 +50,20 @@ static cudaGraphExec_t capture_gemms(gemm_job *j)
     return exec;
 }
 
+/* The bytes the cuBLAS path's kernels other than the GEMMs must move in one step, each counted
+ * once (what a perfect kernel reads and writes): the gather (the batch read, written), the
+ * bias and activation (Z read, written), the loss layer (logits read, dZ written, dZ read
+ * again for the bias sums), back through each activation (dA and A read, dZ written) and the
+ * optimizer (SGD: w, g, v read, w, v written; Adam: m as well). */
+static size_t step_bytes_outside_gemms(const network *net, int rows, int adam)
+{
+    int L = net->n_layers;
+    size_t floats = (size_t)2 * rows * net->size[0] + (size_t)3 * rows * net->size[L];
+    for (int l = 1; l < L; l++) floats += (size_t)2 * rows * net->size[l] + (size_t)3 * rows * net->size[l];
+    floats += (adam ? 7 : 5) * net->n_params;
+    return sizeof(float) * floats;
+}
+
 typedef struct {
     trainer *t;
     cudaGraphExec_t graph;
@@ -221,6 +235,13 @@ int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *a
                cub.graph_ms * 1e3, rows / (cub.graph_ms * 1e-3), gemms_graph_ms / cub.graph_ms, gemms_graph_ms * 1e3);
         printf(" fused path, one CUDA graph         %9.1f   %10.3g   %6.2f (goal >= 2: half the GEMMs' time)\n",
                fus.graph_ms * 1e3, rows / (fus.graph_ms * 1e-3), gemms_graph_ms / fus.graph_ms);
+        /* what the step spends outside its GEMMs, against what moving its bytes at the copy's speed takes */
+        size_t bytes = step_bytes_outside_gemms(&shape_net, rows, o->adam);
+        double copy_gbps = lb_memcpy_ceiling_gbps(bytes, args->iters, NULL);
+        printf(" outside the GEMMs: %.1f us a step (the step's graph minus the GEMMs' graph); its kernels must move "
+               "%.1f MB, %.1f us at the copy's %.0f GB/s: %.2fx that floor\n",
+               (cub.graph_ms - gemms_graph_ms) * 1e3, bytes / 1e6, bytes / copy_gbps * 1e-3, copy_gbps,
+               (cub.graph_ms - gemms_graph_ms) * 1e3 / (bytes / copy_gbps * 1e-3));
         printf("mean loss of an epoch, first and last: cuBLAS path %.4f -> %.4f (%s)", cub.first_loss, cub.last_loss,
                cub.learns ? "it learns" : "NOT LEARNING");
         printf(", fused path %.4f -> %.4f (%s)", fus.first_loss, fus.last_loss,

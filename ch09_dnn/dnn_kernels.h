@@ -26,20 +26,34 @@ cudaError_t gather_batch_launch(const float *d_x, const int *d_y, const int *d_p
 /* Z = act(Z + b), in place; Z is rows x cols */
 cudaError_t bias_act_launch(float *d_z, const float *d_b, int rows, int cols, int act, cudaStream_t stream);
 
-/* The loss layer, one block: logits = Z + b (rows x classes; d_b NULL: Z holds the bias
+/* Device scratch the loss layer and the column sums pass between their blocks, for batches of up
+ * to max_rows rows and layers of up to max_cols units: the rows' losses and hits, the chunks'
+ * partial column sums (dnn_scratch_part_floats), and counters (dnn_scratch_counters, zero at
+ * the start; every kernel leaves them zero). One launch at a time uses them (one stream). */
+typedef struct {
+    float *row_loss; /* max_rows */
+    int *row_ok;     /* max_rows */
+    float *part;     /* dnn_scratch_part_floats(max_rows, max_cols) */
+    unsigned *counters;
+    int max_rows, max_cols;
+} dnn_scratch;
+size_t dnn_scratch_part_floats(int max_rows, int max_cols);
+size_t dnn_scratch_counters(int max_cols);
+
+/* The loss layer, a warp per row: logits = Z + b (rows x classes; d_b NULL: Z holds the bias
  * already); p = softmax(logits); state->loss_sum += mean over rows of -log p[y];
  * state->correct += rows with argmax = y; dZ = (p - onehot(y)) / rows; db = column sums of dZ
- * (d_db NULL: not wanted; for many classes by a second kernel over the GPU). Row r's label is d_y[r], or d_y[d_perm[state->cursor + r]] when d_perm
- * is given. advance: then state->cursor += rows, state->t += 1 (the step is over for whoever
- * reads them). */
+ * (d_db NULL: not wanted; a second kernel). Row r's label is d_y[r], or
+ * d_y[d_perm[state->cursor + r]] when d_perm is given. advance: then state->cursor += rows,
+ * state->t += 1 (the step is over for whoever reads them). */
 cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, const int *d_y, const int *d_perm, int rows,
-                                int classes, float *d_dz, float *d_db, step_state *d_state, int advance,
-                                cudaStream_t stream);
+                                int classes, float *d_dz, float *d_db, dnn_scratch sc, step_state *d_state,
+                                int advance, cudaStream_t stream);
 
 /* Back through the activation, in place: dZ = dA * act'(A) (A is the layer's output), and
  * db = column sums of dZ (rows x cols) */
 cudaError_t act_backward_launch(float *d_da, const float *d_a, int rows, int cols, int act, float *d_db,
-                                cudaStream_t stream);
+                                dnn_scratch sc, cudaStream_t stream);
 
 /* Optimizers over all n parameters at once, with the learning rate state->lr and weight decay wd.
  * SGD with momentum: g' = g + wd w (L2), v = mu v - lr g'; w += v.

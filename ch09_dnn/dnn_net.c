@@ -44,6 +44,15 @@ void net_alloc(network *net, int max_rows)
     CUDA_CHECK(cudaMalloc((void **)&net->d_split, sizeof(float) * fused_workspace_floats(net->sms)));
     CUDA_CHECK(cudaMalloc((void **)&net->d_tile_count, sizeof(int) * fused_counter_ints(net->sms)));
     CUDA_CHECK(cudaMemset(net->d_tile_count, 0, sizeof(int) * fused_counter_ints(net->sms)));
+    int widest = 0;
+    for (int l = 0; l <= net->n_layers; l++) widest = net->size[l] > widest ? net->size[l] : widest;
+    dnn_scratch sc = {NULL, NULL, NULL, NULL, max_rows, widest};
+    CUDA_CHECK(cudaMalloc((void **)&sc.row_loss, sizeof(float) * max_rows));
+    CUDA_CHECK(cudaMalloc((void **)&sc.row_ok, sizeof(int) * max_rows));
+    CUDA_CHECK(cudaMalloc((void **)&sc.part, sizeof(float) * dnn_scratch_part_floats(max_rows, widest)));
+    CUDA_CHECK(cudaMalloc((void **)&sc.counters, sizeof(unsigned) * dnn_scratch_counters(widest)));
+    CUDA_CHECK(cudaMemset(sc.counters, 0, sizeof(unsigned) * dnn_scratch_counters(widest)));
+    net->scratch = sc;
     CUDA_CHECK(cudaMalloc((void **)&net->d_pred, sizeof(int) * max_rows));
     CUDA_CHECK(cudaMalloc((void **)&net->d_labels, sizeof(int) * max_rows));
     CUDA_CHECK(cudaMalloc((void **)&net->d_prob, sizeof(float) * max_rows));
@@ -64,6 +73,10 @@ void net_free(network *net)
     }
     CUDA_CHECK(cudaFree(net->d_split));
     CUDA_CHECK(cudaFree(net->d_tile_count));
+    CUDA_CHECK(cudaFree(net->scratch.row_loss));
+    CUDA_CHECK(cudaFree(net->scratch.row_ok));
+    CUDA_CHECK(cudaFree(net->scratch.part));
+    CUDA_CHECK(cudaFree(net->scratch.counters));
     CUDA_CHECK(cudaFree(net->d_pred));
     CUDA_CHECK(cudaFree(net->d_labels));
     CUDA_CHECK(cudaFree(net->d_prob));
@@ -219,7 +232,7 @@ void backward(network *net, int rows, cudaStream_t s)
         /* dX = dZ W^T, then through the previous layer's activation (with its bias sums) */
         gemm_input_grad(net, l, rows);
         CUDA_CHECK(act_backward_launch(net->d_d[l], net->d_a[l], rows, net->size[l], net->act,
-                                       net_b(net, net->d_grads, l - 1), s));
+                                       net_b(net, net->d_grads, l - 1), net->scratch, s));
     }
 }
 
@@ -265,7 +278,7 @@ static void step_cublas(trainer *t, int rows, int update, cudaStream_t s)
     CUDA_CHECK(gather_batch_launch(t->d_x, t->d_y, t->d_perm, t->d_state, rows, net->size[0], net->d_a[0], t->d_yb, s));
     forward_cublas(net, rows, s);
     CUDA_CHECK(softmax_xent_launch(net->d_a[L], net_b(net, net->d_params, L - 1), t->d_yb, NULL, rows, C, net->d_d[L],
-                                   net_b(net, net->d_grads, L - 1), t->d_state, 1, s));
+                                   net_b(net, net->d_grads, L - 1), net->scratch, t->d_state, 1, s));
     backward(net, rows, s);
     if (!update) return;
     if (t->adam)
@@ -286,7 +299,7 @@ static void step_fused(trainer *t, int rows, int update, cudaStream_t s)
     int L = net->n_layers;
     forward_fused(net, rows, t->d_x, t->d_perm, t->d_state, s, NULL);
     CUDA_CHECK(softmax_xent_launch(net->d_a[L], NULL, t->d_y, t->d_perm, rows, net->size[L], net->d_d[L], NULL,
-                                   t->d_state, 1, s));
+                                   net->scratch, t->d_state, 1, s));
     backward_fused(t, rows, update, s, NULL);
 }
 

@@ -36,6 +36,7 @@ typedef struct {
     int sms;        /* the GPU's multiprocessors: the fused GEMMs' plans fill them */
     float *d_split; /* the fused GEMMs' split-K workspace and tile counters */
     int *d_tile_count;
+    dnn_scratch scratch;    /* what the loss and column-sum kernels pass between their blocks */
     int *d_pred, *d_labels; /* evaluation: a chunk's predictions, labels, */
     float *d_prob, *d_nll;  /* probabilities and losses */
 } network;

@@ -74,7 +74,7 @@ for path in --fused --cublas; do
     gpu_check_large ./dnn --gradcheck --data ../datasets/digits.csv $path
     gpu_check_large ./dnn --gradcheck --layers 4,5,3 --adam --seed 5 $path
     gpu_check_large ./dnn --gradcheck --data ../datasets/digits.csv --layers 64,300,10 $path
-    # more than 32 classes: the bias gradient of the loss layer by its own kernel (cuBLAS path)
+    # 40 classes: two strips of the loss layer's column sums (cuBLAS path)
     gpu_check ./dnn --gradcheck --data ../tests/data/many_classes.csv --layers 3,8,40 $path
 done
 # the optimizers' kernels against the CPU's formulas (the two paths share dnn_math.cuh, so
@@ -103,6 +103,14 @@ sanitize_only ./dnn --synthetic 64,300,10 --batch 33 --iters 1 --steps 3 --tf32
 mutant "dnn backward halves the odd units' gradients" dnn_kernels.cu \
     's/float g = da\[i\] \* activate_grad(a\[i\], act);/float g = da[i] * activate_grad(a[i], act) * (c \& 1 ? 0.5f : 1.0f);/' \
     ./dnn --gradcheck --data ../datasets/digits.csv --cublas
+# the bias gradients' second level without its first chunk (gradcheck's 136 rows are 3 chunks);
+# the loss layer's warp sum one shuffle short (half the lanes' exponentials)
+mutant "dnn column sums skip the first chunk" dnn_kernels.cu \
+    's/for (int k = 0; k < chunks; k++) t +=/for (int k = 1; k < chunks; k++) t +=/' \
+    ./dnn --gradcheck --data ../datasets/digits.csv --cublas
+mutant "dnn loss layer's warp sum one step short" dnn_kernels.cu \
+    's/for (int off = 16; off > 0; off \/= 2) sum +=/for (int off = 16; off > 1; off \/= 2) sum +=/' \
+    ./dnn --gradcheck --cublas
 # and on the fused path: the bias's column of ones left out; the split parts of K summed
 # without the last; the batch gathered by the first GEMM not kept for the dW GEMM
 # --compare-paths' tolerance grows like rounding (sqrt of the steps): exercise 1's bias decay on
