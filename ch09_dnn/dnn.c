@@ -199,6 +199,7 @@ int main(int argc, char **argv)
     parse_options(&o, &args, opts, &program, argc, argv);
     if (o.synthetic) return run_synthetic(&o, &program, &args);
     if (o.check_optimizer) return check_optimizers(&args);
+    if (o.check_tf32) return check_tf32(&args);
     if (predict_only(&o)) return run_predict_only(&o);
 
     /* ---- setup: data, shape and defaults (all checked before the GPU is touched), then the GPU */

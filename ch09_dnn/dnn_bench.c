@@ -201,7 +201,8 @@ int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *a
      * the step's launches), and captured as one graph (against the step's graph) */
     network net;
     trainer t;
-    path_timing cub, fus;
+    path_timing cub, fus, lt = {0};
+    int with_lt = shape_net.act == ACT_RELU; /* cuBLASLt's epilogues have no sigmoid */
     po.path = DNN_PATH_CUBLAS;
     setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
     time_path(&t, perm, n, steps, 1, args, s, &cub);
@@ -219,6 +220,13 @@ int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *a
         printf("\n");
     }
     free_net(&net, &t);
+    /* the cuBLASLt path, from the same weights on the same batches */
+    if (with_lt) {
+        po.path = DNN_PATH_LT;
+        setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
+        time_path(&t, perm, n, steps, 1, args, s, &lt);
+        free_net(&net, &t);
+    }
     /* the fused path, from the same weights on the same batches */
     po.path = DNN_PATH_FUSED;
     setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
@@ -233,25 +241,38 @@ int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *a
                cub.launch_ms * 1e3, rows / (cub.launch_ms * 1e-3), gemms_ms / cub.launch_ms, gemms_ms * 1e3);
         printf(" cuBLAS path, one CUDA graph        %9.1f   %10.3g   %6.2f (the GEMMs as a graph: %.1f us)\n",
                cub.graph_ms * 1e3, rows / (cub.graph_ms * 1e-3), gemms_graph_ms / cub.graph_ms, gemms_graph_ms * 1e3);
+        if (with_lt) {
+            printf(" cuBLASLt path, launched one by one %9.1f   %10.3g   %6.2f\n", lt.launch_ms * 1e3,
+                   rows / (lt.launch_ms * 1e-3), gemms_ms / lt.launch_ms);
+            printf(" cuBLASLt path, one CUDA graph      %9.1f   %10.3g   %6.2f\n", lt.graph_ms * 1e3,
+                   rows / (lt.graph_ms * 1e-3), gemms_graph_ms / lt.graph_ms);
+        }
         printf(" fused path, one CUDA graph         %9.1f   %10.3g   %6.2f (goal >= 2: half the GEMMs' time)\n",
                fus.graph_ms * 1e3, rows / (fus.graph_ms * 1e-3), gemms_graph_ms / fus.graph_ms);
         /* what the step spends outside its GEMMs, against what moving its bytes at the copy's speed takes */
         size_t bytes = step_bytes_outside_gemms(&shape_net, rows, o->adam);
         double copy_gbps = lb_memcpy_ceiling_gbps(bytes, args->iters, NULL);
-        printf(" outside the GEMMs: %.1f us a step (the step's graph minus the GEMMs' graph); its kernels must move "
-               "%.1f MB, %.1f us at the copy's %.0f GB/s: %.2fx that floor\n",
-               (cub.graph_ms - gemms_graph_ms) * 1e3, bytes / 1e6, bytes / copy_gbps * 1e-3, copy_gbps,
-               (cub.graph_ms - gemms_graph_ms) * 1e3 / (bytes / copy_gbps * 1e-3));
+        double floor_us = bytes / copy_gbps * 1e-3;
+        printf(" outside the GEMMs (the step's graph minus the GEMMs' graph): cuBLAS path %.1f us", 
+               (cub.graph_ms - gemms_graph_ms) * 1e3);
+        if (with_lt) printf(", cuBLASLt path %.1f us", (lt.graph_ms - gemms_graph_ms) * 1e3);
+        printf("; the work besides the products must move %.1f MB, %.1f us at the copy's %.0f GB/s: %.2fx that floor",
+               bytes / 1e6, floor_us, copy_gbps, ((with_lt && lt.graph_ms < cub.graph_ms ? lt.graph_ms : cub.graph_ms) - gemms_graph_ms) * 1e3 / floor_us);
+        printf(" (the faster path)\n");
         printf("mean loss of an epoch, first and last: cuBLAS path %.4f -> %.4f (%s)", cub.first_loss, cub.last_loss,
                cub.learns ? "it learns" : "NOT LEARNING");
+        if (with_lt)
+            printf(", cuBLASLt path %.4f -> %.4f (%s)", lt.first_loss, lt.last_loss,
+                   lt.learns ? "it learns" : "NOT LEARNING");
         printf(", fused path %.4f -> %.4f (%s)", fus.first_loss, fus.last_loss,
                fus.learns ? "it learns" : "NOT LEARNING");
         printf("\n");
     }
-    char sz[160], names[5][48];
+    char sz[160], names[7][48];
     snprintf(sz, sizeof sz, "%s_b%d", shape, rows);
-    const char *stems[5] = {"step_fused_graph", "step_graph", "gemms_graph", "step_launches", "gemms_launched"};
-    for (int i = 0; i < 5; i++) snprintf(names[i], sizeof names[i], "%s%s", stems[i], suffix);
+    const char *stems[7] = {"step_fused_graph", "step_graph",     "gemms_graph",   "step_launches",
+                            "gemms_launched",   "step_lt_graph", "step_lt_launches"};
+    for (int i = 0; i < 7; i++) snprintf(names[i], sizeof names[i], "%s%s", stems[i], suffix);
     lb_result rs[] = {
         {"dnn", -1, names[0], sz, fus.graph_ms, "msamples_s", rows / (fus.graph_ms * 1e-3) / 1e6, names[2],
          gemms_graph_ms / fus.graph_ms, fus.learns},
@@ -262,12 +283,20 @@ int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *a
         {"dnn", -1, names[3], sz, cub.launch_ms, "msamples_s", rows / (cub.launch_ms * 1e-3) / 1e6, names[4],
          gemms_ms / cub.launch_ms, cub.learns},
         {"dnn", -1, names[4], sz, gemms_ms, "msamples_s", rows / (gemms_ms * 1e-3) / 1e6, names[4], 1.0, -1},
+        {"dnn", -1, names[5], sz, lt.graph_ms, "msamples_s", rows / (lt.graph_ms * 1e-3) / 1e6, names[2],
+         gemms_graph_ms / lt.graph_ms, lt.learns},
+        {"dnn", -1, names[6], sz, lt.launch_ms, "msamples_s", rows / (lt.launch_ms * 1e-3) / 1e6, names[4],
+         gemms_ms / lt.launch_ms, lt.learns},
     };
-    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) lb_print_result(&rs[i], args->quiet);
-    int pass = cub.learns && fus.learns;
-    if (args->quiet)
-        printf("dnn: %s batch %d: %.1f us per step fused, %.1f us cuBLAS path, its GEMMs as a graph %.1f us, %s\n",
-               shape, rows, fus.graph_ms * 1e3, cub.graph_ms * 1e3, gemms_graph_ms * 1e3, pass ? "PASS" : "FAIL");
+    for (size_t i = 0; i < (with_lt ? 7u : 5u); i++) lb_print_result(&rs[i], args->quiet);
+    int pass = cub.learns && fus.learns && (!with_lt || lt.learns);
+    if (args->quiet) {
+        char lt_text[64] = "no cuBLASLt path (sigmoid)";
+        if (with_lt) snprintf(lt_text, sizeof lt_text, "%.1f us cuBLASLt path", lt.graph_ms * 1e3);
+        printf("dnn: %s batch %d: %.1f us per step fused, %.1f us cuBLAS path, %s, its GEMMs as a graph %.1f us, %s\n",
+               shape, rows, fus.graph_ms * 1e3, cub.graph_ms * 1e3, lt_text, gemms_graph_ms * 1e3,
+               pass ? "PASS" : "FAIL");
+    }
     CUDA_CHECK(cudaStreamDestroy(s));
     lb_free_dataset(&data);
     free(perm);

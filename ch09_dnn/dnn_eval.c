@@ -285,3 +285,78 @@ int check_optimizers(const lb_args *args)
     free(scale);
     return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
 }
+
+/* The error of one layer's logits against the CPU, each element over the size of its terms
+ * (sum of |x w|): the largest such ratio. */
+static double worst_relative(const float *got, const double *want, const double *mag, size_t n)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(got[i] - want[i]) / mag[i];
+        if (!(e <= worst)) worst = e; /* NaN sticks */
+    }
+    return worst;
+}
+
+/* --check-tf32 (see dnn_net.h). A sum of K products in fp32 is off by at most (K + 2) 2^-24 of
+ * the size of its terms; TF32 rounds both inputs to 10-bit mantissas first (2^-11 each, 2^-10
+ * if truncated), so a product is off by up to 2^-9 of itself before the sum. The errors of
+ * random signs add like sqrt(K) in both, so TF32's worst comes out thousands of times fp32's
+ * (2^-11 against 2^-24 a term); 64 times is the least it must show. */
+int check_tf32(const lb_args *args)
+{
+    const int rows = 128, K = 1024, N = 256;
+    lb_gpu gpu;
+    lb_gpu_init(&gpu);
+    if (gpu.cc < 80)
+        lb_die(LB_EXIT_USAGE, "dnn: --check-tf32 needs TF32 tensor cores (sm_80 or newer); this GPU is %s", gpu.sm);
+    lb_rng rng;
+    lb_rng_seed(&rng, args->seed);
+    size_t nx = (size_t)rows * K, nw = (size_t)K * N, nz = (size_t)rows * N;
+    float *x = lb_host_alloc(sizeof(float) * nx, "inputs"), *params = lb_host_alloc(sizeof(float) * (nw + N), "weights");
+    float *z = lb_host_alloc(sizeof(float) * nz, "logits");
+    double *want = lb_host_alloc(sizeof(double) * nz, "the CPU's"), *mag = lb_host_alloc(sizeof(double) * nz, "sizes");
+    lb_fill_uniform(x, nx, -1.0f, 1.0f, &rng);
+    lb_fill_uniform(params, nw, -1.0f, 1.0f, &rng);
+    memset(params + nw, 0, sizeof(float) * N); /* biases 0: both paths' logits are X W alone */
+    for (int r = 0; r < rows; r++)
+        for (int n = 0; n < N; n++) {
+            double s = 0.0, m = 0.0;
+            for (int k = 0; k < K; k++) {
+                double t = (double)x[(size_t)r * K + k] * params[(size_t)k * N + n];
+                s += t, m += fabs(t);
+            }
+            want[(size_t)r * N + n] = s, mag[(size_t)r * N + n] = m;
+        }
+    const double fp32_bound = (K + 2) * 0x1p-24, tf32_bound = 0x1p-9 + fp32_bound;
+    int failures = 0;
+    for (int lt = 0; lt < 2; lt++) {
+        double err[2];
+        for (int tf32 = 0; tf32 < 2; tf32++) {
+            network net = {0};
+            net.n_layers = 1, net.size[0] = K, net.size[1] = N, net.act = ACT_RELU;
+            net.path = lt ? DNN_PATH_LT : DNN_PATH_CUBLAS, net.tf32 = tf32;
+            net_alloc(&net, rows);
+            CUDA_CHECK(cudaMemcpy(net.d_params, params, sizeof(float) * (nw + N), cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaMemcpy(net.d_a[0], x, sizeof(float) * nx, cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaMemset(net.d_a[1], 0xff, sizeof(float) * nz)); /* NaN: a GEMM that writes nothing fails */
+            if (lt)
+                lt_forward(&net, rows, 0); /* the training step's forward */
+            else
+                (void)forward(&net, rows, 0);
+            CUDA_CHECK(cudaMemcpy(z, net.d_a[1], sizeof(float) * nz, cudaMemcpyDeviceToHost));
+            err[tf32] = worst_relative(z, want, mag, nz);
+            net_free(&net);
+        }
+        int fp32_ok = err[0] <= fp32_bound, tf32_ok = err[1] <= tf32_bound && err[1] > 64.0 * err[0];
+        failures += !fp32_ok + !tf32_ok;
+        printf("  %-8s path: fp32 off by %.2e of the terms' size (bound %.2e: %s); TF32 by %.2e (bound %.2e, and "
+               "at least 64x fp32's: %s)\n",
+               lt ? "cuBLASLt" : "cuBLAS", err[0], fp32_bound, fp32_ok ? "PASS" : "FAIL", err[1], tf32_bound,
+               tf32_ok ? "PASS" : "FAIL");
+    }
+    printf("dnn: one layer (%d rows, %d inputs, %d units) in fp32 and TF32 on both cuBLAS paths against the CPU: %s\n",
+           rows, K, N, failures ? "FAIL" : "PASS");
+    free(x), free(params), free(z), free(want), free(mag);
+    return failures ? LB_EXIT_FAIL : LB_EXIT_PASS;
+}

@@ -53,6 +53,7 @@ void net_alloc(network *net, int max_rows)
     CUDA_CHECK(cudaMalloc((void **)&sc.counters, sizeof(unsigned) * dnn_scratch_counters(widest)));
     CUDA_CHECK(cudaMemset(sc.counters, 0, sizeof(unsigned) * dnn_scratch_counters(widest)));
     net->scratch = sc;
+    net->lt = net->path == DNN_PATH_LT ? lt_create(net) : NULL;
     CUDA_CHECK(cudaMalloc((void **)&net->d_pred, sizeof(int) * max_rows));
     CUDA_CHECK(cudaMalloc((void **)&net->d_labels, sizeof(int) * max_rows));
     CUDA_CHECK(cudaMalloc((void **)&net->d_prob, sizeof(float) * max_rows));
@@ -73,6 +74,7 @@ void net_free(network *net)
     }
     CUDA_CHECK(cudaFree(net->d_split));
     CUDA_CHECK(cudaFree(net->d_tile_count));
+    lt_destroy(net->lt);
     CUDA_CHECK(cudaFree(net->scratch.row_loss));
     CUDA_CHECK(cudaFree(net->scratch.row_ok));
     CUDA_CHECK(cudaFree(net->scratch.part));
@@ -219,7 +221,7 @@ const float *forward(network *net, int rows, cudaStream_t s)
         forward_fused(net, rows, net->d_a[0], NULL, NULL, s, NULL);
         return NULL;
     }
-    forward_cublas(net, rows, s);
+    forward_cublas(net, rows, s); /* the cuBLASLt path evaluates this way too: its plans are for the batch */
     return net_b(net, net->d_params, net->n_layers - 1);
 }
 
@@ -252,6 +254,7 @@ void trainer_create(trainer *t, network *net, int rows, const dataset *train, in
     CUDA_CHECK(cudaMemset(t->d_state, 0, sizeof(step_state)));
     CUDA_CHECK(cudaMemcpy(t->d_x, train->x, sizeof(float) * n * F, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t->d_y, train->y, sizeof(int) * n, cudaMemcpyHostToDevice));
+    if (net->lt) lt_prepare(net, rows); /* the batch's plans now: the step may be captured in a graph */
 }
 
 void set_lr(trainer *t, float lr, cudaStream_t s)
@@ -269,6 +272,18 @@ void trainer_free(trainer *t)
     CUDA_CHECK(cudaFree(t->d_state));
 }
 
+/* the optimizer over every parameter, from the gradients in d_grads */
+static void apply_optimizer(trainer *t, cudaStream_t s)
+{
+    network *net = t->net;
+    if (t->adam)
+        CUDA_CHECK(adam_launch(net->d_params, net->d_grads, net->d_opt1, net->d_opt2, net->n_params, t->weight_decay,
+                               t->d_state, s));
+    else
+        CUDA_CHECK(sgd_momentum_launch(net->d_params, net->d_grads, net->d_opt1, net->n_params, t->momentum,
+                                       t->weight_decay, t->d_state, s));
+}
+
 /* forward, loss and backward for `rows` rows of the permutation from the state's cursor: the
  * gradients of the mean loss in d_grads, no update (gradcheck stops here; a step goes on) */
 static void step_cublas(trainer *t, int rows, int update, cudaStream_t s)
@@ -280,13 +295,21 @@ static void step_cublas(trainer *t, int rows, int update, cudaStream_t s)
     CUDA_CHECK(softmax_xent_launch(net->d_a[L], net_b(net, net->d_params, L - 1), t->d_yb, NULL, rows, C, net->d_d[L],
                                    net_b(net, net->d_grads, L - 1), net->scratch, t->d_state, 1, s));
     backward(net, rows, s);
-    if (!update) return;
-    if (t->adam)
-        CUDA_CHECK(adam_launch(net->d_params, net->d_grads, net->d_opt1, net->d_opt2, net->n_params, t->weight_decay,
-                               t->d_state, s));
-    else
-        CUDA_CHECK(sgd_momentum_launch(net->d_params, net->d_grads, net->d_opt1, net->n_params, t->momentum,
-                                       t->weight_decay, t->d_state, s));
+    if (update) apply_optimizer(t, s);
+}
+
+/* the same on cuBLASLt: the bias and ReLU inside the forward GEMMs (the logits come with their
+ * bias), ReLU' and the hidden layers' bias sums inside the dX GEMMs */
+static void step_lt(trainer *t, int rows, int update, cudaStream_t s)
+{
+    network *net = t->net;
+    int L = net->n_layers, C = net->size[L];
+    CUDA_CHECK(gather_batch_launch(t->d_x, t->d_y, t->d_perm, t->d_state, rows, net->size[0], net->d_a[0], t->d_yb, s));
+    lt_forward(net, rows, s);
+    CUDA_CHECK(softmax_xent_launch(net->d_a[L], NULL, t->d_yb, NULL, rows, C, net->d_d[L],
+                                   net_b(net, net->d_grads, L - 1), net->scratch, t->d_state, 1, s));
+    lt_backward(net, rows, s);
+    if (update) apply_optimizer(t, s);
 }
 
 /* the same on the fused path: the batch read through the permutation by the first GEMM, the
@@ -311,21 +334,19 @@ int fused_step_gemms(trainer *t, fused_gemm *list, int max)
     return sink.n;
 }
 
-void loss_and_grads(trainer *t, int rows, cudaStream_t s)
+static void step(trainer *t, int rows, int update, cudaStream_t s)
 {
     if (t->net->path == DNN_PATH_FUSED)
-        step_fused(t, rows, 0, s);
+        step_fused(t, rows, update, s);
+    else if (t->net->path == DNN_PATH_LT)
+        step_lt(t, rows, update, s);
     else
-        step_cublas(t, rows, 0, s);
+        step_cublas(t, rows, update, s);
 }
 
-void train_step(trainer *t, cudaStream_t s)
-{
-    if (t->net->path == DNN_PATH_FUSED)
-        step_fused(t, t->rows, 1, s);
-    else
-        step_cublas(t, t->rows, 1, s);
-}
+void loss_and_grads(trainer *t, int rows, cudaStream_t s) { step(t, rows, 0, s); }
+
+void train_step(trainer *t, cudaStream_t s) { step(t, t->rows, 1, s); }
 
 cudaGraphExec_t capture_step(trainer *t, cudaStream_t s)
 {

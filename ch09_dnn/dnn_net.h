@@ -4,8 +4,9 @@
  *
  *   network   net_alloc / net_free, init_params, forward / backward
  *   training  trainer_create / trainer_free, loss_and_grads (no update), train_step (one
- *             optimizer step), capture_step (that step as a CUDA graph); two paths: cuBLAS GEMMs
- *             with small kernels around them, or the fused GEMMs of dnn_fused_kernels.cu
+ *             optimizer step), capture_step (that step as a CUDA graph); three paths: cuBLAS
+ *             GEMMs with small kernels around them, cuBLASLt GEMMs with that work in their
+ *             epilogues (dnn_lt.c), or the fused GEMMs of dnn_fused_kernels.cu
  *   results   predict_set, evaluate (accuracy and loss); gradcheck against loss_cpu (double, CPU)
  *   files     save_weights / load_weights; parse_layers ("4,16,16,3")
  */
@@ -16,11 +17,12 @@
 #include "dnn_data.h"
 #include "dnn_kernels.h"
 #include "dnn_fused_kernels.h"
+#include "dnn_lt.h"
 
 #define DNN_MAX_LAYERS 8   /* weight layers */
 #define DNN_EVAL_ROWS 4096 /* rows per forward pass when evaluating a whole set */
 
-typedef struct {
+typedef struct dnn_network {
     int n_layers;                 /* weight layers */
     int size[DNN_MAX_LAYERS + 1]; /* size[0] features .. size[n_layers] classes */
     int act;
@@ -31,7 +33,8 @@ typedef struct {
     float *d_d[DNN_MAX_LAYERS + 1]; /* d_d[l]: dLoss/d(layer l's output), then dZ in place */
     cublasHandle_t h;
     void *d_workspace;
-    dnn_path path;  /* cuBLAS and small kernels, or the fused GEMMs (dnn_fused_kernels.cu) */
+    dnn_path path;  /* cuBLAS and small kernels, cuBLASLt with epilogues (dnn_lt.c), or the fused GEMMs */
+    dnn_lt *lt;     /* the cuBLASLt path's handle, ReLU masks and GEMM plans (NULL on the others) */
     int tf32;       /* TF32 tensor cores for the GEMMs (both paths; sm_80 and newer) */
     int sms;        /* the GPU's multiprocessors: the fused GEMMs' plans fill them */
     float *d_split; /* the fused GEMMs' split-K workspace and tile counters */
@@ -114,6 +117,10 @@ double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int
  * on random parameters, gradients and state, against the formulas in double on the CPU.
  * Returns the exit code. */
 int check_optimizers(const lb_args *args);
+/* --check-tf32: one layer's logits (random inputs and weights) on the cuBLAS and cuBLASLt paths,
+ * fp32 and TF32, against the CPU in double: fp32 within fp32's bound, TF32 within TF32's and
+ * far past fp32's error (else --tf32 did not use TF32). Returns the exit code. */
+int check_tf32(const lb_args *args);
 
 /* The weights file: shape, the z-score, the class names and the parameters. 0 / a malloc'd
  * parameter array on success, else -1 / NULL with a one-line reason in err. */

@@ -31,8 +31,8 @@ int predict_only(const dnn_options *o) { return o->load_path && o->predict_path 
  * every value; bad input exits 2 here, before anything is loaded. */
 void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *program, int argc, char **argv)
 {
-    static int fused, cublas; /* the two flags of one choice, o->path (static: the table outlives this call) */
-    fused = cublas = 0;
+    static int fused, cublas, lt; /* the flags of one choice, o->path (static: the table outlives this call) */
+    fused = cublas = lt = 0;
     const lb_opt table[DNN_N_OPTIONS] = {
         {"--data", LB_OPT_STRING, &o->data_path,
          "the data set (CSV, datasets/ layout; default " DNN_DEFAULT_DATA ", none with --load and --predict)"},
@@ -76,12 +76,17 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
         {"--fused", LB_OPT_FLAG, &fused,
          "the fused step: our GEMMs with bias, activation and update inside (not yet faster: NOTES.md)"},
         {"--cublas", LB_OPT_FLAG, &cublas, "the step on cuBLAS GEMMs with small kernels around them (default)"},
+        {"--lt", LB_OPT_FLAG, &lt,
+         "the step on cuBLASLt GEMMs with bias, ReLU, ReLU' and the bias sums in their epilogues (ReLU only)"},
         {"--tf32", LB_OPT_FLAG, &o->tf32,
          "TF32 tensor cores for the GEMMs, both paths (inputs rounded to 10-bit mantissas; sm_80 and newer)"},
         {"--check-optimizer", LB_OPT_FLAG, &o->check_optimizer,
          "one step of SGD with momentum and of Adam by the kernels against the CPU's formulas, then stop"},
+        {"--check-tf32", LB_OPT_FLAG, &o->check_tf32,
+         "one layer's products in fp32 and in TF32 on the cuBLAS and cuBLASLt paths against the CPU, then stop"},
         {"--compare-paths", LB_OPT_FLAG, &o->compare,
-         "train from the same weights on both paths; fail unless their weights differ by rounding only"},
+         "train from the same weights on the cuBLAS path and the fused one (with --lt: the cuBLASLt one); fail "
+         "unless their weights differ by rounding only"},
     };
     memcpy(opts, table, sizeof table);
     const lb_program p = {
@@ -117,12 +122,18 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
     if (o->seeds < 1 || o->seeds > 1000) lb_usage_error(program, "--seeds must be 1..1000");
     if (o->steps != UNSET_INT && (o->steps < 2 || o->steps > 100000)) lb_usage_error(program, "--steps must be 2..100000");
     if (o->steps != UNSET_INT && !o->synthetic) lb_usage_error(program, "--steps is --synthetic's: not without it");
+    if (o->check_tf32 && (o->check_optimizer || o->synthetic || o->gradcheck || o->compare || o->load_path ||
+                          o->predict_path))
+        lb_usage_error(program, "--check-tf32 runs alone: no --check-optimizer, --synthetic, --gradcheck, "
+                                "--compare-paths, --load or --predict with it");
     if (o->check_optimizer && (o->synthetic || o->gradcheck || o->compare || o->load_path || o->predict_path))
         lb_usage_error(program, "--check-optimizer runs alone: no --synthetic, --gradcheck, --compare-paths, --load "
                                 "or --predict with it");
     if (o->kfold != 0 && (o->kfold < 2 || o->kfold > 1000)) lb_usage_error(program, "--kfold must be 2..1000");
-    if (fused && cublas) lb_usage_error(program, "--fused and --cublas: pick one path");
-    o->path = fused ? DNN_PATH_FUSED : DNN_PATH_CUBLAS; /* cuBLAS, until the fused one wins (NOTES.md) */
+    if (fused + cublas + lt > 1) lb_usage_error(program, "--fused, --cublas and --lt: pick one path");
+    o->path = fused ? DNN_PATH_FUSED : lt ? DNN_PATH_LT : DNN_PATH_CUBLAS;
+    if (o->path == DNN_PATH_LT && strcmp(o->act, "relu"))
+        lb_usage_error(program, "--lt: cuBLASLt's epilogues have ReLU (and GELU), not the sigmoid; --cublas or --fused");
     if (o->tf32 && o->gradcheck)
         lb_usage_error(program,
                        "--gradcheck compares fp32 gradients (1e-3); TF32's products alone differ by that much");

@@ -8,16 +8,21 @@
 
 /* Every option of the program, in one place; main fills it from the command line. Unset means
  * "chosen from the data set" (UNSET_INT, UNSET_DOUBLE: see fill_defaults). */
-/* The training step's path: cuBLAS GEMMs with small kernels around them (the default), or our
- * own GEMMs with bias, activation and update in their epilogues (--fused). */
-typedef enum { DNN_PATH_CUBLAS, DNN_PATH_FUSED } dnn_path;
-static inline const char *dnn_path_name(dnn_path p) { return p == DNN_PATH_FUSED ? "fused" : "cuBLAS"; }
+/* The training step's path: cuBLAS GEMMs with small kernels around them (--cublas), cuBLASLt
+ * GEMMs with bias, ReLU, its derivative and the bias sums in their epilogues (--lt), or our own
+ * GEMMs with bias, activation and update in their epilogues (--fused). */
+typedef enum { DNN_PATH_CUBLAS, DNN_PATH_FUSED, DNN_PATH_LT } dnn_path;
+static inline const char *dnn_path_name(dnn_path p)
+{
+    return p == DNN_PATH_FUSED ? "fused" : p == DNN_PATH_LT ? "cuBLASLt" : "cuBLAS";
+}
 
 typedef struct {
     const char *data_path, *layers, *act, *save_path, *load_path, *predict_path, *synthetic, *schedule;
     int epochs, batch, adam, gradcheck, no_graph, vs_linear, patience, seeds, kfold, tf32, compare;
     int steps; /* --synthetic: steps in each timed pass (DNN_SYNTHETIC_STEPS unless given) */
     int check_optimizer; /* --check-optimizer: the update kernels against the CPU, then stop */
+    int check_tf32;      /* --check-tf32: one layer in fp32 and TF32 on both cuBLAS paths against the CPU */
     dnn_path path;
     double lr, momentum, test_frac, min_accuracy, val_frac, weight_decay;
 } dnn_options;
@@ -51,7 +56,7 @@ typedef struct {
 dnn_options default_options(void);
 /* The flags (pointing into o), the program's description, the parse, and the checks of every
  * value; bad input exits 2 here, before anything is loaded. opts holds DNN_N_OPTIONS entries. */
-#define DNN_N_OPTIONS 29
+#define DNN_N_OPTIONS 31
 /* --synthetic's training steps in each timed pass over its random data */
 #define DNN_SYNTHETIC_STEPS 64
 void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *program, int argc, char **argv);

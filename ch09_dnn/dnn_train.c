@@ -248,7 +248,7 @@ int run_repeated(const dnn_options *o, const lb_args *args, const dataset *all, 
 }
 
 /* --compare-paths: the same first weights, batches and learning rates on the cuBLAS path and on
- * the fused one. Their sums run in other orders, so the weights drift apart by rounding only.
+ * another one: the fused path, or with --lt the cuBLASLt path. Their sums run in other orders, so the weights drift apart by rounding only.
  * The tolerance: a step's update rounds each weight once on each path (an ulp of the largest
  * weight at most: 2^-23 of it), and the gradients' other summation orders change the update by
  * far less (K roundings of a gradient, times the learning rate). These differences have random
@@ -272,9 +272,10 @@ int compare_paths(const dnn_options *o, const lb_args *args, const network *shap
     dataset no_val = {0, train_set->features, train_set->classes, NULL, NULL, NULL}; /* no early stopping */
     fit_result r;
     int status = LB_EXIT_PASS;
-    for (int path = 0; path < 2; path++) { /* 0 cuBLAS, 1 fused */
+    dnn_path other = o->path == DNN_PATH_LT ? DNN_PATH_LT : DNN_PATH_FUSED;
+    for (int path = 0; path < 2; path++) { /* 0 cuBLAS, 1 the other */
         dnn_options po = *o;
-        po.path = path == 0 ? DNN_PATH_CUBLAS : DNN_PATH_FUSED;
+        po.path = path == 0 ? DNN_PATH_CUBLAS : other;
         lb_rng same = *rng; /* the same shuffles on both paths */
         network net;
         trainer t;
@@ -301,10 +302,10 @@ int compare_paths(const dnn_options *o, const lb_args *args, const network *shap
     double tol = 4.0 * FLT_EPSILON * fmax(largest, 1.0) * sqrt(steps);
     if (o->adam) tol += o->lr * DNN_ADAM_ROUNDING * sqrt(steps);
     int w_ok = gap[0] <= tol, b_ok = gap[1] <= tol, ok = status == LB_EXIT_PASS && w_ok && b_ok;
-    printf("dnn: %d epochs (%d steps) from the same weights, the cuBLAS and fused paths differ by at most %.2e in "
+    printf("dnn: %d epochs (%d steps) from the same weights, the cuBLAS and %s paths differ by at most %.2e in "
            "the weights and %.2e in the biases (the largest parameter is %.3f; tolerance %.2e): weights %s, "
            "biases %s: %s\n",
-           r.epochs_run, r.steps, gap[0], gap[1], largest, tol, w_ok ? "PASS" : "FAIL", b_ok ? "PASS" : "FAIL",
+           r.epochs_run, r.steps, dnn_path_name(other), gap[0], gap[1], largest, tol, w_ok ? "PASS" : "FAIL", b_ok ? "PASS" : "FAIL",
            ok ? "PASS" : "FAIL");
     (void)args;
     free(w[0]);

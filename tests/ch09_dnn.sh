@@ -39,9 +39,12 @@ bad_input 2 '--kfold must be 2..1000' ./dnn --kfold 1
 bad_input 2 '--kfold and --seeds: pick one' ./dnn --kfold 5 --seeds 3
 bad_input 2 'dnn: --kfold 151 needs at least 151 rows; ../datasets/iris.csv has 150' ./dnn --kfold 151
 bad_input 2 'the header promises 16777217 samples, the file ends after 1' ./dnn --data ../tests/data/header_2p24p1.csv
-bad_input 2 '--fused and --cublas: pick one path' ./dnn --fused --cublas
+bad_input 2 '--fused, --cublas and --lt: pick one path' ./dnn --fused --cublas
+bad_input 2 '--fused, --cublas and --lt: pick one path' ./dnn --lt --cublas
+bad_input 2 "--lt: cuBLASLt's epilogues have ReLU (and GELU), not the sigmoid" ./dnn --lt --act sigmoid
 bad_input 2 '--steps must be 2..100000' ./dnn --synthetic 64,32,10 --steps 1
 bad_input 2 '--check-optimizer runs alone: no --synthetic, --gradcheck' ./dnn --check-optimizer --gradcheck
+bad_input 2 '--check-tf32 runs alone: no --check-optimizer' ./dnn --check-tf32 --check-optimizer
 bad_input 2 "--steps is --synthetic's: not without it" ./dnn --steps 3
 bad_input 2 '--gradcheck compares fp32 gradients' ./dnn --gradcheck --tf32
 bad_input 2 '--compare-paths compares fp32 training' ./dnn --compare-paths --tf32
@@ -63,6 +66,7 @@ gpu_expect 0 "of 150 labelled rows classified right" ./dnn --load ../tests/data/
 gpu_check_large bash -c 'out=$(./dnn --load ../tests/data/iris_linear.bin --predict ../datasets/iris.csv) && [ "$(grep -c " row [0-9]*: " <<<"$out")" = 150 ] && grep -q " row 150: " <<<"$out"'
 no_gpu ./dnn
 no_gpu ./dnn --synthetic 784,1024,10
+no_gpu ./dnn --check-tf32
 
 # the backward pass against finite differences (the book's method), several shapes, on both
 # paths (cuBLAS is the default); 64,300,10 splits K in the fused GEMMs (K = 301)
@@ -77,6 +81,25 @@ for path in --fused --cublas; do
     # 40 classes: two strips of the loss layer's column sums (cuBLAS path)
     gpu_check ./dnn --gradcheck --data ../tests/data/many_classes.csv --layers 3,8,40 $path
 done
+# the cuBLASLt path (ReLU only): its epilogues' bias, ReLU, ReLU' and bias sums
+gpu_check ./dnn --gradcheck --lt
+gpu_check ./dnn --gradcheck --layers 4,7,5,6,3 --seed 3 --lt
+gpu_check_large ./dnn --gradcheck --layers 4,3 --lt
+gpu_check_large ./dnn --gradcheck --data ../datasets/digits.csv --layers 64,300,10 --lt
+gpu_check ./dnn --gradcheck --data ../tests/data/many_classes.csv --layers 3,8,40 --lt
+gpu_check_large ./dnn --compare-paths --epochs 20 --lt
+gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3 --adam --batch 100 --lt
+# planted, one a epilogue: the dX GEMM without the bias gradient; ReLU' from the mask of another
+# layer (L - l instead of l: layers 1 and 3 of four swap theirs); the forward without the bias
+# (the biases start at 0, so gradcheck cannot see that one: trained paths drift apart)
+mutant "dnn cuBLASLt dX epilogue without the bias gradient" dnn_lt.c \
+    's/CUBLASLT_EPILOGUE_DRELU_BGRAD, net_b/CUBLASLT_EPILOGUE_DRELU, net_b/' ./dnn --gradcheck --lt
+mutant "dnn cuBLASLt ReLU' from the wrong layer's mask" dnn_lt.c \
+    's/lt->d_mask\[l\], lt->mask_ld\[l\]);/lt->d_mask[L - l], lt->mask_ld[L - l]);/' \
+    ./dnn --gradcheck --layers 4,7,5,6,3 --seed 3 --lt
+mutant "dnn cuBLASLt forward without the bias" dnn_lt.c \
+    's/set_epilogue(g, CUBLASLT_EPILOGUE_RELU_AUX_BIAS, b,/set_epilogue(g, CUBLASLT_EPILOGUE_RELU_AUX, b,/' \
+    ./dnn --compare-paths --epochs 20 --lt
 # the optimizers' kernels against the CPU's formulas (the two paths share dnn_math.cuh, so
 # --compare-paths cannot see a slip in it); planted: Adam's bias correction of the next step,
 # and SGD's weight decay with the wrong sign (in dnn_math.cuh: both paths at once)
@@ -85,6 +108,13 @@ mutant "dnn Adam's bias correction of the next step" dnn_kernels.cu \
     's/adam_corrections(state->t)/adam_corrections(state->t + 1)/' ./dnn --check-optimizer
 mutant "dnn SGD's weight decay with the wrong sign" dnn_math.cuh \
     's/float vi = mu \* \*v - lr \* (g + wd \* \*w);/float vi = mu * *v - lr * (g - wd * *w);/' ./dnn --check-optimizer
+# --tf32 uses TF32 on both cuBLAS paths: fp32 within its bound, TF32 within its own and far past
+# fp32's error; planted: each path computing fp32 under --tf32
+gpu_check ./dnn --check-tf32
+mutant "dnn --tf32 on the cuBLASLt path computes in fp32" dnn_lt.c \
+    's/net->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F/CUBLAS_COMPUTE_32F/' ./dnn --check-tf32
+mutant "dnn --tf32 on the cuBLAS path left pedantic" dnn_net.c \
+    's/net->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH/CUBLAS_PEDANTIC_MATH/' ./dnn --check-tf32
 # the two paths train to the same weights (their sums only run in other orders)
 gpu_check_large ./dnn --compare-paths --epochs 20
 gpu_check_large ./dnn --compare-paths --epochs 20 --adam --act sigmoid --layers 4,9,3
@@ -158,10 +188,10 @@ mutant "dnn early stopping keeps the last epoch's weights" dnn_train.c \
 # a planted bug: the hidden layer passes only 8 of its units; the network must then lose to
 # logistic regression trained on the same split
 mutant "dnn hidden layer with 8 live units" dnn_kernels.cu \
-    's/z\[i\] = activate(z\[i\] + b\[i % cols\], act);/z[i] = i % cols < 8 ? activate(z[i] + b[i % cols], act) : 0.0f;/' \
+    's/z\[i\] = activate(z\[i\] + bc, act);/z[i] = c < 8 ? activate(z[i] + bc, act) : 0.0f;/' \
     ./dnn --quiet --data ../datasets/digits.csv --vs-linear --cublas
 # the same seed gives the same weights, bit for bit, with or without the CUDA graph
-for path in --fused --cublas; do
+for path in --fused --cublas --lt; do
     gpu_check_large bash -c "a=\$(mktemp) b=\$(mktemp) c=\$(mktemp); ./dnn --quiet --epochs 20 $path --save \$a && ./dnn --quiet --epochs 20 $path --save \$b && ./dnn --quiet --epochs 20 --no-graph $path --save \$c && cmp \$a \$b && cmp \$a \$c; r=\$?; rm -f \$a \$b \$c; exit \$r"
 done
 # save, then load and predict without --data: the same predictions as the run that trained
