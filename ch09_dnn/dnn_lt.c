@@ -9,7 +9,9 @@
  *                                                                          below (its mask), its db
  * The bias and its gradient run along the column-major rows, the units: one value a unit, as the
  * epilogues expect. cuBLASLt's heuristic picks each GEMM's algorithm once per batch size (its
- * first answer: the same on every run, so a run repeats bit for bit). */
+ * first answer: the same on every run, so a run repeats bit for bit), or with --tune-gemms the
+ * fastest of its first 16 as timed then (another run may time another one fastest, and round
+ * differently). */
 #define _POSIX_C_SOURCE 200809L
 #include "dnn_net.h"
 
@@ -119,9 +121,49 @@ static void set_epilogue(lt_gemm *g, cublasLtEpilogue_t epi, const float *bias, 
     }
 }
 
-/* the heuristic's first algorithm for this GEMM, for its pointers' alignment and our workspace */
-static void choose_algo(dnn_lt *lt, lt_gemm *g, const char *what, int layer)
+#define LT_CANDIDATES 16 /* algorithms --tune-gemms times for each GEMM */
+
+static void run_algo(const network *net, const lt_gemm *g, const cublasLtMatmulAlgo_t *algo, cudaStream_t s)
 {
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasLtMatmul(net->lt->h, g->op, &one, g->A, g->a, g->B, g->b, &zero, g->D, g->d, g->D, g->d, algo,
+                                net->d_workspace, LT_WORKSPACE, s));
+}
+
+/* --tune-gemms: the fastest of the heuristic's candidates, each run twice to warm up, then
+ * timed over 5 runs (the least of them). It runs the GEMM on the network's own buffers: it
+ * writes only activations, gradients and masks, which the step computes again. */
+static int fastest(const network *net, const lt_gemm *g, const cublasLtMatmulHeuristicResult_t *res, int found)
+{
+    cudaStream_t s = 0;
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    int best = 0;
+    float best_ms = 0.0f;
+    for (int i = 0; i < found; i++) {
+        float least = 0.0f;
+        for (int rep = 0; rep < 7; rep++) {
+            CUDA_CHECK(cudaEventRecord(e0, s));
+            run_algo(net, g, &res[i].algo, s);
+            CUDA_CHECK(cudaEventRecord(e1, s));
+            CUDA_CHECK(cudaEventSynchronize(e1));
+            float ms;
+            CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+            if (rep >= 2 && (rep == 2 || ms < least)) least = ms;
+        }
+        if (i == 0 || least < best_ms) best = i, best_ms = least;
+    }
+    CUDA_CHECK(cudaEventDestroy(e0));
+    CUDA_CHECK(cudaEventDestroy(e1));
+    return best;
+}
+
+/* the heuristic's first algorithm for this GEMM, for its pointers' alignment and our workspace
+ * (with --tune-gemms: the fastest of its first LT_CANDIDATES) */
+static void choose_algo(const network *net, lt_gemm *g, const char *what, int layer)
+{
+    dnn_lt *lt = net->lt;
     cublasLtMatmulPreference_t pref;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = LT_WORKSPACE;
@@ -132,14 +174,15 @@ static void choose_algo(dnn_lt *lt, lt_gemm *g, const char *what, int layer)
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; i++)
         CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, which[i], &align[i], sizeof align[i]));
-    cublasLtMatmulHeuristicResult_t res;
-    int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt->h, g->op, g->a, g->b, g->d, g->d, pref, 1, &res, &found);
+    cublasLtMatmulHeuristicResult_t res[LT_CANDIDATES];
+    int found = 0, tune = net->tune_gemms;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt->h, g->op, g->a, g->b, g->d, g->d, pref,
+                                                       tune ? LT_CANDIDATES : 1, res, &found);
     CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     if (st != CUBLAS_STATUS_SUCCESS || found < 1)
         lb_die(LB_EXIT_CUDA, "dnn: cuBLASLt has no algorithm for layer %d's %s GEMM with its epilogue (status %d); "
                              "--cublas runs without epilogues", layer, what, (int)st);
-    g->algo = res.algo;
+    g->algo = res[tune && found > 1 ? fastest(net, g, res, found) : 0].algo;
 }
 
 static lt_plan *plan_for(network *net, int rows)
@@ -161,17 +204,17 @@ static lt_plan *plan_for(network *net, int rows)
             set_epilogue(g, CUBLASLT_EPILOGUE_RELU_AUX_BIAS, b, lt->d_mask[l + 1], lt->mask_ld[l + 1]);
         else
             set_epilogue(g, CUBLASLT_EPILOGUE_BIAS, b, NULL, 0);
-        choose_algo(lt, g, "forward", l);
+        choose_algo(net, g, "forward", l);
         /* dW^T = dZ^T X */
         g = &p->dw[l];
         describe(g, net, out, in, rows, net->d_d[l + 1], out, 0, net->d_a[l], in, 1, net_w(net, net->d_grads, l));
-        choose_algo(lt, g, "weight gradient", l);
+        choose_algo(net, g, "weight gradient", l);
         if (l == 0) continue; /* no gradient for the input itself */
         /* dX^T = W^T dZ^T, then times ReLU' of layer l - 1's output and that layer's db */
         g = &p->dx[l];
         describe(g, net, in, rows, out, W, out, 1, net->d_d[l + 1], out, 0, net->d_d[l]);
         set_epilogue(g, CUBLASLT_EPILOGUE_DRELU_BGRAD, net_b(net, net->d_grads, l - 1), lt->d_mask[l], lt->mask_ld[l]);
-        choose_algo(lt, g, "input gradient", l);
+        choose_algo(net, g, "input gradient", l);
     }
     p->rows = rows;
     return p;
@@ -179,12 +222,7 @@ static lt_plan *plan_for(network *net, int rows)
 
 void lt_prepare(network *net, int rows) { (void)plan_for(net, rows); }
 
-static void run(network *net, const lt_gemm *g, cudaStream_t s)
-{
-    const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasLtMatmul(net->lt->h, g->op, &one, g->A, g->a, g->B, g->b, &zero, g->D, g->d, g->D, g->d, &g->algo,
-                                net->d_workspace, LT_WORKSPACE, s));
-}
+static void run(network *net, const lt_gemm *g, cudaStream_t s) { run_algo(net, g, &g->algo, s); }
 
 void lt_forward(network *net, int rows, cudaStream_t s)
 {

@@ -16,8 +16,9 @@ typedef struct dnn_lt dnn_lt;
 dnn_lt *lt_create(const struct dnn_network *net);
 void lt_destroy(dnn_lt *lt);
 /* Describe the GEMMs of a step of `rows` rows and let cuBLASLt's heuristic pick each one's
- * algorithm (host work only: a graph capture may be under way). Done for a batch size once;
- * lt_forward and lt_backward do it themselves for one they have not seen. */
+ * algorithm (host work only, unless net->tune_gemms: then each candidate is timed on stream 0,
+ * so not while a graph is being captured). Done for a batch size once; lt_forward and
+ * lt_backward do it themselves for one they have not seen. */
 void lt_prepare(struct dnn_network *net, int rows);
 /* Forward through every layer for `rows` rows in d_a[0]: hidden outputs relu(X W + b) with their
  * masks, logits X W + b (bias included). */

@@ -35,6 +35,7 @@ typedef struct dnn_network {
     void *d_workspace;
     dnn_path path;  /* cuBLAS and small kernels, cuBLASLt with epilogues (dnn_lt.c), or the fused GEMMs */
     dnn_lt *lt;     /* the cuBLASLt path's handle, ReLU masks and GEMM plans (NULL on the others) */
+    int tune_gemms; /* cuBLASLt path: time the heuristic's candidates for each GEMM, keep the fastest */
     int tf32;       /* TF32 tensor cores for the GEMMs (both paths; sm_80 and newer) */
     int sms;        /* the GPU's multiprocessors: the fused GEMMs' plans fill them */
     float *d_split; /* the fused GEMMs' split-K workspace and tile counters */

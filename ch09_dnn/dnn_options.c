@@ -78,6 +78,9 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
         {"--cublas", LB_OPT_FLAG, &cublas, "the step on cuBLAS GEMMs with small kernels around them (default)"},
         {"--lt", LB_OPT_FLAG, &lt,
          "the step on cuBLASLt GEMMs with bias, ReLU, ReLU' and the bias sums in their epilogues (ReLU only)"},
+        {"--tune-gemms", LB_OPT_FLAG, &o->tune_gemms,
+         "with --lt: time 16 candidate algorithms for each GEMM and keep the fastest (runs may then differ in "
+         "rounding)"},
         {"--tf32", LB_OPT_FLAG, &o->tf32,
          "TF32 tensor cores for the GEMMs, both paths (inputs rounded to 10-bit mantissas; sm_80 and newer)"},
         {"--check-optimizer", LB_OPT_FLAG, &o->check_optimizer,
@@ -132,6 +135,7 @@ void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *prog
     if (o->kfold != 0 && (o->kfold < 2 || o->kfold > 1000)) lb_usage_error(program, "--kfold must be 2..1000");
     if (fused + cublas + lt > 1) lb_usage_error(program, "--fused, --cublas and --lt: pick one path");
     o->path = fused ? DNN_PATH_FUSED : lt ? DNN_PATH_LT : DNN_PATH_CUBLAS;
+    if (o->tune_gemms && o->path != DNN_PATH_LT) lb_usage_error(program, "--tune-gemms tunes the cuBLASLt path: with --lt");
     if (o->path == DNN_PATH_LT && strcmp(o->act, "relu"))
         lb_usage_error(program, "--lt: cuBLASLt's epilogues have ReLU (and GELU), not the sigmoid; --cublas or --fused");
     if (o->tf32 && o->gradcheck)

@@ -23,6 +23,7 @@ typedef struct {
     int steps; /* --synthetic: steps in each timed pass (DNN_SYNTHETIC_STEPS unless given) */
     int check_optimizer; /* --check-optimizer: the update kernels against the CPU, then stop */
     int check_tf32;      /* --check-tf32: one layer in fp32 and TF32 on both cuBLAS paths against the CPU */
+    int tune_gemms;      /* --tune-gemms: the cuBLASLt path times its GEMMs' candidate algorithms */
     dnn_path path;
     double lr, momentum, test_frac, min_accuracy, val_frac, weight_decay;
 } dnn_options;
@@ -56,7 +57,7 @@ typedef struct {
 dnn_options default_options(void);
 /* The flags (pointing into o), the program's description, the parse, and the checks of every
  * value; bad input exits 2 here, before anything is loaded. opts holds DNN_N_OPTIONS entries. */
-#define DNN_N_OPTIONS 31
+#define DNN_N_OPTIONS 32
 /* --synthetic's training steps in each timed pass over its random data */
 #define DNN_SYNTHETIC_STEPS 64
 void parse_options(dnn_options *o, lb_args *args, lb_opt *opts, lb_program *program, int argc, char **argv);

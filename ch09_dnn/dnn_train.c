@@ -125,6 +125,7 @@ void setup_net(const dnn_options *o, const network *shape, const float *init, in
     *net = *shape;
     net->path = o->path;
     net->tf32 = o->tf32;
+    net->tune_gemms = o->tune_gemms;
     net_alloc(net, max_rows);
     float *p = lb_host_alloc(sizeof(float) * net->n_params, "parameters");
     if (init)

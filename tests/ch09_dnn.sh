@@ -88,17 +88,19 @@ gpu_check_large ./dnn --gradcheck --layers 4,3 --lt
 gpu_check_large ./dnn --gradcheck --data ../datasets/digits.csv --layers 64,300,10 --lt
 gpu_check ./dnn --gradcheck --data ../tests/data/many_classes.csv --layers 3,8,40 --lt
 gpu_check_large ./dnn --compare-paths --epochs 20 --lt
+gpu_check_large ./dnn --compare-paths --epochs 20 --lt --tune-gemms
+bad_input 2 '--tune-gemms tunes the cuBLASLt path: with --lt' ./dnn --tune-gemms
 gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3 --adam --batch 100 --lt
 # planted, one a epilogue: the dX GEMM without the bias gradient; ReLU' from the mask of another
 # layer (L - l instead of l: layers 1 and 3 of four swap theirs); the forward without the bias
 # (the biases start at 0, so gradcheck cannot see that one: trained paths drift apart)
 mutant "dnn cuBLASLt dX epilogue without the bias gradient" dnn_lt.c \
-    's/CUBLASLT_EPILOGUE_DRELU_BGRAD, net_b/CUBLASLT_EPILOGUE_DRELU, net_b/' ./dnn --gradcheck --lt
+    's/CUBLASLT_EPILOGUE_DRELU_BGRAD, net_b(net, net->d_grads, l - 1),/CUBLASLT_EPILOGUE_DRELU, NULL,/' ./dnn --gradcheck --lt
 mutant "dnn cuBLASLt ReLU' from the wrong layer's mask" dnn_lt.c \
     's/lt->d_mask\[l\], lt->mask_ld\[l\]);/lt->d_mask[L - l], lt->mask_ld[L - l]);/' \
     ./dnn --gradcheck --layers 4,7,5,6,3 --seed 3 --lt
 mutant "dnn cuBLASLt forward without the bias" dnn_lt.c \
-    's/set_epilogue(g, CUBLASLT_EPILOGUE_RELU_AUX_BIAS, b,/set_epilogue(g, CUBLASLT_EPILOGUE_RELU_AUX, b,/' \
+    's/set_epilogue(g, CUBLASLT_EPILOGUE_RELU_AUX_BIAS, b,/set_epilogue(g, CUBLASLT_EPILOGUE_RELU_AUX, NULL,/' \
     ./dnn --compare-paths --epochs 20 --lt
 # the optimizers' kernels against the CPU's formulas (the two paths share dnn_math.cuh, so
 # --compare-paths cannot see a slip in it); planted: Adam's bias correction of the next step,
