@@ -7,7 +7,7 @@
 #                                     file are kept)
 #   BENCH_ONLY='thrust_basics|--tf32' bash bench/run.sh ch07_cublas
 #                                     only the measure lines that match the regular expression;
-#                                     only the programs and sizes they measured are replaced
+#                                     only the rows they measured again (same prog, name and size) are replaced
 #
 # Each chapter's measurements are listed in bench/<chapter>.sh as `measure <command>` lines.
 # Every program prints one "RESULT key=value ..." line per measurement; this script collects
@@ -63,8 +63,8 @@ done
         if [ -z "${BENCH_ONLY:-}" ]; then
             keep=$(printf '%s\n' "${CHAPTERS[@]}" | sed 's/^/chapter=/; s/$/ /')
             grep '^RESULT ' "$TXT" | grep -v -F -f <(echo "$keep") || true
-        else   # the programs measured again, at the sizes measured again: their rows replaced
-            awk 'function key(   k, i) { k = ""; for (i = 1; i <= NF; i++) if ($i ~ /^(prog|size)=/) k = k " " $i; return k }
+        else   # the rows measured again (prog, name and size) replaced, the others kept
+            awk 'function key(   k, i) { k = ""; for (i = 1; i <= NF; i++) if ($i ~ /^(prog|name|size)=/) k = k " " $i; return k }
                  FNR == NR { if (/^RESULT /) again[key()] = 1; next }
                  /^RESULT / && !(key() in again)' "$new" "$TXT"
         fi
