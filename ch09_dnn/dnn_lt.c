@@ -50,7 +50,11 @@ dnn_lt *lt_create(const network *net)
     CUBLAS_CHECK(cublasLtCreate(&lt->h));
     for (int j = 1; j < net->n_layers; j++) {
         lt->mask_ld[j] = (net->size[j] + 127) / 128 * 128; /* the library asks for a multiple of 128 */
-        CUDA_CHECK(cudaMalloc(&lt->d_mask[j], (size_t)lt->mask_ld[j] / 8 * (size_t)net->max_rows));
+        size_t bytes = (size_t)lt->mask_ld[j] / 8 * (size_t)net->max_rows;
+        CUDA_CHECK(cudaMalloc(&lt->d_mask[j], bytes));
+        /* the padding bits past the units are never written, but the epilogue reads and writes
+         * whole bytes: zeros, so that nothing read is uninitialized */
+        CUDA_CHECK(cudaMemset(lt->d_mask[j], 0, bytes));
     }
     return lt;
 }

@@ -33,6 +33,10 @@ void net_alloc(network *net, int max_rows)
     for (int l = 0; l <= net->n_layers; l++) {
         CUDA_CHECK(cudaMalloc((void **)&net->d_a[l], sizeof(float) * (size_t)max_rows * net->size[l]));
         CUDA_CHECK(cudaMalloc((void **)&net->d_d[l], sizeof(float) * (size_t)max_rows * net->size[l]));
+        /* zeros, not garbage: --tune-gemms times the GEMMs on these buffers before any step has
+         * written them (compute-sanitizer's initcheck reads every such byte as a bug) */
+        CUDA_CHECK(cudaMemset(net->d_a[l], 0, sizeof(float) * (size_t)max_rows * net->size[l]));
+        CUDA_CHECK(cudaMemset(net->d_d[l], 0, sizeof(float) * (size_t)max_rows * net->size[l]));
     }
     CUBLAS_CHECK(cublasCreate(&net->h));
     /* a workspace of our own: cuBLAS then allocates nothing while a graph is captured */
@@ -249,7 +253,8 @@ void trainer_create(trainer *t, network *net, int rows, const dataset *train, in
     CUDA_CHECK(cudaMalloc((void **)&t->d_x, sizeof(float) * n * F));
     CUDA_CHECK(cudaMalloc((void **)&t->d_y, sizeof(int) * n));
     CUDA_CHECK(cudaMalloc((void **)&t->d_perm, sizeof(int) * n));
-    CUDA_CHECK(cudaMalloc((void **)&t->d_yb, sizeof(int) * (size_t)rows));
+    /* the batch's labels for up to max_rows rows: gradcheck takes more rows than a batch */
+    CUDA_CHECK(cudaMalloc((void **)&t->d_yb, sizeof(int) * (size_t)net->max_rows));
     CUDA_CHECK(cudaMalloc((void **)&t->d_state, sizeof(step_state)));
     CUDA_CHECK(cudaMemset(t->d_state, 0, sizeof(step_state)));
     CUDA_CHECK(cudaMemcpy(t->d_x, train->x, sizeof(float) * n * F, cudaMemcpyHostToDevice));
