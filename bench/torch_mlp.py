@@ -15,6 +15,7 @@ Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (
 """
 import sys
 
+import torch_graph
 from bench_args import Usage
 import time
 
@@ -93,16 +94,7 @@ def time_graph_step(torch, sizes, batch, steps=64, iters=20):
         cursor.add_(1)
         return loss
 
-    # warm up on a side stream (as PyTorch's CUDA graph recipe asks), then capture one step
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
+    graph = torch_graph.capture(torch, step)  # one step, warmed up on a side stream first
 
     def epoch():
         for _ in range(steps):  # replays only: the gather is inside the graph

@@ -24,6 +24,7 @@ Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (
 """
 import sys
 
+import torch_graph
 from bench_args import Usage
 
 USAGE = ("usage: torch_transformer.py softmax|cross_entropy|layernorm|rmsnorm ROWSxCOLS [ITERS] | adamw gpt2 [ITERS]"
@@ -92,21 +93,6 @@ def time_ms(torch, fn, iters):
     return times[mid] if len(times) % 2 else 0.5 * (times[mid - 1] + times[mid])
 
 
-def graphed(torch, fn):
-    """fn captured in a CUDA graph (warmed up on a side stream first, as PyTorch's recipe asks);
-    returns the graph's replay, which runs the same kernels on the same tensors."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph.replay
-
-
 def main():
     op, rows, cols, iters = parse_args(sys.argv[1:])
     try:
@@ -151,7 +137,7 @@ def main():
             def fn():
                 x.grad = None
                 torch.nn.functional.cross_entropy(x, y).backward()
-    for label, call in ((name, fn), (name + "_graph", graphed(torch, fn))):
+    for label, call in ((name, fn), (name + "_graph", torch_graph.capture(torch, fn).replay)):
         ms = time_ms(torch, call, iters)
         print(f"RESULT prog={prog} name={label} size={size} ms={ms:.4f} gbps={moved / (ms * 1e6):.1f} check=none")
     return 0
