@@ -15,7 +15,7 @@ Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (
 """
 import sys
 
-import torch_graph
+import torch_common
 from bench_args import Usage
 import time
 
@@ -46,13 +46,8 @@ def parse_args(argv):
 
 def main():
     sizes, batch = parse_args(sys.argv[1:])
-    try:
-        import torch
-    except ImportError:
-        print("torch_mlp: skipped (python3 has no torch)")
-        return 0
-    if not torch.cuda.is_available():
-        print("torch_mlp: skipped (torch sees no CUDA GPU)")
+    torch = torch_common.cuda_torch("torch_mlp")
+    if torch is None:
         return 0
     shape = "-".join(str(s) for s in sizes)
     for tf32 in (False, True):
@@ -94,7 +89,7 @@ def time_graph_step(torch, sizes, batch, steps=64, iters=20):
         cursor.add_(1)
         return loss
 
-    graph = torch_graph.capture(torch, step)  # one step, warmed up on a side stream first
+    graph = torch_common.capture(torch, step)  # one step, warmed up on a side stream first
 
     def epoch():
         for _ in range(steps):  # replays only: the gather is inside the graph

@@ -24,7 +24,7 @@ Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (
 """
 import sys
 
-import torch_graph
+import torch_common
 from bench_args import Usage
 
 USAGE = ("usage: torch_transformer.py softmax|cross_entropy|layernorm|rmsnorm ROWSxCOLS [ITERS] | adamw gpt2 [ITERS]"
@@ -95,13 +95,8 @@ def time_ms(torch, fn, iters):
 
 def main():
     op, rows, cols, iters = parse_args(sys.argv[1:])
-    try:
-        import torch
-    except ImportError:
-        print("torch_transformer: skipped (python3 has no torch)")
-        return 0
-    if not torch.cuda.is_available():
-        print("torch_transformer: skipped (torch sees no CUDA GPU)")
+    torch = torch_common.cuda_torch("torch_transformer")
+    if torch is None:
         return 0
     gen = torch.Generator(device="cuda").manual_seed(1)
     if op == "adamw":  # a tensor each, with its gradient, as a model's parameters are
@@ -137,7 +132,7 @@ def main():
             def fn():
                 x.grad = None
                 torch.nn.functional.cross_entropy(x, y).backward()
-    for label, call in ((name, fn), (name + "_graph", torch_graph.capture(torch, fn).replay)):
+    for label, call in ((name, fn), (name + "_graph", torch_common.capture(torch, fn).replay)):
         ms = time_ms(torch, call, iters)
         print(f"RESULT prog={prog} name={label} size={size} ms={ms:.4f} gbps={moved / (ms * 1e6):.1f} check=none")
     return 0

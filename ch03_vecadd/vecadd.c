@@ -125,12 +125,7 @@ int main(int argc, char **argv)
     snprintf(heading, sizeof heading,
              "the vectors (%.1f MB) fit in the %.0f MB L2: L2 speeds, not DRAM's (--size 2^28 for DRAM)", moved / 1e6,
              gpu.prop.l2CacheSize / 1e6);
-    lb_report rep = {.prog = &program,
-                     .args = &args,
-                     .unit = "gbps",
-                     .unit_head = "GB/s",
-                     .base = "memcpy",
-                     .base_head = "vs memcpy"};
+    lb_report rep = lb_report_vs_memcpy(&program, &args);
     lb_report_table(&rep, sz, in_l2 ? heading : NULL);
     lb_report_memcpy_version(&rep, (size_t)moved); /* version 0, the ceiling: a copy moving the same bytes */
 

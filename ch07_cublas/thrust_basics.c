@@ -222,12 +222,7 @@ static void memcpy_table(run_ctx *c, const char *name, const char *label, size_t
 {
     char size[32];
     snprintf(size, sizeof size, "%zu", ((vec_job *)job)->n);
-    lb_report rep = {.prog = c->prog,
-                     .args = c->args,
-                     .unit = "gbps",
-                     .unit_head = "GB/s",
-                     .base = "memcpy",
-                     .base_head = "vs memcpy"};
+    lb_report rep = lb_report_vs_memcpy(c->prog, c->args);
     lb_report_table(&rep, size, NULL);
     float ms = 0.0f;
     if (!c->args->check_only) {

@@ -60,12 +60,7 @@ int main(int argc, char **argv)
     /* the report: GB/s (n floats read, n written) against a copy of as many bytes */
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", n);
-    lb_report rep = {.prog = &program,
-                     .args = &args,
-                     .unit = "gbps",
-                     .unit_head = "GB/s",
-                     .base = "memcpy",
-                     .base_head = "vs memcpy"};
+    lb_report rep = lb_report_vs_memcpy(&program, &args);
     lb_report_table(&rep, sz, NULL);
     if (!args.check_only) {
         float mc_ms = 0.0f;

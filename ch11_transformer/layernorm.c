@@ -239,12 +239,7 @@ int main(int argc, char **argv)
     /* ---- the forward versions against the copy of the same bytes */
     char sz[48];
     snprintf(sz, sizeof sz, "%dx%d", rows, cols);
-    lb_report rep = {.prog = &program,
-                     .args = &args,
-                     .unit = "gbps",
-                     .unit_head = "GB/s",
-                     .base = "memcpy",
-                     .base_head = "vs memcpy"};
+    lb_report rep = lb_report_vs_memcpy(&program, &args);
     lb_report_table(&rep, sz, NULL);
     double moved = 2.0 * (double)bytes;
     lb_report_memcpy_version(&rep, (size_t)moved);

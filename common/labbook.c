@@ -545,6 +545,17 @@ void lb_report_ceiling(lb_report *r, size_t bytes_moved, int iters)
     r->ceiling_ms = ms;
 }
 
+lb_report lb_report_vs_memcpy(const lb_program *prog, const lb_args *args)
+{
+    lb_report r = {.prog = prog,
+                   .args = args,
+                   .unit = "gbps",
+                   .unit_head = "GB/s",
+                   .base = "memcpy",
+                   .base_head = "vs memcpy"};
+    return r;
+}
+
 void lb_report_memcpy_version(lb_report *r, size_t bytes_moved)
 {
     if (r->args->check_only) return; /* nothing is timed */

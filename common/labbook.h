@@ -467,6 +467,9 @@ void lb_report_ceiling(lb_report *r, size_t bytes_moved, int iters);
  * moving bytes_moved bytes (read and written together), the floor the other versions are
  * compared with (base "memcpy"). Nothing in --check-only. */
 void lb_report_memcpy_version(lb_report *r, size_t bytes_moved);
+/* The report of a memory-bound program: GB/s, each row against a copy of the same bytes (base
+ * "memcpy", lb_report_memcpy_version its version 0); the other fields zero. */
+lb_report lb_report_vs_memcpy(const lb_program *prog, const lb_args *args);
 /* A measured row that is not a version of the table (ver -1 in its RESULT line): name for the
  * RESULT line, label for the table. Otherwise as lb_report_row. */
 void lb_report_item(lb_report *r, const char *name, const char *label, double ms, double value, int pass,
