@@ -7,7 +7,7 @@
  *   count read on the device; weight decay 0.01, decoupled (AdamW).
  *   build: make ch11 (or `make` here)   run: ./adamw [version] [--sizes N,N,...] [--steps K]
  *
- * versions: the table versions[] below (0 the copy, 1 a launch per tensor, 2-3 one launch),
+ * versions: the table versions[] below (0 the copy, 1 a launch per tensor, 2-4 one launch),
  * listed by ./adamw --help; the kernels are in adamw_kernels.cu.
  * Checked: --steps steps (default 3, from step 1: the bias corrections are largest there) of
  * every p, m and v against the same steps in double on the CPU.
@@ -150,6 +150,7 @@ static const lb_version versions[] = {
     {1, "per_tensor", "a launch per tensor", LB_OLDEST_SM, run_kernel},
     {2, "multi_tensor", "one launch, a block a chunk", LB_OLDEST_SM, run_kernel},
     {3, "multi_tensor4", "one launch, float4", LB_OLDEST_SM, run_kernel},
+    {4, "one_kernel", "as 3, the step count moved in the same kernel", LB_OLDEST_SM, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == ADAMW_VERSIONS,
                "one row in versions[] per version: ADAMW_VERSIONS in adamw_kernels.h");
@@ -242,12 +243,12 @@ int main(int argc, char **argv)
                 CUDA_CHECK(cudaMemcpy(dst[a], h_init[a] + offset, sizeof(float) * n[k], cudaMemcpyHostToDevice));
             offset += (size_t)n[k];
         }
-        adamw_state st = {0, ADAMW_LR};
+        adamw_state st = {0, ADAMW_LR, 0};
         CUDA_CHECK(cudaMemcpy(d_state, &st, sizeof st, cudaMemcpyHostToDevice));
         adamw_job job = {v, h_t, d_t, d_chunks, count, n_chunks, d_state};
         for (int s = 0; s < steps; s++) CUDA_CHECK(run_kernel(&job));
         CUDA_CHECK(cudaMemcpy(&st, d_state, sizeof st, cudaMemcpyDeviceToHost));
-        size_t bad = check_all(n, count, h_init, h_t, steps, args.quiet) + (st.t != steps); /* the count too */
+        size_t bad = check_all(n, count, h_init, h_t, steps, args.quiet) + (st.t != steps) + (st.blocks_done != 0); /* the count too */
         char verdict[64];
         if (bad)
             snprintf(verdict, sizeof verdict, "FAIL (%zu wrong)", bad);

@@ -7,6 +7,9 @@
  *      block updates, and the tensors' pointers are in a second table
  *   3  as 2, with 16-byte loads and stores (a chunk's start is a multiple of 4 elements, every
  *      tensor 256-byte aligned; a tensor's last n % 4 elements one at a time)
+ *   4  as 3 in one kernel a step: versions 1-3 launch a one-thread kernel first to move the step
+ *      count; here every block reads the count and adds one itself, and the last block to finish
+ *      (a counter in adamw_state) stores the new count, so no block can see it early
  * Each element reads p, g, m, v and writes p, m, v: 28 bytes, the floor of the step. The step
  * count and the learning rate are read on the device (adamw_state), and the step count is
  * incremented there first: a CUDA graph of the step replays with a schedule, unchanged.
@@ -28,8 +31,8 @@ static_assert(ADAMW_CHUNK % 4 == 0 && ADAMW_CHUNK >= 4, "ADAMW_CHUNK must be a m
 #define ADAMW_B2 0.999f
 #define ADAMW_EPS 1e-8f
 
-/* the step count moves first, in its own one-thread kernel: every block of the update then
- * reads the same t */
+/* versions 1-3: the step count moves first, in its own one-thread kernel: every block of the
+ * update then reads the same t */
 __global__ void adamw_next_step_kernel(adamw_state *s) { s->t += 1; }
 
 /* the bias corrections 1 / (1 - beta^t) of step t */
@@ -92,16 +95,12 @@ static cudaError_t launch2(const adamw_tensor *t, const adamw_tensor *d_t, const
 
 /* ---------------------------------------------------------------- 3: one launch, float4 */
 
-__global__ void __launch_bounds__(ADAMW_BLOCK) adamw_kernel3(const adamw_tensor *tensors, const adamw_chunk *chunks,
-                                                             float wd, const adamw_state *s)
+/* a chunk's whole float4, then (in its tensor's last chunk) the last n % 4 one by one */
+__device__ __forceinline__ void adamw_chunk4(const adamw_tensor &t, long long start, float lr, float wd, float2 c)
 {
-    adamw_chunk ch = chunks[blockIdx.x];
-    adamw_tensor t = tensors[ch.tensor];
-    long long end = ch.start + ADAMW_CHUNK < t.n ? ch.start + ADAMW_CHUNK : t.n;
-    long long end4 = ch.start + (end - ch.start) / 4 * 4; /* the whole float4 of this chunk */
-    float lr = s->lr;
-    float2 c = corrections(s->t);
-    for (long long i = ch.start + 4 * threadIdx.x; i < end4; i += 4 * ADAMW_BLOCK) {
+    long long end = start + ADAMW_CHUNK < t.n ? start + ADAMW_CHUNK : t.n;
+    long long end4 = start + (end - start) / 4 * 4;
+    for (long long i = start + 4 * threadIdx.x; i < end4; i += 4 * ADAMW_BLOCK) {
         float4 p = *reinterpret_cast<float4 *>(t.p + i), m = *reinterpret_cast<float4 *>(t.m + i);
         float4 v = *reinterpret_cast<float4 *>(t.v + i);
         float4 g = *reinterpret_cast<const float4 *>(t.g + i);
@@ -113,8 +112,15 @@ __global__ void __launch_bounds__(ADAMW_BLOCK) adamw_kernel3(const adamw_tensor 
         *reinterpret_cast<float4 *>(t.m + i) = m;
         *reinterpret_cast<float4 *>(t.v + i) = v;
     }
-    long long i = end4 + threadIdx.x; /* the tensor's last n % 4, in its last chunk */
+    long long i = end4 + threadIdx.x;
     if (i < end) adamw_element(t.p[i], t.g[i], t.m[i], t.v[i], lr, wd, c);
+}
+
+__global__ void __launch_bounds__(ADAMW_BLOCK) adamw_kernel3(const adamw_tensor *tensors, const adamw_chunk *chunks,
+                                                             float wd, const adamw_state *s)
+{
+    adamw_chunk ch = chunks[blockIdx.x];
+    adamw_chunk4(tensors[ch.tensor], ch.start, s->lr, wd, corrections(s->t));
 }
 
 static cudaError_t launch3(const adamw_tensor *t, const adamw_tensor *d_t, const adamw_chunk *d_chunks, int count,
@@ -125,11 +131,40 @@ static cudaError_t launch3(const adamw_tensor *t, const adamw_tensor *d_t, const
     return cudaGetLastError();
 }
 
+/* ---------------------------------------------------------------- 4: one kernel a step */
+
+__global__ void __launch_bounds__(ADAMW_BLOCK) adamw_kernel4(const adamw_tensor *tensors, const adamw_chunk *chunks,
+                                                             float wd, adamw_state *s)
+{
+    int step = s->t + 1; /* this step's count: read by every block before the last one stores it */
+    adamw_chunk ch = chunks[blockIdx.x];
+    adamw_chunk4(tensors[ch.tensor], ch.start, s->lr, wd, corrections(step));
+
+    /* the last block to get here stores the count (and clears the counter for the next step):
+     * every other block has read s->t before its atomicAdd, which came before this one's */
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&s->blocks_done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+        s->t = step;
+        s->blocks_done = 0;
+    }
+}
+
+static cudaError_t launch4(const adamw_tensor *t, const adamw_tensor *d_t, const adamw_chunk *d_chunks, int count,
+                           int n_chunks, float wd, adamw_state *s)
+{
+    (void)t, (void)count;
+    adamw_kernel4<<<n_chunks, ADAMW_BLOCK>>>(d_t, d_chunks, wd, s);
+    return cudaGetLastError();
+}
+
 /* ---------------------------------------------------------------- launchers */
 
 typedef cudaError_t (*launcher)(const adamw_tensor *, const adamw_tensor *, const adamw_chunk *, int, int, float,
                                 adamw_state *);
-static const launcher launchers[] = {NULL, launch1, launch2, launch3};
+static const launcher launchers[] = {NULL, launch1, launch2, launch3, launch4};
 static_assert(sizeof launchers / sizeof launchers[0] == ADAMW_VERSIONS,
               "one launcher per version: ADAMW_VERSIONS in adamw_kernels.h");
 
@@ -149,6 +184,6 @@ extern "C" cudaError_t adamw_launch(int v, const adamw_tensor *h_tensors, const 
                                     adamw_state *d_state)
 {
     if (v < 1 || v >= ADAMW_VERSIONS || count < 1 || n_chunks < 1) return cudaErrorInvalidValue;
-    adamw_next_step_kernel<<<1, 1>>>(d_state);
+    if (v < 4) adamw_next_step_kernel<<<1, 1>>>(d_state); /* version 4 moves the count itself */
     return launchers[v](h_tensors, d_tensors, d_chunks, count, n_chunks, wd, d_state);
 }

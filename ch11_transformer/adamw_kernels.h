@@ -7,9 +7,9 @@
 extern "C" {
 #endif
 
-/* Versions 0 (the copy of the same bytes, in adamw.c) .. 3; adamw.c's version table has one row
+/* Versions 0 (the copy of the same bytes, in adamw.c) .. 4; adamw.c's version table has one row
  * for each. */
-#define ADAMW_VERSIONS 4
+#define ADAMW_VERSIONS 5
 
 /* One tensor of the model: its parameters, gradients and the two moments (each n floats, from
  * cudaMalloc: 256-byte aligned) */
@@ -21,11 +21,12 @@ typedef struct {
 } adamw_tensor;
 
 /* What the step reads on the device, so that a schedule changes it without a new launch or
- * graph: the step count (incremented by the step itself, first: 1 on the first step) and the
- * learning rate. */
+ * graph: the step count (incremented by the step itself: 1 on the first step) and the learning
+ * rate; blocks_done is version 4's count of the blocks done with this step (0 between steps). */
 typedef struct {
     int t;
     float lr;
+    unsigned int blocks_done;
 } adamw_state;
 
 /* The chunks of the one-launch versions: chunk k is elements [start, start + ADAMW_CHUNK) of
@@ -46,6 +47,7 @@ int adamw_chunk_size(void);
  * p -= lr (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + wd p).
  *   v = 1: a launch per tensor (h_tensors on the host)
  *   v = 2, 3: one launch over every tensor (d_tensors, d_chunks on the device); 3 with float4
+ *   v = 4: as 3, the count moved inside the same kernel (one kernel a step, not two)
  * Returns cudaGetLastError(). */
 cudaError_t adamw_launch(int v, const adamw_tensor *h_tensors, const adamw_tensor *d_tensors,
                          const adamw_chunk *d_chunks, int count, int n_chunks, float wd, adamw_state *d_state);
