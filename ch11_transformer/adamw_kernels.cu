@@ -20,10 +20,10 @@
 
 /* elements a block updates in the one-launch versions: a tensor is cut into chunks of this many
  * (a tunable: make adamw ADAMW_CHUNK=65536); a multiple of 4, so that every chunk of a tensor
- * starts on a float4. 8192 was the fastest of 8192 .. 262144 on the H200 (NOTES: the last wave
+ * starts on a float4. 2048 was the fastest of 2048 .. 262144 on the H200 (NOTES: the last wave
  * of blocks is a smaller share of the step the smaller the chunk) */
 #ifndef ADAMW_CHUNK
-#define ADAMW_CHUNK 8192
+#define ADAMW_CHUNK 2048
 #endif
 static_assert(ADAMW_CHUNK % 4 == 0 && ADAMW_CHUNK >= 4, "ADAMW_CHUNK must be a multiple of 4");
 

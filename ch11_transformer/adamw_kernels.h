@@ -30,7 +30,7 @@ typedef struct {
 } adamw_state;
 
 /* The chunks of the one-launch versions: chunk k is elements [start, start + ADAMW_CHUNK) of
- * tensor `tensor` (ADAMW_CHUNK: adamw_kernels.cu, 8192 unless built otherwise). Built once on
+ * tensor `tensor` (ADAMW_CHUNK: adamw_kernels.cu, 2048 unless built otherwise). Built once on
  * the host (adamw_chunks), copied to the device. */
 typedef struct {
     int tensor;

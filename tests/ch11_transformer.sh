@@ -79,7 +79,7 @@ bad_input 2 '--steps must be 1..100' ./adamw --steps 0
 no_gpu ./adamw
 # tensors of one element, of a chunk and one more, sizes with a tail of 1 to 3 past a float4,
 # many small ones; one step and ten; GPT-2 small (148 tensors, 124 million parameters)
-gpu_check ./adamw --check-only --sizes 1,3,5,8192,8193,65536,65537,1000003,4
+gpu_check ./adamw --check-only --sizes 1,3,5,2048,2049,8193,65536,65537,1000003,4
 gpu_check ./adamw --check-only --steps 1 --sizes 7,131072,2
 gpu_check ./adamw --check-only --steps 10 --sizes 768,768,2304,589825
 gpu_check_large ./adamw --check-only
