@@ -12,18 +12,15 @@ typedef struct {
     network *net;
     int which, rows;       /* which: one GEMM of the step, or -1: all of them in order */
     cudaGraphExec_t graph; /* if set: replay this graph of all the GEMMs instead */
-    const step_state *momentum; /* SGD: the dW GEMMs as the step runs them, advancing the momentum */
     cudaStream_t s;
 } gemm_job;
 
 /* GEMM number `which` of a training step: forward 0..L-1, then dW L-1..0, then dX L-1..1 */
-static void one_gemm(network *net, int which, int rows, const step_state *momentum)
+static void one_gemm(network *net, int which, int rows)
 {
     int L = net->n_layers;
     if (which < L)
         gemm_forward(net, which, rows);
-    else if (which < 2 * L && momentum)
-        gemm_weight_momentum(net, 2 * L - 1 - which, rows, momentum);
     else if (which < 2 * L)
         gemm_weight_grad(net, 2 * L - 1 - which, rows);
     else
@@ -36,7 +33,7 @@ static cudaError_t run_gemms(void *ctx)
     if (j->graph) return cudaGraphLaunch(j->graph, j->s);
     int n_gemms = 3 * j->net->n_layers - 1;
     for (int w = 0; w < n_gemms; w++)
-        if (j->which < 0 || j->which == w) one_gemm(j->net, w, j->rows, j->momentum);
+        if (j->which < 0 || j->which == w) one_gemm(j->net, w, j->rows);
     return cudaGetLastError();
 }
 
@@ -57,19 +54,13 @@ static cudaGraphExec_t capture_gemms(gemm_job *j)
  * once (what a perfect kernel reads and writes): the gather (the batch read, written), the
  * bias and activation (Z read, written), the loss layer (logits read, dZ written, dZ read
  * again for the bias sums), back through each activation (dA and A read, dZ written) and the
- * optimizer. Adam: w, g, m, v read, w, m, v written. SGD, whose dW GEMMs leave v = mu v - lr dW
- * for the weights: a weight's w and v read, w written (and v, with weight decay); a bias's w,
- * g, v read, w, v written. */
-static size_t step_bytes_outside_gemms(const network *net, int rows, int adam, double weight_decay)
+ * optimizer (SGD: w, g, v read, w, v written; Adam: m as well). */
+static size_t step_bytes_outside_gemms(const network *net, int rows, int adam)
 {
     int L = net->n_layers;
-    size_t floats = (size_t)2 * rows * net->size[0] + (size_t)3 * rows * net->size[L], biases = 0;
+    size_t floats = (size_t)2 * rows * net->size[0] + (size_t)3 * rows * net->size[L];
     for (int l = 1; l < L; l++) floats += (size_t)2 * rows * net->size[l] + (size_t)3 * rows * net->size[l];
-    for (int l = 0; l < L; l++) biases += (size_t)net->size[l + 1];
-    if (adam)
-        floats += 7 * net->n_params;
-    else
-        floats += (weight_decay != 0.0 ? 4 : 3) * (net->n_params - biases) + 5 * biases;
+    floats += (adam ? 7 : 5) * net->n_params;
     return sizeof(float) * floats;
 }
 
@@ -216,7 +207,7 @@ int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *a
     setup_net(&po, &shape_net, h_p, rows, &data, &rng, s, &net, &t);
     time_path(&t, perm, n, steps, 1, args, s, &cub);
     int L = net.n_layers, n_gemms = 3 * L - 1;
-    gemm_job gj = {&net, -1, rows, NULL, o->adam ? NULL : t.d_state, s};
+    gemm_job gj = {&net, -1, rows, NULL, s};
     float gemms_ms = lb_time_ms(run_gemms, &gj, 1, args->iters);
     gj.graph = capture_gemms(&gj);
     float gemms_graph_ms = lb_time_ms(run_gemms, &gj, 1, args->iters);
@@ -262,7 +253,7 @@ int run_synthetic(const dnn_options *o, const lb_program *prog, const lb_args *a
         printf(" fused path, one CUDA graph         %9.1f   %10.3g   %6.2f (goal >= 2: half the GEMMs' time)\n",
                fus.graph_ms * 1e3, rows / (fus.graph_ms * 1e-3), gemms_graph_ms / fus.graph_ms);
         /* what the step spends outside its GEMMs, against what moving its bytes at the copy's speed takes */
-        size_t bytes = step_bytes_outside_gemms(&shape_net, rows, o->adam, po.weight_decay);
+        size_t bytes = step_bytes_outside_gemms(&shape_net, rows, o->adam);
         double copy_gbps = lb_memcpy_ceiling_gbps(bytes, args->iters, NULL);
         double floor_us = bytes / copy_gbps * 1e-3;
         printf(" outside the GEMMs (the step's graph minus the GEMMs' graph): cuBLAS path %.1f us", 

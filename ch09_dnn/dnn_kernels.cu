@@ -7,7 +7,6 @@
  *   column_sums_kernel      the loss layer's bias gradient: column sums in two levels, over the GPU
  *   act_backward_kernel     dZ = dA * act'(A), with the bias gradient (column sums) in the same pass
  *   sgd_momentum_kernel, adam_kernel   one update over every parameter of every layer
- *   sgd_after_gemm_kernel   SGD once the dW GEMMs have advanced the weights' momentum (the cuBLAS path)
  *   predict_kernel          argmax, its probability and the row's loss, for evaluation
  * Every sum is taken in a fixed order (atomics only count finished blocks), so a run is bit-for-bit
  * repeatable.
@@ -265,52 +264,6 @@ extern "C" cudaError_t sgd_momentum_launch(float *d_w, const float *d_g, float *
                                            const step_state *d_state, cudaStream_t stream)
 {
     sgd_momentum_kernel<<<optimizer_blocks(n), 256, 0, stream>>>(d_w, d_g, d_v, n, mu, wd, d_state);
-    return cudaGetLastError();
-}
-
-/* SGD's second half (sgd_after_gemm_launch): element e of a weight already holds v = mu v - lr dW
- * in v; a bias's gradient is in g. Returns whether v changed (a weight's does only with decay). */
-__device__ __forceinline__ bool in_bias(size_t e, const bias_ranges &b)
-{
-    for (int l = 0; l < b.n; l++)
-        if (e - b.b_off[l] < (size_t)b.b_len[l]) return true; /* unsigned: e below b_off wraps high */
-    return false;
-}
-__device__ __forceinline__ bool sgd_finish(float &w, float &v, size_t e, const float *g, const bias_ranges &b,
-                                           float lr, float mu, float wd)
-{
-    if (in_bias(e, b)) {
-        sgd_update(&w, &v, g[e], lr, mu, wd);
-        return true;
-    }
-    if (wd != 0.0f) v -= lr * wd * w; /* the L2 term of g' = dW + wd w, which the GEMM left out */
-    w += v;
-    return wd != 0.0f;
-}
-
-__global__ void sgd_after_gemm_kernel(float *w, const float *g, float *v, size_t n, bias_ranges b, float mu,
-                                      float wd, const step_state *state)
-{
-    float lr = state->lr;
-    size_t start = (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = start; i < n / 4; i += stride) {
-        float4 wi = reinterpret_cast<float4 *>(w)[i], vi = reinterpret_cast<float4 *>(v)[i];
-        size_t e = 4 * i;
-        bool wrote = sgd_finish(wi.x, vi.x, e, g, b, lr, mu, wd);
-        wrote |= sgd_finish(wi.y, vi.y, e + 1, g, b, lr, mu, wd);
-        wrote |= sgd_finish(wi.z, vi.z, e + 2, g, b, lr, mu, wd);
-        wrote |= sgd_finish(wi.w, vi.w, e + 3, g, b, lr, mu, wd);
-        reinterpret_cast<float4 *>(w)[i] = wi;
-        if (wrote) reinterpret_cast<float4 *>(v)[i] = vi; /* without decay, the weights' v stays as the GEMM left it */
-    }
-    for (size_t i = n / 4 * 4 + start; i < n; i += stride) sgd_finish(w[i], v[i], i, g, b, lr, mu, wd);
-}
-
-extern "C" cudaError_t sgd_after_gemm_launch(float *d_w, const float *d_g, float *d_v, size_t n, bias_ranges biases,
-                                             float mu, float wd, const step_state *d_state, cudaStream_t stream)
-{
-    if (biases.n < 0 || biases.n > DNN_BIAS_RANGES) return cudaErrorInvalidValue;
-    sgd_after_gemm_kernel<<<optimizer_blocks(n), 256, 0, stream>>>(d_w, d_g, d_v, n, biases, mu, wd, d_state);
     return cudaGetLastError();
 }
 

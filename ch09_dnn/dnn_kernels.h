@@ -17,8 +17,6 @@ typedef struct {
     float loss_sum; /* this epoch: sum of the batches' mean losses */
     int correct;    /* this epoch: training samples classified right */
     float lr;       /* this epoch's learning rate (the schedule's), written by the host between epochs */
-    float neg_lr;   /* -lr, written with it: cuBLAS's alpha where the dW GEMM advances SGD's momentum */
-    float mu;       /* SGD's momentum: that GEMM's beta (alpha and beta read on the device) */
 } step_state;
 
 /* xb[i] = X[perm[cursor + i]], yb[i] = y[...] for i < rows (F features a row) */
@@ -65,23 +63,6 @@ cudaError_t sgd_momentum_launch(float *d_w, const float *d_g, float *d_v, size_t
                                 const step_state *d_state, cudaStream_t stream);
 cudaError_t adam_launch(float *d_w, const float *d_g, float *d_m, float *d_v, size_t n, float wd,
                         const step_state *d_state, cudaStream_t stream);
-
-/* Where the biases lie in a parameter buffer: layer l's at [b_off[l], b_off[l] + b_len[l]);
- * every other element is a weight. */
-#define DNN_BIAS_RANGES 8
-typedef struct {
-    int n;
-    size_t b_off[DNN_BIAS_RANGES];
-    int b_len[DNN_BIAS_RANGES];
-} bias_ranges;
-
-/* SGD with momentum after the weight-gradient GEMMs have done its first half for the weights,
- * writing v = mu v - lr dW into the momentum instead of dW into the gradients (cuBLAS's
- * alpha = -lr, beta = mu, C = v): the weights then need only the decay and the step,
- * v -= lr wd w (skipped, and v not written, when wd = 0), w += v; the biases, whose gradients
- * are in g, take the whole update of sgd_momentum_launch. One pass over the parameters. */
-cudaError_t sgd_after_gemm_launch(float *d_w, const float *d_g, float *d_v, size_t n, bias_ranges biases, float mu,
-                                  float wd, const step_state *d_state, cudaStream_t stream);
 
 /* pred[r] = argmax over classes of (Z + b)[r] (d_b NULL: no bias to add), prob[r] its softmax
  * probability; with labels d_y, nll[r] = -log p[y[r]] (the row's cross-entropy) */

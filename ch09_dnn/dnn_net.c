@@ -5,7 +5,6 @@
 #include "dnn_net.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <math.h>
 #include <string.h>
 
@@ -109,18 +108,13 @@ void init_params(const network *net, float *h, lb_rng *rng)
 /* Row-major C (M,N) = op(A) op(B), op(A) (M,K), op(B) (K,N). cuBLAS is column-major and sees
  * each row-major matrix as its transpose, so it computes C^T = op(B)^T op(A)^T: B first, M and N
  * swapped, the transpose flags unchanged, leading dimensions = the stored rows' lengths. */
-cublasStatus_t gemm_rm_scaled(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *alpha,
-                              const float *A, const float *Bm, const float *beta, float *C)
-{
-    int lda = trans_a ? M : K, ldb = trans_b ? K : N;
-    return cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, alpha, Bm,
-                       ldb, A, lda, beta, C, N);
-}
 cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *A, const float *Bm,
                        float *C)
 {
     const float one = 1.0f, zero = 0.0f;
-    return gemm_rm_scaled(h, trans_a, trans_b, M, N, K, &one, A, Bm, &zero, C);
+    int lda = trans_a ? M : K, ldb = trans_b ? K : N;
+    return cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one, Bm,
+                       ldb, A, lda, &zero, C, N);
 }
 
 /* ---------------------------------------------------------------- the fused path */
@@ -207,16 +201,6 @@ void gemm_weight_grad(network *net, int l, int rows)
     CUBLAS_CHECK(gemm_rm(net->h, 1, 0, net->size[l], net->size[l + 1], rows, net->d_a[l], net->d_d[l + 1],
                          net_w(net, net->d_grads, l)));
 }
-/* SGD's momentum inside the dW GEMM: v = mu v - lr X^T dZ straight into layer l's momentum
- * (alpha = -lr, beta = mu, read from the step's state on the device, so that a graph of the
- * step follows the schedule); sgd_after_gemm_launch finishes the update */
-void gemm_weight_momentum(network *net, int l, int rows, const step_state *d_state)
-{
-    CUBLAS_CHECK(cublasSetPointerMode(net->h, CUBLAS_POINTER_MODE_DEVICE));
-    CUBLAS_CHECK(gemm_rm_scaled(net->h, 1, 0, net->size[l], net->size[l + 1], rows, &d_state->neg_lr, net->d_a[l],
-                                net->d_d[l + 1], &d_state->mu, net_w(net, net->d_opt1, l)));
-    CUBLAS_CHECK(cublasSetPointerMode(net->h, CUBLAS_POINTER_MODE_HOST));
-}
 void gemm_input_grad(network *net, int l, int rows)
 {
     CUBLAS_CHECK(gemm_rm(net->h, 0, 1, rows, net->size[l], net->size[l + 1], net->d_d[l + 1],
@@ -245,16 +229,11 @@ const float *forward(network *net, int rows, cudaStream_t s)
     return net_b(net, net->d_params, net->n_layers - 1);
 }
 
-/* gradients of the mean loss over `rows` rows, given dZ of the last layer in d_d[L]; with
- * momentum_state, the weights' momentum advanced instead of dW written (the biases' gradients
- * as always) */
-void backward(network *net, int rows, cudaStream_t s, const step_state *momentum_state)
+/* gradients of the mean loss over `rows` rows, given dZ of the last layer in d_d[L] */
+void backward(network *net, int rows, cudaStream_t s)
 {
     for (int l = net->n_layers - 1; l >= 0; l--) {
-        if (momentum_state)
-            gemm_weight_momentum(net, l, rows, momentum_state); /* v = mu v - lr X^T dZ */
-        else
-            gemm_weight_grad(net, l, rows); /* dW = X^T dZ */
+        gemm_weight_grad(net, l, rows); /* dW = X^T dZ */
         if (l == 0) break;              /* no gradient for the input itself */
         /* dX = dZ W^T, then through the previous layer's activation (with its bias sums) */
         gemm_input_grad(net, l, rows);
@@ -280,17 +259,13 @@ void trainer_create(trainer *t, network *net, int rows, const dataset *train, in
     CUDA_CHECK(cudaMemset(t->d_state, 0, sizeof(step_state)));
     CUDA_CHECK(cudaMemcpy(t->d_x, train->x, sizeof(float) * n * F, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t->d_y, train->y, sizeof(int) * n, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(&t->d_state->mu, &t->momentum, sizeof(float), cudaMemcpyHostToDevice));
     if (net->lt) lt_prepare(net, rows); /* the batch's plans now: the step may be captured in a graph */
 }
 
 void set_lr(trainer *t, float lr, cudaStream_t s)
 {
-    /* lr and -lr (the dW GEMM's alpha), side by side in step_state; from pageable memory: the
-     * call returns once they have been copied, so a local will do */
-    float both[2] = {lr, -lr};
-    _Static_assert(offsetof(step_state, neg_lr) == offsetof(step_state, lr) + sizeof(float), "lr, then neg_lr");
-    CUDA_CHECK(cudaMemcpyAsync(&t->d_state->lr, both, sizeof both, cudaMemcpyHostToDevice, s));
+    /* from pageable memory: the call returns once lr has been copied, so a local will do */
+    CUDA_CHECK(cudaMemcpyAsync(&t->d_state->lr, &lr, sizeof lr, cudaMemcpyHostToDevice, s));
 }
 
 void trainer_free(trainer *t)
@@ -300,19 +275,6 @@ void trainer_free(trainer *t)
     CUDA_CHECK(cudaFree(t->d_perm));
     CUDA_CHECK(cudaFree(t->d_yb));
     CUDA_CHECK(cudaFree(t->d_state));
-}
-
-/* SGD on the cuBLAS path does the momentum of the weights inside the dW GEMMs (4 bytes a weight
- * fewer to move outside them, 8 without weight decay: NOTES); Adam needs dW itself */
-static int momentum_in_gemm(const trainer *t) { return !t->adam; }
-
-/* where the biases lie in the parameter buffer: what sgd_after_gemm_launch updates from d_grads */
-static bias_ranges net_bias_ranges(const network *net)
-{
-    _Static_assert(DNN_MAX_LAYERS <= DNN_BIAS_RANGES, "a bias range per layer");
-    bias_ranges b = {net->n_layers, {0}, {0}};
-    for (int l = 0; l < net->n_layers; l++) b.b_off[l] = net->b_off[l], b.b_len[l] = net->size[l + 1];
-    return b;
 }
 
 /* the optimizer over every parameter, from the gradients in d_grads */
@@ -337,13 +299,8 @@ static void step_cublas(trainer *t, int rows, int update, cudaStream_t s)
     forward_cublas(net, rows, s);
     CUDA_CHECK(softmax_xent_launch(net->d_a[L], net_b(net, net->d_params, L - 1), t->d_yb, NULL, rows, C, net->d_d[L],
                                    net_b(net, net->d_grads, L - 1), net->scratch, t->d_state, 1, s));
-    int in_gemm = update && momentum_in_gemm(t);
-    backward(net, rows, s, in_gemm ? t->d_state : NULL);
-    if (in_gemm)
-        CUDA_CHECK(sgd_after_gemm_launch(net->d_params, net->d_grads, net->d_opt1, net->n_params, net_bias_ranges(net),
-                                         t->momentum, t->weight_decay, t->d_state, s));
-    else if (update)
-        apply_optimizer(t, s);
+    backward(net, rows, s);
+    if (update) apply_optimizer(t, s);
 }
 
 /* the same on cuBLASLt: the bias and ReLU inside the forward GEMMs (the logits come with their

@@ -73,24 +73,16 @@ void init_params(const network *net, float *h, lb_rng *rng);
 /* Row-major C (M,N) = op(A) op(B) on cuBLAS (trans_a, trans_b: 1 = transposed). */
 cublasStatus_t gemm_rm(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *A, const float *Bm,
                        float *C);
-/* The same, C = alpha op(A) op(B) + beta C (alpha, beta: host or device pointers, as the
- * handle's pointer mode says). */
-cublasStatus_t gemm_rm_scaled(cublasHandle_t h, int trans_a, int trans_b, int M, int N, int K, const float *alpha,
-                              const float *A, const float *Bm, const float *beta, float *C);
 /* The cuBLAS path's GEMMs of layer l for `rows` rows: Z = X W (into d_a[l + 1]), dW = X^T dZ
  * (into the gradients), dX = dZ W^T (into d_d[l]); the benchmark times them on their own. */
 void gemm_forward(network *net, int l, int rows);
 void gemm_weight_grad(network *net, int l, int rows);
 void gemm_input_grad(network *net, int l, int rows);
-void gemm_weight_momentum(network *net, int l, int rows, const step_state *d_state);
 /* Forward through every layer for `rows` rows in d_a[0]; the logits end in d_a[L]. Returns the
  * last layer's bias for whoever reads the logits: the cuBLAS path leaves it out (the loss kernel
  * adds it), the fused path adds it in the GEMM (NULL: nothing left to add). */
 const float *forward(network *net, int rows, cudaStream_t s);
-/* Back from dZ of the last layer (in d_d[L]): the gradients in d_grads; with momentum_state
- * (SGD's step), the weights' momentum v = mu v - lr dW advanced in the dW GEMMs instead of dW
- * written (gemm_weight_momentum), the biases' gradients as before. */
-void backward(network *net, int rows, cudaStream_t s, const step_state *momentum_state);
+void backward(network *net, int rows, cudaStream_t s);
 
 /* The training set on the device, the batch and the step's state; d_perm is the caller's to fill,
  * and the learning rate (state->lr) too: set_lr. */

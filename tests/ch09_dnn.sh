@@ -110,18 +110,6 @@ mutant "dnn Adam's bias correction of the next step" dnn_kernels.cu \
     's/adam_corrections(state->t)/adam_corrections(state->t + 1)/' ./dnn --check-optimizer
 mutant "dnn SGD's weight decay with the wrong sign" dnn_math.cuh \
     's/float vi = mu \* \*v - lr \* (g + wd \* \*w);/float vi = mu * *v - lr * (g - wd * *w);/' ./dnn --check-optimizer
-# SGD on the cuBLAS path: the dW GEMMs advance the weights' momentum (v = mu v - lr dW), one
-# kernel finishes; planted: the weights' decay forgotten there, a bias range one too long (the
-# weight after it updated from a gradient never written), and the GEMM's beta -lr instead of mu
-# (the momentum lost), which only training both paths side by side can see
-mutant "dnn SGD after the GEMM without the weights' decay" dnn_kernels.cu \
-    's/if (wd != 0.0f) v -= lr \* wd \* w;/if (wd != 0.0f) v -= 0.0f;/' ./dnn --check-optimizer
-mutant "dnn SGD after the GEMM: a bias range one element long" dnn_kernels.cu \
-    's/if (e - b.b_off\[l\] < (size_t)b.b_len\[l\]) return true;/if (e - b.b_off[l] <= (size_t)b.b_len[l]) return true;/' \
-    ./dnn --check-optimizer
-mutant "dnn the dW GEMM's beta -lr, not the momentum" dnn_net.c \
-    's/\&d_state->mu, net_w(net, net->d_opt1, l)/\&d_state->neg_lr, net_w(net, net->d_opt1, l)/' \
-    ./dnn --compare-paths --epochs 20
 # --tf32 uses TF32 on both cuBLAS paths: fp32 within its bound, TF32 within its own and far past
 # fp32's error; planted: each path computing fp32 under --tf32
 gpu_check ./dnn --check-tf32
