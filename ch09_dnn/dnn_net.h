@@ -55,6 +55,10 @@ typedef struct {
     step_state *d_state; /* the cursor, step count, loss sums and learning rate */
     int adam;
     float momentum, weight_decay;
+    /* the cuBLAS path's update, a layer at a time on a stream of its own, beside the GEMMs of
+     * the layers below it: each layer's event forks it off, `updated` joins it back */
+    cudaStream_t side;
+    cudaEvent_t layer_done[DNN_MAX_LAYERS], updated;
 } trainer;
 
 /* Layer l's weights and biases inside a parameter-sized buffer (parameters, gradients, ...). */
@@ -82,7 +86,12 @@ void gemm_input_grad(network *net, int l, int rows);
  * last layer's bias for whoever reads the logits: the cuBLAS path leaves it out (the loss kernel
  * adds it), the fused path adds it in the GEMM (NULL: nothing left to add). */
 const float *forward(network *net, int rows, cudaStream_t s);
-void backward(network *net, int rows, cudaStream_t s);
+/* Back from dZ of the last layer (in d_d[L]) to every gradient in d_grads. after_layer (or
+ * NULL) is called once layer l's part is queued on s (its dW, its dX and through the activation
+ * below it, which sums the bias gradient of layer l - 1): from then on the rest of backward
+ * reads neither W_l, b_l nor b_{l-1}, nor writes their gradients. */
+typedef void (*layer_hook)(void *ctx, int l, cudaStream_t s);
+void backward(network *net, int rows, cudaStream_t s, layer_hook after_layer, void *ctx);
 
 /* The training set on the device, the batch and the step's state; d_perm is the caller's to fill,
  * and the learning rate (state->lr) too: set_lr. */
