@@ -2,7 +2,7 @@
  *
  *   gather_batch_kernel     copies this step's rows of the (shuffled) training set into the batch
  *   bias_act_kernel         Z = act(Z + b): bias and activation fused, one pass
- *   softmax_xent_kernel     the loss layer, a warp per row: bias, stable softmax, cross-entropy,
+ *   softmax_xent_kernel     the loss layer, 1 to 8 warps a row: bias, stable softmax, cross-entropy,
  *                           its gradient, accuracy; the last block sums the loss and moves the step on
  *   column_sums_kernel      the loss layer's bias gradient: column sums in two levels, over the GPU
  *   act_backward_kernel     dZ = dA * act'(A), with the bias gradient (column sums) in the same pass
@@ -121,44 +121,64 @@ static dim3 column_sums_grid(int rows, int cols)
 
 /* ---------------------------------------------------------------- the loss layer */
 
-#define DNN_LOSS_WARPS 8 /* rows a block: a warp per row */
+#define DNN_LOSS_WARPS 8 /* a block's warps: 8 / wpr rows, wpr warps each */
 
-/* A warp per row: the logits' max and argmax, the sum of exp, the row's loss and its gradient,
- * each lane a column in 32. The block that finishes last (a counter) adds the rows' losses and
- * counts in a fixed order, and moves the step on. */
+/* the row's (max, first index of it) of two: larger value, then smaller index, a total order,
+ * so any order of merging finds what a serial scan finds */
+__device__ __forceinline__ void max_merge(float &mx, int &arg, float om, int oa)
+{
+    if (om > mx || (om == mx && oa < arg)) mx = om, arg = oa;
+}
+
+/* wpr warps per row (1, 2, 4 or 8; more for longer rows, so that each thread's loads stay few
+ * and the GPU has warps enough in flight: 512 rows of 1000 logits a warp each left it waiting
+ * on 32 loads after one another per pass): the logits' max and argmax, the sum of exp, the
+ * row's loss and its gradient, each thread a column in 32 wpr, the row's warps meeting in
+ * shared memory in warp order. The block that finishes last (a counter) adds the rows' losses
+ * and counts in a fixed order, and moves the step on. */
 __global__ void __launch_bounds__(32 * DNN_LOSS_WARPS)
     softmax_xent_kernel(const float *z, const float *b, const int *y, const int *perm, int rows, int classes,
-                        float *dz, dnn_scratch sc, step_state *state, int advance)
+                        float *dz, dnn_scratch sc, step_state *state, int advance, int wpr)
 {
     __shared__ float loss_part[32 * DNN_LOSS_WARPS];
     __shared__ int ok_part[32 * DNN_LOSS_WARPS];
+    __shared__ float warp_max[DNN_LOSS_WARPS], warp_sum[DNN_LOSS_WARPS];
+    __shared__ int warp_arg[DNN_LOSS_WARPS];
     __shared__ int last;
-    int lane = threadIdx.x % 32, r = blockIdx.x * DNN_LOSS_WARPS + threadIdx.x / 32;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, group = warp / wpr, first_warp = group * wpr;
+    int threads = 32 * wpr, j = threadIdx.x - 32 * first_warp; /* this thread's place in its row's group */
+    int r = blockIdx.x * (DNN_LOSS_WARPS / wpr) + group;
+    bool live = r < rows; /* every thread reaches the barriers */
     float inv_rows = 1.0f / rows;
-    if (r < rows) {
-        const float *zr = z + (size_t)r * classes;
-        float *dr = dz + (size_t)r * classes;
-        /* stable softmax: subtract the row's largest logit before exp, so nothing overflows */
-        float mx = -INFINITY;
-        int arg = 0;
-        for (int c = lane; c < classes; c += 32) {
-            float v = zr[c] + (b ? b[c] : 0.0f);
-            if (v > mx) mx = v, arg = c;
-        }
-        for (int off = 16; off > 0; off /= 2) { /* the first of equal maxima, as a serial scan finds */
-            float om = __shfl_xor_sync(0xffffffffu, mx, off);
-            int oa = __shfl_xor_sync(0xffffffffu, arg, off);
-            if (om > mx || (om == mx && oa < arg)) mx = om, arg = oa;
-        }
-        float sum = 0.0f;
-        for (int c = lane; c < classes; c += 32) sum += __expf(zr[c] + (b ? b[c] : 0.0f) - mx);
-        for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off); /* every lane the same sum */
+    const float *zr = z + (size_t)(live ? r : 0) * classes;
+    float *dr = dz + (size_t)(live ? r : 0) * classes;
+    /* stable softmax: subtract the row's largest logit before exp, so nothing overflows */
+    float mx = -INFINITY;
+    int arg = 0;
+    for (int c = j; live && c < classes; c += threads) {
+        float v = zr[c] + (b ? b[c] : 0.0f);
+        if (v > mx) mx = v, arg = c;
+    }
+    for (int off = 16; off > 0; off /= 2) /* the first of equal maxima, as a serial scan finds */
+        max_merge(mx, arg, __shfl_xor_sync(0xffffffffu, mx, off), __shfl_xor_sync(0xffffffffu, arg, off));
+    if (lane == 0) warp_max[warp] = mx, warp_arg[warp] = arg;
+    __syncthreads();
+    mx = warp_max[first_warp], arg = warp_arg[first_warp];
+    for (int w = 1; w < wpr; w++) max_merge(mx, arg, warp_max[first_warp + w], warp_arg[first_warp + w]);
+    float sum = 0.0f;
+    for (int c = j; live && c < classes; c += threads) sum += __expf(zr[c] + (b ? b[c] : 0.0f) - mx);
+    for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off); /* every lane the same sum */
+    if (lane == 0) warp_sum[warp] = sum;
+    __syncthreads();
+    sum = warp_sum[first_warp];
+    for (int w = 1; w < wpr; w++) sum += warp_sum[first_warp + w]; /* in warp order: the same bits every run */
+    if (live) {
         int label = perm ? y[perm[state->cursor + r]] : y[r];
-        for (int c = lane; c < classes; c += 32) {
+        for (int c = j; c < classes; c += threads) {
             float p = __expf(zr[c] + (b ? b[c] : 0.0f) - mx) / sum;
             dr[c] = (p - (c == label ? 1.0f : 0.0f)) * inv_rows; /* d(mean loss)/d logit */
         }
-        if (lane == 0) { /* -log p[y] = log(sum) - (logit[y] - max): no division, no log of a tiny p */
+        if (j == 0) { /* -log p[y] = log(sum) - (logit[y] - max): no division, no log of a tiny p */
             sc.row_loss[r] = logf(sum) - (zr[label] + (b ? b[label] : 0.0f) - mx);
             sc.row_ok[r] = arg == label;
         }
@@ -195,9 +215,12 @@ extern "C" cudaError_t softmax_xent_launch(const float *d_z, const float *d_b, c
                                            step_state *d_state, int advance, cudaStream_t stream)
 {
     if (rows > sc.max_rows || classes > sc.max_cols) return cudaErrorInvalidValue;
-    unsigned blocks = (unsigned)(rows + DNN_LOSS_WARPS - 1) / DNN_LOSS_WARPS;
+    /* about 128 classes a warp, 8 to 32 logits a thread: 1000 classes take 4 warps a row */
+    int wpr = classes >= 1024 ? 8 : classes >= 512 ? 4 : classes >= 256 ? 2 : 1;
+    int rows_per_block = DNN_LOSS_WARPS / wpr;
+    unsigned blocks = (unsigned)((rows + rows_per_block - 1) / rows_per_block);
     softmax_xent_kernel<<<blocks, 32 * DNN_LOSS_WARPS, 0, stream>>>(d_z, d_b, d_y, d_perm, rows, classes, d_dz, sc,
-                                                                     d_state, advance);
+                                                                     d_state, advance, wpr);
     if (d_db)
         column_sums_kernel<<<column_sums_grid(rows, classes), dim3(32, 8), 0, stream>>>(d_dz, rows, classes, sc.part,
                                                                                         sc.counters + 1, d_db);

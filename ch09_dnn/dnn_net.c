@@ -263,6 +263,7 @@ void trainer_create(trainer *t, network *net, int rows, const dataset *train, in
     CUDA_CHECK(cudaMemcpy(t->d_y, train->y, sizeof(int) * n, cudaMemcpyHostToDevice));
     /* non-blocking: on the legacy default stream as s, a blocking side stream would wait for it */
     CUDA_CHECK(cudaStreamCreateWithFlags(&t->side, cudaStreamNonBlocking));
+    t->aside = net->n_params >= DNN_ASIDE_MIN_PARAMS;
     for (int l = 0; l < net->n_layers; l++) CUDA_CHECK(cudaEventCreateWithFlags(&t->layer_done[l], cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&t->updated, cudaEventDisableTiming));
     if (net->lt) lt_prepare(net, rows); /* the batch's plans now: the step may be captured in a graph */
@@ -333,11 +334,13 @@ static void step_cublas(trainer *t, int rows, int update, cudaStream_t s)
     forward_cublas(net, rows, s);
     CUDA_CHECK(softmax_xent_launch(net->d_a[L], net_b(net, net->d_params, L - 1), t->d_yb, NULL, rows, C, net->d_d[L],
                                    net_b(net, net->d_grads, L - 1), net->scratch, t->d_state, 1, s));
-    backward(net, rows, s, update ? update_layer_aside : NULL, t);
-    if (update) { /* the step ends when the last layer's update has */
+    int aside = update && t->aside;
+    backward(net, rows, s, aside ? update_layer_aside : NULL, t);
+    if (aside) { /* the step ends when the last layer's update has */
         CUDA_CHECK(cudaEventRecord(t->updated, t->side));
         CUDA_CHECK(cudaStreamWaitEvent(s, t->updated, 0));
-    }
+    } else if (update)
+        apply_optimizer(t, s);
 }
 
 /* the same on cuBLASLt: the bias and ReLU inside the forward GEMMs (the logits come with their
