@@ -230,17 +230,15 @@ const float *forward(network *net, int rows, cudaStream_t s)
 }
 
 /* gradients of the mean loss over `rows` rows, given dZ of the last layer in d_d[L] */
-void backward(network *net, int rows, cudaStream_t s, layer_hook after_layer, void *ctx)
+void backward(network *net, int rows, cudaStream_t s)
 {
     for (int l = net->n_layers - 1; l >= 0; l--) {
         gemm_weight_grad(net, l, rows); /* dW = X^T dZ */
-        if (l > 0) {                    /* no gradient for the input itself */
-            /* dX = dZ W^T, then through the previous layer's activation (with its bias sums) */
-            gemm_input_grad(net, l, rows);
-            CUDA_CHECK(act_backward_launch(net->d_d[l], net->d_a[l], rows, net->size[l], net->act,
-                                           net_b(net, net->d_grads, l - 1), net->scratch, s));
-        }
-        if (after_layer) after_layer(ctx, l, s);
+        if (l == 0) break;              /* no gradient for the input itself */
+        /* dX = dZ W^T, then through the previous layer's activation (with its bias sums) */
+        gemm_input_grad(net, l, rows);
+        CUDA_CHECK(act_backward_launch(net->d_d[l], net->d_a[l], rows, net->size[l], net->act,
+                                       net_b(net, net->d_grads, l - 1), net->scratch, s));
     }
 }
 
@@ -250,7 +248,7 @@ void trainer_create(trainer *t, network *net, int rows, const dataset *train, in
                     float weight_decay)
 {
     size_t n = (size_t)train->n, F = (size_t)train->features;
-    trainer z = {.net = net, .rows = rows, .adam = adam, .momentum = momentum, .weight_decay = weight_decay};
+    trainer z = {net, rows, NULL, NULL, NULL, NULL, NULL, adam, momentum, weight_decay};
     *t = z;
     CUDA_CHECK(cudaMalloc((void **)&t->d_x, sizeof(float) * n * F));
     CUDA_CHECK(cudaMalloc((void **)&t->d_y, sizeof(int) * n));
@@ -261,11 +259,6 @@ void trainer_create(trainer *t, network *net, int rows, const dataset *train, in
     CUDA_CHECK(cudaMemset(t->d_state, 0, sizeof(step_state)));
     CUDA_CHECK(cudaMemcpy(t->d_x, train->x, sizeof(float) * n * F, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(t->d_y, train->y, sizeof(int) * n, cudaMemcpyHostToDevice));
-    /* non-blocking: on the legacy default stream as s, a blocking side stream would wait for it */
-    CUDA_CHECK(cudaStreamCreateWithFlags(&t->side, cudaStreamNonBlocking));
-    t->aside = net->n_params >= DNN_ASIDE_MIN_PARAMS;
-    for (int l = 0; l < net->n_layers; l++) CUDA_CHECK(cudaEventCreateWithFlags(&t->layer_done[l], cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&t->updated, cudaEventDisableTiming));
     if (net->lt) lt_prepare(net, rows); /* the batch's plans now: the step may be captured in a graph */
 }
 
@@ -282,46 +275,18 @@ void trainer_free(trainer *t)
     CUDA_CHECK(cudaFree(t->d_perm));
     CUDA_CHECK(cudaFree(t->d_yb));
     CUDA_CHECK(cudaFree(t->d_state));
-    CUDA_CHECK(cudaStreamDestroy(t->side));
-    for (int l = 0; l < t->net->n_layers; l++) CUDA_CHECK(cudaEventDestroy(t->layer_done[l]));
-    CUDA_CHECK(cudaEventDestroy(t->updated));
 }
 
-/* the optimizer over parameters [first, first + n), from the gradients in d_grads */
-static void optimizer_range(trainer *t, size_t first, size_t n, cudaStream_t s)
+/* the optimizer over every parameter, from the gradients in d_grads */
+static void apply_optimizer(trainer *t, cudaStream_t s)
 {
     network *net = t->net;
     if (t->adam)
-        CUDA_CHECK(adam_launch(net->d_params + first, net->d_grads + first, net->d_opt1 + first, net->d_opt2 + first,
-                               n, t->weight_decay, t->d_state, s));
+        CUDA_CHECK(adam_launch(net->d_params, net->d_grads, net->d_opt1, net->d_opt2, net->n_params, t->weight_decay,
+                               t->d_state, s));
     else
-        CUDA_CHECK(sgd_momentum_launch(net->d_params + first, net->d_grads + first, net->d_opt1 + first, n,
-                                       t->momentum, t->weight_decay, t->d_state, s));
-}
-static void apply_optimizer(trainer *t, cudaStream_t s) { optimizer_range(t, 0, t->net->n_params, s); }
-
-/* The parameters the update may take once backward is past layer l (backward's after_layer):
- * from b_{l-1} (its gradient was just summed) to the end of b_l, the cut rounded up to a
- * multiple of 4 so that every range starts on a float4 (the first elements of b_{l-1} go with
- * the next range, updated later, which is always safe); layer 0 from the start, the last layer
- * to the end. */
-static size_t round_up4(size_t i) { return (i + 3) / 4 * 4; }
-static void layer_range(const network *net, int l, size_t *first, size_t *end)
-{
-    *first = l == 0 ? 0 : round_up4(net->b_off[l - 1]);
-    *end = l == net->n_layers - 1 ? net->n_params : round_up4(net->b_off[l]);
-}
-
-/* after_layer of the step's backward: fork layer l's update off to the side stream, where it
- * runs beside the GEMMs of the layers below (the step joins it back at its end) */
-static void update_layer_aside(void *ctx, int l, cudaStream_t s)
-{
-    trainer *t = (trainer *)ctx;
-    size_t first, end;
-    layer_range(t->net, l, &first, &end);
-    CUDA_CHECK(cudaEventRecord(t->layer_done[l], s));
-    CUDA_CHECK(cudaStreamWaitEvent(t->side, t->layer_done[l], 0));
-    if (end > first) optimizer_range(t, first, end - first, t->side);
+        CUDA_CHECK(sgd_momentum_launch(net->d_params, net->d_grads, net->d_opt1, net->n_params, t->momentum,
+                                       t->weight_decay, t->d_state, s));
 }
 
 /* forward, loss and backward for `rows` rows of the permutation from the state's cursor: the
@@ -334,13 +299,8 @@ static void step_cublas(trainer *t, int rows, int update, cudaStream_t s)
     forward_cublas(net, rows, s);
     CUDA_CHECK(softmax_xent_launch(net->d_a[L], net_b(net, net->d_params, L - 1), t->d_yb, NULL, rows, C, net->d_d[L],
                                    net_b(net, net->d_grads, L - 1), net->scratch, t->d_state, 1, s));
-    int aside = update && t->aside;
-    backward(net, rows, s, aside ? update_layer_aside : NULL, t);
-    if (aside) { /* the step ends when the last layer's update has */
-        CUDA_CHECK(cudaEventRecord(t->updated, t->side));
-        CUDA_CHECK(cudaStreamWaitEvent(s, t->updated, 0));
-    } else if (update)
-        apply_optimizer(t, s);
+    backward(net, rows, s);
+    if (update) apply_optimizer(t, s);
 }
 
 /* the same on cuBLASLt: the bias and ReLU inside the forward GEMMs (the logits come with their

@@ -55,17 +55,7 @@ typedef struct {
     step_state *d_state; /* the cursor, step count, loss sums and learning rate */
     int adam;
     float momentum, weight_decay;
-    /* the cuBLAS path's update, a layer at a time on a stream of its own, beside the GEMMs of
-     * the layers below it: each layer's event forks it off, `updated` joins it back */
-    int aside; /* whether to: at DNN_ASIDE_MIN_PARAMS parameters or more */
-    cudaStream_t side;
-    cudaEvent_t layer_done[DNN_MAX_LAYERS], updated;
 } trainer;
-/* The update goes aside, a layer at a time, when the network has this many parameters: SGD's
- * pass over 2^22 of them takes about 20 us, which the lower layers' GEMMs can hide, while the
- * graph's fork and join cost about 3 us (measured on the H200: 1696 -> 1678 us a step with 22 M
- * parameters, 62 -> 66 us with 0.8 M; NOTES) */
-#define DNN_ASIDE_MIN_PARAMS (1u << 22)
 
 /* Layer l's weights and biases inside a parameter-sized buffer (parameters, gradients, ...). */
 static inline float *net_w(const network *n, float *base, int l) { return base + n->w_off[l]; }
@@ -92,12 +82,7 @@ void gemm_input_grad(network *net, int l, int rows);
  * last layer's bias for whoever reads the logits: the cuBLAS path leaves it out (the loss kernel
  * adds it), the fused path adds it in the GEMM (NULL: nothing left to add). */
 const float *forward(network *net, int rows, cudaStream_t s);
-/* Back from dZ of the last layer (in d_d[L]) to every gradient in d_grads. after_layer (or
- * NULL) is called once layer l's part is queued on s (its dW, its dX and through the activation
- * below it, which sums the bias gradient of layer l - 1): from then on the rest of backward
- * reads neither W_l, b_l nor b_{l-1}, nor writes their gradients. */
-typedef void (*layer_hook)(void *ctx, int l, cudaStream_t s);
-void backward(network *net, int rows, cudaStream_t s, layer_hook after_layer, void *ctx);
+void backward(network *net, int rows, cudaStream_t s);
 
 /* The training set on the device, the batch and the step's state; d_perm is the caller's to fill,
  * and the learning rate (state->lr) too: set_lr. */

@@ -119,13 +119,6 @@ mutant "dnn --tf32 on the cuBLAS path left pedantic" dnn_net.c \
     's/net->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH/CUBLAS_PEDANTIC_MATH/' ./dnn --check-tf32
 # the two paths train to the same weights (their sums only run in other orders)
 gpu_check_large ./dnn --compare-paths --epochs 20
-# the cuBLAS path updates a layer at a time on a side stream, beside the GEMMs of the layers
-# below, from DNN_ASIDE_MIN_PARAMS (2^22) parameters: 64-2048-2048-10 has 4.35 M; planted: the
-# last layer's range cut at its biases (they never learn)
-gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,2048,2048,10 --epochs 2
-mutant "dnn the side stream's last range stops before the last biases" dnn_net.c \
-    's/\*end = l == net->n_layers - 1 ? net->n_params : round_up4(net->b_off\[l\]);/*end = round_up4(net->b_off[l]);/' \
-    ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,2048,2048,10 --epochs 2
 gpu_check_large ./dnn --compare-paths --epochs 20 --adam --act sigmoid --layers 4,9,3
 gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3
 gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3 --adam --batch 100
