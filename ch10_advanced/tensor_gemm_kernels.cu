@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "lb_tensor_core.cuh" /* cp.async, ldmatrix, mma.sync, mbarrier, TMA, wgmma's descriptors */
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define TG_SM80 1 /* device code for sm_80 and newer: bf16 and tf32 wmma, mma.sync, cp.async */
 #endif
@@ -117,39 +119,12 @@ __device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c,
     }
 }
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
 /* ================================================================ version 2: mma.sync */
 
 #define TG2_BM 128
 #define TG2_BN 128
 #define TG2_BK 32
 #define TG2_LD (TG2_BK + 8) /* a row of 32 bf16 padded to 80 bytes: ldmatrix's 8 rows hit 8 different bank quads */
-
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
-}
-
-/* Four 8x8 bf16 matrices from shared memory, one per group of 8 lanes' row addresses: lane t
- * receives row t/4, columns 2(t%4) and 2(t%4)+1 of each, which is exactly the per-lane layout
- * of mma.sync's A and B fragments. */
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *smem)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr(smem)));
-}
-
-/* d += a b for one 16x8 tile, k = 16: a is 4 registers (8 bf16), b 2 (4 bf16), d 4 floats.
- * Lane t holds d for row t/4 (d0, d1) and row t/4 + 8 (d2, d3), columns 2(t%4) and +1. */
-__device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 /* One k tile (128 rows of A, 128 rows of B, 32 deep) into shared memory: 16-byte cp.async
  * copies that skip the registers, two per thread per operand. */
@@ -162,7 +137,7 @@ __device__ __forceinline__ void load_tile2(__nv_bfloat16 (*sA)[TG2_LD], __nv_bfl
         cp_async16(&sA[r][col], A + (size_t)(m0 + r) * kp + k0 + col);
         cp_async16(&sB[r][col], B + (size_t)(n0 + r) * kp + k0 + col);
     }
-    asm volatile("cp.async.commit_group;\n");
+    cp_async_commit();
 }
 
 /* 8 warps as 2 (rows) x 4 (columns), each a 64x32 warp tile: 4 x 4 mma tiles of 16x8, 64
@@ -183,9 +158,9 @@ __global__ void __launch_bounds__(256)
         int s = t & 1;
         if (t + 1 < tiles) {
             load_tile2(sA[s ^ 1], sB[s ^ 1], A, B, m0, n0, (t + 1) * TG2_BK, kp);
-            asm volatile("cp.async.wait_group 1;\n"); /* all but the newest group: tile t has landed */
+            cp_async_wait<1>(); /* all but the newest group: tile t has landed */
         } else {
-            asm volatile("cp.async.wait_group 0;\n");
+            cp_async_wait<0>();
         }
         __syncthreads(); /* every thread's copies of tile t are visible to every warp */
         for (int kk = 0; kk < TG2_BK; kk += 16) {
@@ -225,87 +200,6 @@ __global__ void __launch_bounds__(256)
  * wgmma instruction eats 32 bytes of it (k16 bf16, k8 tf32), so 4 instructions per tile. */
 #define TG_TILE_K_BYTES 128
 #define TG_WG_THREADS 128 /* a warpgroup: 4 consecutive warps that issue wgmma together */
-
-/* ---- mbarrier: a 64-bit shared-memory object counting arrivals and transaction bytes. A phase
- * completes when the expected arrivals have arrived and the expected bytes have landed; waiting
- * names the parity of the phase that must complete (0, 1, 0, ... for the 1st, 2nd, 3rd use). */
-__device__ __forceinline__ void mbar_init(uint64_t *bar, int arrivals)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(arrivals));
-}
-/* One arrival that also announces `bytes` still to come (the TMA copies it starts next). */
-__device__ __forceinline__ void mbar_arrive_expect(uint64_t *bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
-/* Arrive on the barrier at the same place in block `rank` of this cluster (mapa translates
- * the address into that block's shared memory). The arrival only says "my wgmma are done
- * reading this stage" and publishes no data, so it keeps the default ordering: the first
- * version asked for .release.cluster, a fence that waits for all of the thread's earlier
- * stores (the last tile's C, too) before every arrival, and ran at 0.6x of version 5. */
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
-{
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
-                 "r"(rank)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t *bar, int parity)
-{
-    uint32_t done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(smem_addr(bar)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-
-/* ---- TMA: one thread asks the copy engine for a whole box of the tensor map (box rows x 128
- * bytes at column k, row `row`); it lands swizzled in shared memory and counts its bytes on bar. */
-__device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int k, int row, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_addr(dst)),
-                 "l"(map), "r"(k), "r"(row), "r"(smem_addr(bar))
-                 : "memory");
-}
-/* The same box written into every block of the cluster named in mask (bit i: rank i), at the
- * same shared-memory offset, each completing on its own barrier at bar's offset. */
-__device__ __forceinline__ void tma_load_multicast(void *dst, const CUtensorMap *map, int k, int row, uint64_t *bar,
-                                                   uint16_t mask)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_addr(dst)),
-                 "l"(map), "r"(k), "r"(row), "r"(smem_addr(bar)), "h"(mask)
-                 : "memory");
-}
-
-/* ---- wgmma operands: a 64-bit descriptor of a K-major tile in shared memory with the 128-byte
- * swizzle. Rows are 128 bytes; 8 rows (1024 bytes, one swizzle atom) repeat with stride 1024.
- *   bits  0-13  start address / 16
- *   bits 16-29  leading byte offset / 16 (unused by swizzled K-major tiles; 1 by convention)
- *   bits 32-45  stride byte offset / 16: 1024, from one 8-row group to the next
- *   bits 62-63  swizzle mode: 1 = 128-byte
- * Stepping k inside the tile adds 32 bytes to the start: the hardware applies the swizzle to
- * the address it computes, so a tile must start 1024-byte aligned. */
-__device__ __forceinline__ uint64_t wgmma_desc(const void *smem)
-{
-    uint64_t d = (uint64_t)((smem_addr(smem) & 0x3FFFF) >> 4);
-    d |= (uint64_t)1 << 16;
-    d |= (uint64_t)(1024 >> 4) << 32;
-    d |= (uint64_t)1 << 62;
-    return d;
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 
 /* d (64 x 256, fp32) += A (64 x k, from descriptor da) B (k x 256, from db), issued by the 128
  * threads of a warpgroup together. Each thread holds 128 of the 16384 accumulators: warp w of
@@ -356,12 +250,6 @@ template <typename In> __device__ __forceinline__ void wgmma_issue(float d[128],
         wgmma_256<In>(d, wgmma_desc(a + 32 * ks), wgmma_desc(b + 32 * ks));
     wgmma_commit();
 }
-/* Wait until at most `pending` groups still run: the others' tiles are no longer read. */
-template <int pending> __device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(pending) : "memory");
-}
-
 /* A consumer warpgroup's 64 x 256 accumulators into C at rows m0.., columns n0.. */
 __device__ __forceinline__ void store_wgmma_tile(float *C, int M, int N, int m0, int n0, const float d[128])
 {
@@ -373,14 +261,6 @@ __device__ __forceinline__ void store_wgmma_tile(float *C, int M, int N, int m0,
         store_pair(C, M, N, r, c, d[4 * j], d[4 * j + 1]);
         store_pair(C, M, N, r + 8, c, d[4 * j + 2], d[4 * j + 3]);
     }
-}
-
-/* Dynamic shared memory, rounded up to the 1024-byte alignment the swizzle needs (the launch
- * asks for 1 KiB more than the tiles take). */
-__device__ __forceinline__ uint8_t *aligned_smem(uint8_t *smem)
-{
-    uint32_t a = smem_addr(smem);
-    return smem + (((a + 1023) & ~1023u) - a);
 }
 
 /* A consumer warpgroup is done reading a stage: one thread arrives on its empty barrier, in
@@ -416,7 +296,7 @@ __global__ void __launch_bounds__(TG_WG_THREADS)
     int m0 = blockIdx.y * TG3_BM, n0 = blockIdx.x * TG3_BN;
     if (threadIdx.x == 0) {
         mbar_init(&full, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); /* the copy engine sees it initialised */
+        mbar_fence_init(); /* the copy engine sees it initialised */
     }
     __syncthreads();
 
@@ -473,17 +353,6 @@ __device__ __forceinline__ void tile_origin(int item, int tiles_m, int tiles_n, 
     *m0 += rank * TGW_BM;
 }
 
-__device__ __forceinline__ uint32_t cluster_rank()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
 /* Warp-specialised: warpgroup 0 produces, warpgroups 1 and 2 consume. The producer (one
  * thread) fills a ring of TGW_STAGES stages; full[s] completes when stage s has landed,
  * empty[s] when both consumers (in both blocks of a cluster) are done with it. setmaxnreg
@@ -507,7 +376,7 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
             mbar_init(&full[s], 1);            /* the producer's arrive (+ the bytes) */
             mbar_init(&empty[s], 2 * CLUSTER); /* one arrive per consumer warpgroup, per block */
         }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        mbar_fence_init();
     }
     if (CLUSTER > 1)
         cluster_sync(); /* the peer's barriers exist before anyone signals them */

@@ -108,7 +108,7 @@ $(OPTIONAL_COMMON_OBJS): %.o: $(COMMON_DIR)/%.c $(COMMON_DIR)/%.h $(HOST_DEPS)
 %.o: %.c $(HOST_DEPS) $(wildcard *.h)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(CFLAGS_$*) -c $< -o $@
 
-%_kernels.o: %_kernels.cu %_kernels.h $(COMMON_DIR)/labbook.h .build-flags-nvcc
+%_kernels.o: %_kernels.cu %_kernels.h $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_tensor_core.cuh .build-flags-nvcc
 	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) $(NVCCFLAGS_$*) -c $< -o $@
 
 # prog: prog.o [OBJS_prog] [prog_kernels.o] + common, linked by nvcc (static cudart, device
