@@ -27,21 +27,7 @@
 
 /* ---------------------------------------------------------------- number formats */
 
-/* bf16 is the top half of an fp32: keep 8 bits of mantissa, rounding to nearest, ties to even. */
-static uint16_t bf16_bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    u += 0x7FFF + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-static float bf16_value(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
+/* bf16: lb_bf16_bits and lb_bf16_value (common/labbook.c) */
 /* tf32 keeps 10 bits of mantissa in an fp32 container: round away the low 13 bits. */
 static float tf32_value(float x)
 {
@@ -111,7 +97,7 @@ static double tflops(int m, int n, int k, double ms) { return 2.0 * m * n * (dou
 static void fill_inputs(float *h, size_t n, tg_type type, lb_rng *rng)
 {
     lb_fill_uniform(h, n, -1.0f, 1.0f, rng);
-    for (size_t i = 0; i < n; i++) h[i] = type == TG_BF16 ? bf16_value(bf16_bits(h[i])) : tf32_value(h[i]);
+    for (size_t i = 0; i < n; i++) h[i] = type == TG_BF16 ? lb_bf16_value(lb_bf16_bits(h[i])) : tf32_value(h[i]);
 }
 
 /* rows x cols of h into a zeroed device buffer of rows_p x cols_p (bf16 bits or fp32). */
@@ -124,7 +110,7 @@ static void *upload_padded(const float *h, int rows, int cols, int rows_p, int c
     void *packed = lb_host_alloc(elem * (size_t)rows * cols, "the packed input");
     for (size_t i = 0; i < (size_t)rows * cols; i++) {
         if (type == TG_BF16)
-            ((uint16_t *)packed)[i] = bf16_bits(h[i]);
+            ((uint16_t *)packed)[i] = lb_bf16_bits(h[i]);
         else
             ((float *)packed)[i] = h[i];
     }

@@ -213,6 +213,21 @@ void lb_fill_uniform(float *x, size_t n, float lo, float hi, lb_rng *r)
     for (size_t i = 0; i < n; i++) x[i] = lb_rng_uniform(r, lo, hi);
 }
 
+uint16_t lb_bf16_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u += 0x7FFF + ((u >> 16) & 1); /* round to nearest, ties to even, then keep the top half */
+    return (uint16_t)(u >> 16);
+}
+float lb_bf16_value(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
 void lb_poison_host(void *p, size_t bytes) { memset(p, 0xFF, bytes); }
 
 void lb_poison_device(void *d, size_t bytes) { CUDA_CHECK(cudaMemset(d, 0xFF, bytes)); }

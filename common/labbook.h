@@ -7,7 +7,7 @@
  *   versions      lb_version: one table row per version of a program's kernel
  *   arguments     lb_parse_args(): --help, -n/--size, --block, --iters, --seed,
  *                 --check-only, --quiet, a version number, and a program's own flags (lb_args.c)
- *   data          lb_rng / lb_fill_uniform (seeded), lb_poison_* (NaN bytes)
+ *   data          lb_rng / lb_fill_uniform (seeded), lb_poison_* (NaN bytes), lb_bf16_*
  *   checking      lb_check_f32 (abs + rel tolerance, NaN fails), lb_check_rows_cols (sampled
  *                 rows and columns of a large matrix), lb_check_i32 (exact),
  *                 lb_dot_tolerance (a float sum's rounding)
@@ -326,6 +326,12 @@ void lb_fill_uniform(float *x, size_t n, float lo, float hi, lb_rng *r);
  * state from curand_init(seed, subsequence, 0, &st) returns, on its k-th curand4 call (k from 0),
  * the words for ctr = {k, 0, subsequence low, high 32 bits} and key = {seed low, high 32 bits}. */
 void lb_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+
+/* bf16, the top half of an fp32 (8 bits of mantissa): the bits of x rounded to nearest, ties to
+ * even, and the float that a bf16's bits hold. For the tensor-core programs' inputs, made and
+ * checked on the CPU as exactly the numbers the GPU reads. */
+uint16_t lb_bf16_bits(float x);
+float lb_bf16_value(uint16_t b);
 
 /* Fill with 0xFF bytes: as float that is NaN, as int -1; an element a kernel forgot to write
  * then fails the check instead of passing with leftover data. */
