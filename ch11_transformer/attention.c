@@ -1,0 +1,353 @@
+/* attention.c - the attention of a transformer, O = softmax(Q K^T / sqrt(D)) V for every batch
+ * and head, from the library way (the scores written out between two cuBLAS products) to
+ * FlashAttention on Hopper's tensor cores, each against the CPU and, in the same run, version 0.
+ *
+ *   Q, K, V and O are B x H x S x D bf16 (each head an S x D row-major matrix; default 4 x 16 x
+ *   4096 x 128, D 64 or 128); Q and K uniform in [-A, A] (--amplitude A, default 2: logits of
+ *   spread A^2 / 3 after the scaling), V in [-1, 1], from --seed. --causal: query i sees keys
+ *   0..i only. Every version accumulates in fp32 and writes O in bf16, as PyTorch does.
+ *   build: make ch11 (or `make` here)   run: ./attention [version] [--size S] [--batch B]
+ *          [--heads H] [--dim D] [--causal]
+ *
+ * versions: the table versions[] below (0 cuBLAS + our softmax, 1 naive, 2 flash in fp32 on the
+ * CUDA cores, 3 mma.sync, 4 wgmma with TMA), listed by ./attention --help; the kernels are in
+ * attention_kernels.cu. TFLOP/s counts 4 B H S^2 D, halved when causal (the products a causal
+ * attention needs), for every version alike.
+ * Checked: rows of O (all of them when the CPU can afford it, else a sample that always holds
+ * each head's first and last rows) against the CPU in double, within a bound from the bf16 and
+ * fp32 arithmetic (below); and where version 0 ran, every element against version 0's O.
+ */
+#include <cublas_v2.h> /* before labbook.h: CUBLAS_CHECK */
+#include "labbook.h"
+#include "attention_kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- CPU reference */
+
+typedef struct {
+    const float *q, *k, *v; /* the bf16 inputs as floats */
+    int batch, heads, seq, dim, causal;
+} attention_cpu_inputs;
+
+/* One row of O in double: query `row` (0 .. B H S - 1) against the keys its head lets it see.
+ * o[d] = sum_j p_j v[j][d] with p = softmax(s), s_j = q . k_j / sqrt(D). Also, for the bound:
+ * mag[d] = sum_j p_j |v[j][d]| (the size of the terms, which the roundings of p scale), and
+ * *logit_err, the float rounding of the worst logit: ulps of what its D products add up to. */
+static void attention_row_cpu(const attention_cpu_inputs *in, size_t row, double *o, double *mag, double *logit_err,
+                              double *s)
+{
+    int S = in->seq, D = in->dim;
+    size_t head = row / (size_t)S;
+    int i = (int)(row % (size_t)S), keys = in->causal ? i + 1 : S;
+    const float *q = in->q + row * D, *k = in->k + head * S * D, *v = in->v + head * S * D;
+    double scale = 1.0 / sqrt((double)D), m = -INFINITY, worst = 0.0;
+    for (int j = 0; j < keys; j++) {
+        double dot = 0.0, size = 0.0;
+        for (int d = 0; d < D; d++) {
+            dot += (double)q[d] * k[(size_t)j * D + d];
+            size += fabs((double)q[d] * k[(size_t)j * D + d]);
+        }
+        s[j] = dot * scale;
+        m = fmax(m, s[j]);
+        worst = fmax(worst, size * scale + fabs(s[j]));
+    }
+    double l = 0.0;
+    for (int d = 0; d < D; d++) o[d] = mag[d] = 0.0;
+    for (int j = 0; j < keys; j++) {
+        double p = exp(s[j] - m);
+        l += p;
+        for (int d = 0; d < D; d++) {
+            o[d] += p * v[(size_t)j * D + d];
+            mag[d] += p * fabs((double)v[(size_t)j * D + d]);
+        }
+    }
+    for (int d = 0; d < D; d++) o[d] /= l, mag[d] /= l;
+    *logit_err = worst;
+}
+
+/* The bound on one element of O, from where a kernel's arithmetic differs from the CPU's:
+ *   - each logit is a sum of D bf16 products in fp32 (exact products, rounded sums, in an order
+ *     the tensor cores choose), then scaled and, for exp2, multiplied by log2(e): an absolute
+ *     error of a few ulps of the sizes involved (16 sqrt(D) ulps of `logit_err`), which exp turns
+ *     into the same relative error of p; p enters O's numerator and its sum l: twice that, times
+ *     mag (the sum of p |v|);
+ *   - the exponential itself (ex2.approx, 2 ulps) and l's float sum (4 sqrt(S) ulps);
+ *   - versions 0, 3 and 4 round p to bf16 before the product with V: at most half a bf16 ulp
+ *     (2^-9) of each p, so at most 2^-9 mag in all;
+ *   - O is written in bf16: half an ulp of it (2^-9 |o|), and a bit more for its own error.
+ * A lost key (a tile skipped, the causal mask one off) moves O by that key's p (v - o), far
+ * beyond this at the tested sizes, and so does a missing rescale of O. */
+static double attention_bound(double o, double mag, double logit_err, int dim, int seq)
+{
+    const double ulp = 0x1.0p-24, half_bf16 = 0x1.0p-9;
+    double p_rel = (16.0 * sqrt((double)dim) * logit_err + 4.0 + 4.0 * sqrt((double)seq)) * ulp;
+    return 1.5 * half_bf16 * fabs(o) + (1.25 * half_bf16 + 2.0 * p_rel) * mag + 0x1.0p-125;
+}
+
+/* ---------------------------------------------------------------- the versions */
+
+typedef struct {
+    attention_problem p;
+    cublasHandle_t handle;
+    float *scores;   /* version 0: B H S x S scaled logits */
+    uint16_t *probs; /* version 0: their softmax, bf16 */
+} attention_job;
+
+/* Version 0, the library way: per head, S = Q K^T / sqrt(D) by one strided-batched cuBLAS
+ * product over all B H heads, written out in fp32 (B H S^2 floats); our softmax over each row
+ * of S (masked above the diagonal when causal) into bf16 probabilities P; then O = P V by a
+ * second batched product. cuBLAS is column-major: a row-major X (rows x cols) is its col-major
+ * X^T, so S^T = K Q^T ("T" on K, "N" on Q) and O^T = V^T P^T ("N", "N"). Causal or not, both
+ * products compute every element: the library has no triangular attention. */
+static cudaError_t run_library(void *ctx)
+{
+    attention_job *j = (attention_job *)ctx;
+    const attention_problem *p = &j->p;
+    int S = p->seq, D = p->dim, heads = p->batch * p->heads;
+    long long hd = (long long)S * D, ss = (long long)S * S;
+    const float scale = (float)(1.0 / sqrt((double)D)), one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(j->handle, CUBLAS_OP_T, CUBLAS_OP_N, S, S, D, &scale, p->k, CUDA_R_16BF, D,
+                                            hd, p->q, CUDA_R_16BF, D, hd, &zero, j->scores, CUDA_R_32F, S, ss, heads,
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    cudaError_t e = attention_softmax_launch(j->scores, j->probs, (long long)heads * S, S, p->causal);
+    if (e != cudaSuccess) return e;
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(j->handle, CUBLAS_OP_N, CUBLAS_OP_N, D, S, S, &one, p->v, CUDA_R_16BF, D,
+                                            hd, j->probs, CUDA_R_16BF, S, ss, &zero, p->o, CUDA_R_16BF, D, hd, heads,
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return cudaGetLastError();
+}
+
+static int current_version; /* set before each run_kernel (the timing helpers pass only ctx) */
+static cudaError_t run_kernel(void *ctx) { return attention_launch(current_version, &((attention_job *)ctx)->p); }
+
+/* Every version: number, RESULT name, title, oldest GPU, what runs it. To add one: its kernel
+ * and launcher case in attention_kernels.cu, ATTENTION_VERSIONS, and a row here. */
+static const lb_version versions[] = {
+    {0, "cublas", "cuBLAS, S in memory, our softmax", 80, run_library},
+    {1, "naive", "a thread per query, fp32", LB_OLDEST_SM, run_kernel},
+    {2, "flash_simt", "flash, fp32 CUDA cores, K/V tiles", LB_OLDEST_SM, run_kernel},
+    {3, "flash_mma", "flash, mma.sync bf16, cp.async", 80, run_kernel},
+    {4, "flash_wgmma", "flash, wgmma + TMA, warp-specialised", 90, run_kernel},
+};
+_Static_assert(sizeof versions / sizeof versions[0] == ATTENTION_VERSIONS,
+               "one row in versions[] per version: ATTENTION_VERSIONS in attention_kernels.h");
+
+/* ---------------------------------------------------------------- inputs and checks */
+
+/* n bf16 values uniform in [-a, a]: their bits for the GPU, their values for the CPU */
+static void make_bf16(uint16_t *bits, float *values, size_t n, float a, lb_rng *rng)
+{
+    for (size_t i = 0; i < n; i++) {
+        bits[i] = lb_bf16_bits(lb_rng_uniform(rng, -a, a));
+        values[i] = lb_bf16_value(bits[i]);
+    }
+}
+
+/* The CPU's rows of O: every row when that costs at most ~2^29 multiply-adds, else a sample
+ * (lb_sample_next: evenly spread, the last row always), plus each head's first row. */
+typedef struct {
+    size_t n_rows, *rows;        /* which rows of O */
+    double *want, *bound;        /* n_rows x D: the CPU's O and each element's bound */
+} attention_reference;
+
+static attention_reference reference_rows(const attention_cpu_inputs *in)
+{
+    size_t all = (size_t)in->batch * in->heads * in->seq;
+    double per_row = 2.0 * (in->causal ? in->seq / 2.0 + 1 : in->seq) * in->dim;
+    size_t step = lb_sample_step(all, per_row, 536870912.0), n = 0;
+    attention_reference r = {0};
+    r.rows = lb_host_alloc(sizeof(size_t) * 2 * (all / step + 2), "the sampled rows");
+    for (size_t i = 0; i < all; i = lb_sample_next(i, all, step)) {
+        if (step > 1 && i % in->seq != 0) r.rows[n++] = i - i % in->seq; /* its head's first row too */
+        r.rows[n++] = i;
+    }
+    r.n_rows = n;
+    r.want = lb_host_alloc(sizeof(double) * n * in->dim, "the reference rows");
+    r.bound = lb_host_alloc(sizeof(double) * n * in->dim, "their bounds");
+#pragma omp parallel
+    {
+        double *mag = malloc(sizeof(double) * in->dim), *s = malloc(sizeof(double) * in->seq);
+        if (!mag || !s) lb_die(LB_EXIT_USAGE, "attention: out of host memory for the CPU reference");
+#pragma omp for schedule(dynamic, 4)
+        for (size_t t = 0; t < n; t++) {
+            double err, *o = r.want + t * in->dim;
+            attention_row_cpu(in, r.rows[t], o, mag, &err, s);
+            for (int d = 0; d < in->dim; d++) r.bound[t * in->dim + d] = attention_bound(o[d], mag[d], err, in->dim, in->seq);
+        }
+        free(mag);
+        free(s);
+    }
+    return r;
+}
+
+/* A version's O (bf16 bits, all of it copied back) on the reference rows, within the bounds */
+typedef struct {
+    const double *bound;
+} bound_ctx;
+static double bound_of(size_t i, const void *ctx) { return ((const bound_ctx *)ctx)->bound[i]; }
+
+static lb_check check_rows(const char *name, const uint16_t *o, const attention_reference *r, int dim, int quiet)
+{
+    size_t n = r->n_rows * dim;
+    float *got = lb_host_alloc(sizeof(float) * n, "the checked rows"), *want = lb_host_alloc(sizeof(float) * n, "");
+    for (size_t t = 0; t < r->n_rows; t++)
+        for (int d = 0; d < dim; d++) {
+            got[t * dim + d] = lb_bf16_value(o[r->rows[t] * dim + d]);
+            want[t * dim + d] = (float)r->want[t * dim + d];
+        }
+    bound_ctx b = {r->bound};
+    lb_check c = lb_check_f32_bound(name, got, want, n, bound_of, &b, quiet);
+    free(got);
+    free(want);
+    return c;
+}
+
+/* Every element against version 0's O: both carry their own rounding, and a bound needs each
+ * element's terms, which only the CPU's rows have; |v| <= 1, so mag <= 1, and twice the bound
+ * of an element with mag = 1 (at the largest logit error the sampled rows saw) holds both. */
+static lb_check check_vs_library(const char *name, const uint16_t *o, const uint16_t *o0, size_t n, double worst_bound,
+                                 int quiet)
+{
+    float *got = lb_host_alloc(sizeof(float) * n, "O"), *want = lb_host_alloc(sizeof(float) * n, "version 0's O");
+    for (size_t i = 0; i < n; i++) got[i] = lb_bf16_value(o[i]), want[i] = lb_bf16_value(o0[i]);
+    lb_check c = lb_check_f32(name, got, want, n, 2.0 * worst_bound, 0x1.0p-8, quiet);
+    free(got);
+    free(want);
+    return c;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static long long batch = 4, heads = 16, dim = 128;
+static int causal = 0;
+static double amplitude = 2.0;
+static const lb_opt opts[] = {
+    {"--batch", LB_OPT_I64, &batch, "B, sequences in the batch"},
+    {"--heads", LB_OPT_I64, &heads, "H, heads"},
+    {"--dim", LB_OPT_I64, &dim, "D, a head's dimension: 64 or 128"},
+    {"--causal", LB_OPT_FLAG, &causal, "query i sees keys 0..i only"},
+    {"--amplitude", LB_OPT_DOUBLE, &amplitude, "Q and K uniform in [-value, value] (logits' spread value^2 / 3)"},
+};
+static const lb_program program = {
+    .name = "attention",
+    .synopsis = "O = softmax(Q K^T / sqrt(D)) V, bf16 in and out: cuBLAS with the scores in memory, naive, "
+                "FlashAttention on CUDA cores, mma.sync and wgmma",
+    .details = "--size is S, the sequence length (default 4096, at most 65536). B x H x S x D bf16 for each of Q, K, V, O.\n"
+               "Version 0 writes B H S^2 scores (4 + 2 bytes each): large S needs memory. Version 4 uses sm_90a's\n"
+               "wgmma and TMA: it needs an H100/H200 and a build for sm_90.\n",
+    .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
+    .opts = opts,
+    .n_opts = sizeof opts / sizeof opts[0],
+    .versions = versions,
+    .n_versions = ATTENTION_VERSIONS,
+};
+
+/* lb_version_wanted (the GPU's age), then what only the kernels file knows (sm_90a): asked for
+ * by number, exit 2 with the reason; else a skipped row. */
+static int version_runs(const lb_args *args, const lb_gpu *gpu, int v)
+{
+    if (!lb_version_wanted(&program, args, gpu, v)) return 0;
+    const char *why = v > 0 ? attention_unavailable(v) : NULL;
+    if (!why) return 1;
+    if (args->version == v) lb_die(LB_EXIT_USAGE, "attention: version %d (%s): %s", v, versions[v].title, why);
+    if (!args->quiet) printf("  %2d  %-34s skipped: %s\n", v, versions[v].title, why);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* ---- setup: arguments (checked before the GPU is touched), GPU, cuBLAS, inputs */
+    lb_args args = {.size = {{4096}, 1}, .max_size_dims = 1, .iters = 10, .seed = 1};
+    lb_parse_args(&program, &args, argc, argv);
+    long long seq = args.size.v[0];
+    if (seq < 1 || seq > ATTENTION_MAX_SEQ) lb_usage_error(&program, "--size: S must be 1..%d (got %lld)", ATTENTION_MAX_SEQ, seq);
+    if (dim != 64 && dim != 128)
+        lb_usage_error(&program, "--dim must be 64 or 128 (got %lld): the tensor-core versions' tiles are built for those", dim);
+    if (batch < 1 || heads < 1 || batch * heads > 65535)
+        lb_usage_error(&program, "--batch and --heads must be positive, B x H at most 65535 (got %lld x %lld)", batch, heads);
+    if (!(amplitude > 0.0 && amplitude <= 100.0)) lb_usage_error(&program, "--amplitude must be in (0, 100]");
+    size_t n = (size_t)(batch * heads) * (size_t)seq * (size_t)dim;
+    if (n > ((size_t)1 << 31)) lb_usage_error(&program, "B x H x S x D must be at most 2^31 (got %zu)", n);
+    int run_library_version = args.version <= 0;
+    size_t scores = run_library_version ? (size_t)(batch * heads) * (size_t)seq * (size_t)seq : 0;
+
+    lb_gpu gpu;
+    lb_gpu_init(&gpu);
+    lb_require_device_memory(4 * 2 * n + 6 * scores, run_library_version ? "Q, K, V, O and version 0's scores" : "Q, K, V and O");
+    attention_job job = {.p = {.batch = (int)batch, .heads = (int)heads, .seq = (int)seq, .dim = (int)dim, .causal = causal}};
+    if (!args.quiet)
+        printf("attention: O = softmax(Q K^T / sqrt(D)) V, bf16, B=%lld H=%lld S=%lld D=%lld%s, Q and K in [-%g, %g], "
+               "%s (%s), seed %llu\n",
+               batch, heads, seq, dim, causal ? ", causal" : "", amplitude, amplitude, gpu.prop.name, gpu.sm, args.seed);
+
+    uint16_t *h_bits = lb_host_alloc(2 * n, "an input's bits"), *h_o = lb_host_alloc(2 * n, "O"), *h_o0 = NULL;
+    float *h_q = lb_host_alloc(4 * n, "Q"), *h_k = lb_host_alloc(4 * n, "K"), *h_v = lb_host_alloc(4 * n, "V");
+    uint16_t *d_in[3];
+    float *h_in[3] = {h_q, h_k, h_v};
+    lb_rng rng;
+    lb_rng_seed(&rng, args.seed);
+    for (int t = 0; t < 3; t++) {
+        make_bf16(h_bits, h_in[t], n, t < 2 ? (float)amplitude : 1.0f, &rng);
+        CUDA_CHECK(cudaMalloc((void **)&d_in[t], 2 * n));
+        CUDA_CHECK(cudaMemcpy(d_in[t], h_bits, 2 * n, cudaMemcpyHostToDevice));
+    }
+    job.p.q = d_in[0], job.p.k = d_in[1], job.p.v = d_in[2];
+    CUDA_CHECK(cudaMalloc((void **)&job.p.o, 2 * n));
+    if (run_library_version) {
+        CUBLAS_CHECK(cublasCreate(&job.handle));
+        CUDA_CHECK(cudaMalloc((void **)&job.scores, 4 * scores));
+        CUDA_CHECK(cudaMalloc((void **)&job.probs, 2 * scores));
+        h_o0 = lb_host_alloc(2 * n, "version 0's O");
+    }
+    CUDA_CHECK(attention_prepare(&job.p)); /* version 4's tensor maps: once, outside the timing */
+
+    attention_cpu_inputs in = {h_q, h_k, h_v, (int)batch, (int)heads, (int)seq, (int)dim, causal};
+    attention_reference ref = reference_rows(&in);
+    double worst_bound = 0.0; /* the bound of an element with mag = 1 at the sampled rows' worst logit error */
+    for (size_t i = 0; i < ref.n_rows * dim; i++) worst_bound = fmax(worst_bound, ref.bound[i]);
+
+    /* ---- check and time each version against version 0, the library way */
+    char sz[64];
+    snprintf(sz, sizeof sz, "%lldx%lldx%lldx%lld%s", batch, heads, seq, dim, causal ? "_causal" : "");
+    lb_report rep = {.prog = &program,
+                     .args = &args,
+                     .unit = "tflops",
+                     .unit_head = "TFLOP/s",
+                     .base = "cublas",
+                     .base_head = "vs cuBLAS"};
+    lb_report_table(&rep, sz, NULL);
+    double flops = 4.0 * (double)(batch * heads) * (double)seq * (double)seq * (double)dim * (causal ? 0.5 : 1.0);
+    int have_o0 = 0; /* version 0 ran: its O is the second reference */
+    for (int v = 0; v < ATTENTION_VERSIONS; v++) {
+        if (!version_runs(&args, &gpu, v)) continue;
+        current_version = v;
+        lb_poison_device(job.p.o, 2 * n); /* NaN bits: a row never written fails */
+        CUDA_CHECK(versions[v].run(&job));
+        CUDA_CHECK(cudaMemcpy(v == 0 ? h_o0 : h_o, job.p.o, 2 * n, cudaMemcpyDeviceToHost));
+        lb_check c = check_rows(versions[v].name, v == 0 ? h_o0 : h_o, &ref, (int)dim, args.quiet);
+        if (v > 0 && have_o0) {
+            lb_check all = check_vs_library("vs version 0", h_o, h_o0, n, worst_bound, args.quiet);
+            c.n_bad += all.n_bad;
+            c.max_abs_err = fmax(c.max_abs_err, all.max_abs_err);
+        }
+        have_o0 |= v == 0;
+        float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
+        char verdict[96];
+        lb_report_row(&rep, v, NULL, ms, ms > 0 ? flops / (ms * 1e9) : 0.0, c.n_bad == 0,
+                      lb_check_summary(&c, verdict, sizeof verdict));
+    }
+
+    attention_release(&job.p);
+    if (run_library_version) {
+        CUBLAS_CHECK(cublasDestroy(job.handle));
+        CUDA_CHECK(cudaFree(job.scores));
+        CUDA_CHECK(cudaFree(job.probs));
+    }
+    for (int t = 0; t < 3; t++) CUDA_CHECK(cudaFree(d_in[t]));
+    CUDA_CHECK(cudaFree(job.p.o));
+    free(h_bits), free(h_o), free(h_o0), free(h_q), free(h_k), free(h_v);
+    free(ref.rows), free(ref.want), free(ref.bound);
+    return lb_report_finish(&rep);
+}

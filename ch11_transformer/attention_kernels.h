@@ -1,0 +1,50 @@
+/* attention_kernels.h - launchers for attention_kernels.cu (callable from C).
+ *
+ * O = softmax(Q K^T / sqrt(D)) V for every batch and head: Q, K, V and O are bf16 (the bits in
+ * uint16), each (B, H, S, D) contiguous, so that head (b, h) is an S x D row-major matrix at
+ * offset ((b H) + h) S D. Causal: query i sees keys 0..i only. Every version accumulates in fp32. */
+#ifndef ATTENTION_KERNELS_H
+#define ATTENTION_KERNELS_H
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Versions 0 (the library way, in attention.c) .. 4; attention.c's version table has one row
+ * for each. */
+#define ATTENTION_VERSIONS 5
+/* The longest sequence: version 0 holds an S x S matrix of scores per head (and version 2's
+ * grid has S / 64 blocks along x); the program refuses more. */
+#define ATTENTION_MAX_SEQ 65536
+
+typedef struct {
+    const uint16_t *q, *k, *v; /* bf16 bits, (B, H, S, D) */
+    uint16_t *o;               /* bf16 bits, (B, H, S, D) */
+    int batch, heads, seq, dim; /* dim: 64 or 128 */
+    int causal;
+    void *prepared; /* version 4's tensor maps (attention_prepare), NULL before */
+} attention_problem;
+
+/* Launch version v (1..4) on stream 0; returns the launch error. */
+cudaError_t attention_launch(int v, const attention_problem *p);
+
+/* Version 0's softmax, between its two cuBLAS products: the rows of scores (rows x seq fp32,
+ * row r is query r % seq of its head, already scaled by 1/sqrt(D)), masked above the diagonal
+ * when causal, into probabilities as bf16 (the second product's input). */
+cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long long rows, int seq, int causal);
+
+/* Version 4 needs tensor maps of Q, K and V (made through the driver's cuTensorMapEncodeTiled)
+ * and its kernel's shared-memory limit raised: once per set of buffers, outside the timing.
+ * Elsewhere it does nothing. */
+cudaError_t attention_prepare(attention_problem *p);
+void attention_release(attention_problem *p);
+
+/* NULL when version v can run on this GPU with this build, else the reason it cannot. Needs the
+ * current device (after lb_gpu_init). */
+const char *attention_unavailable(int v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
