@@ -118,3 +118,43 @@ mutant "layernorm Welford merge with equal weights" layernorm_kernels.cu \
     's/float delta = meanb - mean, wb = nb \/ total;/float delta = meanb - mean, wb = 0.5f;/' ./layernorm 2 --check-only --size 64x1000
 mutant "layernorm dgamma without xh" layernorm_kernels.cu \
     's/dg += dy\[i\] \* (x\[i\] - mean\[r\]) \* rstd\[r\];/dg += dy[i];/' ./layernorm --check-only --size 64x1000
+
+# attention (every version against the CPU, and against version 0 where it ran)
+host_test test_attention
+bad_input 2 "unknown argument '--bogus'" ./attention --bogus
+bad_input 0 'usage: attention ' ./attention --help
+bad_input 2 '--dim must be 64 or 128 (got 96)' ./attention --dim 96
+bad_input 2 '--size: S must be 1..65536 (got 65537)' ./attention --size 65537
+bad_input 2 '--batch and --heads must be positive, B x H at most 65535 (got 300 x 300)' ./attention --batch 300 --heads 300
+bad_input 2 '--amplitude must be in (0, 100]' ./attention --amplitude 0
+bad_input 2 'B x H x S x D must be at most 2^31' ./attention --batch 64 --heads 64 --size 65536 --dim 128
+bad_input 2 "version '5' does not exist (0..4)" ./attention 5
+no_gpu ./attention
+# one query, a prime length, one key past a tile, lengths that end mid-tile (1000: 15 x 64 + 40,
+# 4097: 32 x 128 + 1), B and H of 1 and 3, D 64 and 128, causal and not; logits past 80
+for s in 1 17 1000; do
+    gpu_check ./attention --check-only --size $s --batch 1 --heads 3 --dim 64
+    gpu_check ./attention --check-only --size $s --batch 3 --heads 1 --dim 128 --causal
+done
+gpu_check ./attention --check-only --size 129 --batch 1 --heads 1 --dim 128
+gpu_check ./attention --check-only --size 200 --batch 2 --heads 2 --dim 64 --causal
+gpu_check ./attention --check-only --size 300 --batch 1 --heads 2 --amplitude 10
+gpu_check ./attention --check-only --size 300 --batch 1 --heads 2 --dim 64 --amplitude 10 --causal
+gpu_check_large ./attention --check-only --size 4097 --batch 1 --heads 3 --dim 64 --causal
+gpu_check_large ./attention --check-only --size 4097 --batch 1 --heads 1 --dim 128
+gpu_check_large ./attention --check-only --size 1024 --batch 8 --heads 16 --dim 64 --causal
+# planted bugs: O not rescaled when a row's max grows (versions 2 and 3), the last partial tile of
+# keys skipped (3: 1000 keys are 15 tiles of 64 and 40), the causal mask one key too far (every
+# version shares last_key; version 3 runs it)
+mutant "attention version 3 without the rescale of O" attention_kernels.cu \
+    's/o\[j\]\[0\] \*= alpha\[0\], o\[j\]\[1\] \*= alpha\[0\], o\[j\]\[2\] \*= alpha\[1\], o\[j\]\[3\] \*= alpha\[1\];/;/' \
+    ./attention 3 --check-only --size 1000 --batch 1 --heads 2 --dim 64
+mutant "attention version 2 without the rescale of O" attention_kernels.cu \
+    's/for (int c = 0; c < C; c++) o\[c\].x \*= alpha, o\[c\].y \*= alpha, o\[c\].z \*= alpha, o\[c\].w \*= alpha;/;/' \
+    ./attention 2 --check-only --size 1000 --batch 1 --heads 2 --dim 128
+mutant "attention version 3 skips the last partial tile of keys" attention_kernels.cu \
+    's/int tiles = (seq + ATT3_KEYS - 1) \/ ATT3_KEYS;/int tiles = max(1, seq \/ ATT3_KEYS);/' \
+    ./attention 3 --check-only --size 1000 --batch 1 --heads 2 --dim 128
+mutant "attention causal mask one key too far" attention_kernels.cu \
+    's/return causal ? min(query, seq - 1) : seq - 1;/return causal ? min(query + 1, seq - 1) : seq - 1;/' \
+    ./attention 3 --check-only --size 300 --batch 2 --heads 1 --dim 64 --causal

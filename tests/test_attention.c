@@ -1,0 +1,146 @@
+/* test_attention.c - host-only tests of ch11_transformer/attention.c's CPU reference and bound:
+ * known answers (one key: O is its V row; equal logits: O is the mean of V), a float emulation
+ * of the flash versions' arithmetic (tiles, the online max and sum, exp2f, P rounded to bf16, O
+ * written in bf16) inside the bound at every shape, and the planted bugs the GPU tests plant
+ * (the rescale of O dropped, the last partial tile of keys skipped, the causal mask one key too
+ * far) outside it. Needs no GPU. */
+#define main attention_main /* take the program's functions, not its main */
+#include "../ch11_transformer/attention.c"
+#undef main
+
+#include "unit.h"
+
+enum { EXACT, NO_RESCALE, SKIP_LAST_TILE, MASK_ONE_OFF };
+
+static float round_bf16(float x) { return lb_bf16_value(lb_bf16_bits(x)); }
+
+/* One row of O as the flash versions compute it, in float: K/V tiles of `tile` keys, the logits
+ * scaled by log2(e) / sqrt(D), the row's max and sum carried from tile to tile, P rounded to
+ * bf16 before its product with V (versions 3 and 4) and O to bf16 at the end. */
+static void flash_row_float(const attention_cpu_inputs *in, size_t row, float *o, int tile, int bug)
+{
+    int S = in->seq, D = in->dim, i = (int)(row % (size_t)S);
+    size_t head = row / (size_t)S;
+    const float *q = in->q + row * D, *k = in->k + head * S * D, *v = in->v + head * S * D;
+    int keys = in->causal ? i + 1 + (bug == MASK_ONE_OFF && i + 1 < S) : S;
+    int tiles = (keys + tile - 1) / tile;
+    if (bug == SKIP_LAST_TILE && keys % tile && tiles > 1) tiles--;
+    const float scale = 1.4426950408889634f / sqrtf((float)D);
+    float m = -INFINITY, l = 0.0f;
+    for (int d = 0; d < D; d++) o[d] = 0.0f;
+    for (int t = 0; t < tiles; t++) {
+        int k0 = t * tile, k1 = k0 + tile < keys ? k0 + tile : keys;
+        float s[256], tile_max = -INFINITY;
+        for (int j = k0; j < k1; j++) {
+            float dot = 0.0f;
+            for (int d = 0; d < D; d++) dot += q[d] * k[(size_t)j * D + d];
+            s[j - k0] = dot * scale;
+            tile_max = fmaxf(tile_max, s[j - k0]);
+        }
+        float m_new = fmaxf(m, tile_max), alpha = exp2f(m - m_new);
+        l *= alpha;
+        if (bug != NO_RESCALE)
+            for (int d = 0; d < D; d++) o[d] *= alpha;
+        for (int j = k0; j < k1; j++) {
+            float p = exp2f(s[j - k0] - m_new);
+            l += p;
+            for (int d = 0; d < D; d++) o[d] += round_bf16(p) * v[(size_t)j * D + d];
+        }
+        m = m_new;
+    }
+    for (int d = 0; d < D; d++) o[d] = round_bf16(o[d] / l);
+}
+
+/* The emulation (or a planted bug) on the reference's rows; the number of elements outside the bound */
+static size_t emulate(const attention_cpu_inputs *in, const attention_reference *r, int tile, int bug)
+{
+    size_t n = r->n_rows * in->dim;
+    float *got = malloc(sizeof(float) * n), *want = malloc(sizeof(float) * n);
+    for (size_t t = 0; t < r->n_rows; t++) {
+        flash_row_float(in, r->rows[t], got + t * in->dim, tile, bug);
+        for (int d = 0; d < in->dim; d++) want[t * in->dim + d] = (float)r->want[t * in->dim + d];
+    }
+    bound_ctx b = {r->bound};
+    size_t bad = lb_check_f32_bound("emulation", got, want, n, bound_of, &b, 1).n_bad;
+    free(got);
+    free(want);
+    return bad;
+}
+
+/* inputs of a shape, made as the program makes them */
+static attention_cpu_inputs make_inputs(int batch, int heads, int seq, int dim, int causal, float amp, uint64_t seed)
+{
+    size_t n = (size_t)batch * heads * seq * dim;
+    float *x[3];
+    uint16_t *bits = malloc(2 * n);
+    lb_rng rng;
+    lb_rng_seed(&rng, seed);
+    for (int t = 0; t < 3; t++) {
+        x[t] = malloc(4 * n);
+        make_bf16(bits, x[t], n, t < 2 ? amp : 1.0f, &rng);
+    }
+    free(bits);
+    attention_cpu_inputs in = {x[0], x[1], x[2], batch, heads, seq, dim, causal};
+    return in;
+}
+
+static void free_inputs(attention_cpu_inputs *in)
+{
+    free((void *)in->q), free((void *)in->k), free((void *)in->v);
+}
+
+int main(void)
+{
+    /* known answers: the first row of a causal head sees one key, so O is V's first row; with Q
+     * all zero every logit is 0 and O is the mean of V's rows */
+    {
+        attention_cpu_inputs in = make_inputs(1, 1, 5, 64, 1, 2.0f, 3);
+        double o[64], mag[64], err, s[5];
+        attention_row_cpu(&in, 0, o, mag, &err, s);
+        int same = 1;
+        for (int d = 0; d < 64; d++) same &= o[d] == in.v[d] && mag[d] == fabs(in.v[d]);
+        CHECK(same);
+        memset((void *)in.q, 0, sizeof(float) * 5 * 64);
+        in.causal = 0;
+        attention_row_cpu(&in, 2, o, mag, &err, s);
+        double worst = 0.0;
+        for (int d = 0; d < 64; d++) {
+            double mean = 0.0;
+            for (int j = 0; j < 5; j++) mean += in.v[j * 64 + d] / 5.0;
+            worst = fmax(worst, fabs(o[d] - mean));
+        }
+        CHECK(worst < 1e-15);
+        free_inputs(&in);
+    }
+
+    /* the emulation inside the bound; each planted bug outside it where the shape can show it:
+     * S = 1000 is 15 tiles of 64 and 40 keys, logits of spread 1.3 (amplitude 2) and past 80
+     * (amplitude 10), D 64 and 128, causal or not, one head and several */
+    struct {
+        int batch, heads, seq, dim, causal, tile;
+        float amp;
+    } shapes[] = {
+        {1, 2, 1000, 64, 0, 64, 2.0f},  {2, 1, 300, 128, 1, 64, 2.0f},  {1, 1, 1000, 128, 0, 128, 10.0f},
+        {1, 3, 17, 64, 1, 64, 10.0f},   {1, 1, 1, 128, 0, 128, 2.0f},   {1, 1, 4097, 64, 1, 128, 2.0f},
+    };
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        attention_cpu_inputs in = make_inputs(shapes[c].batch, shapes[c].heads, shapes[c].seq, shapes[c].dim,
+                                              shapes[c].causal, shapes[c].amp, 10 + c);
+        attention_reference r = reference_rows(&in);
+        int tile = shapes[c].tile;
+        size_t ok = emulate(&in, &r, tile, EXACT);
+        CHECK(ok == 0);
+        if (ok) printf("  shape %zu: the emulation is outside the bound at %zu elements\n", c, ok);
+        if (in.seq > tile) CHECK(emulate(&in, &r, tile, NO_RESCALE) > 0);
+        if (!in.causal && in.seq % tile && in.seq > tile) CHECK(emulate(&in, &r, tile, SKIP_LAST_TILE) > 0);
+        if (in.causal && in.seq > 1) CHECK(emulate(&in, &r, tile, MASK_ONE_OFF) > 0);
+        /* every head's first row is among the checked ones */
+        size_t firsts = 0;
+        for (size_t t = 0; t < r.n_rows; t++) firsts += r.rows[t] % in.seq == 0;
+        CHECK(firsts >= (size_t)in.batch * in.heads);
+        free(r.rows), free(r.want), free(r.bound);
+        free_inputs(&in);
+    }
+    printf("test_attention: %d checks, %d failed\n", n_checks, n_failed);
+    return n_failed ? 1 : 0;
+}
