@@ -16,3 +16,14 @@ measure python3 ../bench/torch_transformer.py adamw gpt2
 measure ./layernorm
 measure python3 ../bench/torch_transformer.py layernorm 16384x4096
 measure python3 ../bench/torch_transformer.py rmsnorm 16384x4096
+# attention at the six shapes of issue 41 (B x H x S x D, causal and not), every version beside
+# PyTorch's flash (FlashAttention-2) and cuDNN backends on the same shape
+for shape in "--batch 4 --heads 16 --size 4096 --dim 128" "--batch 4 --heads 16 --size 4096 --dim 64" \
+             "--batch 8 --heads 16 --size 1024 --dim 64"; do
+    measure ./attention $shape
+    measure ./attention $shape --causal
+done
+for shape in 4x16x4096x128 4x16x4096x64 8x16x1024x64; do
+    measure python3 ../bench/torch_transformer.py attention $shape
+    measure python3 ../bench/torch_transformer.py attention ${shape}_causal
+done

@@ -16,6 +16,12 @@ way PyTorch runs it, and the one our goals are measured against):
     python3 bench/torch_transformer.py rmsnorm 16384x4096     F.rms_norm(x, (cols,), gamma)
     python3 bench/torch_transformer.py adamw gpt2
                       torch.optim.AdamW(fused=True).step() over GPT-2 small's 148 tensors
+    python3 bench/torch_transformer.py attention 4x16x4096x128[_causal]
+                      F.scaled_dot_product_attention(q, k, v) in bf16, B x H x S x D, forward,
+                      once with the flash backend (FlashAttention-2: name=torch_flash) and once
+                      with cuDNN's (name=torch_cudnn); TFLOP/s counts 4 B H S^2 D, halved when
+                      causal, as ch11's attention does. Eager calls only: each is one kernel of
+                      0.1 ms or more, longer than its launch.
 
 GB/s counts the bytes the operation must move (softmax: x read once, y written once; the
 cross-entropy: the logits read once, their gradient written once; LayerNorm and RMSNorm: x read,
@@ -28,8 +34,8 @@ import torch_common
 from bench_args import Usage
 
 USAGE = ("usage: torch_transformer.py softmax|cross_entropy|layernorm|rmsnorm ROWSxCOLS [ITERS] | adamw gpt2 [ITERS]"
-         "   (--help says more)")
-OPS = ("softmax", "cross_entropy", "layernorm", "rmsnorm", "adamw")
+         " | attention BxHxSxD[_causal] [ITERS]   (--help says more)")
+OPS = ("softmax", "cross_entropy", "layernorm", "rmsnorm", "adamw", "attention")
 
 
 def gpt2_sizes():
@@ -57,6 +63,8 @@ def parse_args(argv):
         if shape != "gpt2":
             usage_error(f"adamw times the model gpt2 (got '{shape[:40]}')")
         return op, 0, 0, int(iters_text)
+    if op == "attention":
+        return op, attention_shape(shape), 0, int(iters_text)
     parts = shape.split("x")
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         usage_error(f"'{shape[:60]}' is not a shape ROWSxCOLS")
@@ -64,6 +72,42 @@ def parse_args(argv):
     if not (1 <= rows <= 1 << 24 and 1 <= cols <= 1 << 24 and rows * cols <= 1 << 31):
         usage_error(f"'{shape[:60]}': each side 1..2^24, at most 2^31 elements")
     return op, rows, cols, int(iters_text)
+
+
+def attention_shape(text):
+    """BxHxSxD[_causal] as (B, H, S, D, causal), the limits of ch11's attention: D 64 or 128,
+    S 1..65536, B x H 1..65535."""
+    dims, causal = (text[:-7], True) if text.endswith("_causal") else (text, False)
+    parts = dims.split("x")
+    if len(parts) != 4 or not all(p.isdigit() for p in parts):
+        usage_error(f"'{text[:60]}' is not an attention shape BxHxSxD[_causal]")
+    b, h, s, d = (int(p) for p in parts)
+    if d not in (64, 128) or not 1 <= s <= 65536 or not 1 <= b * h <= 65535:
+        usage_error(f"'{text[:60]}': D must be 64 or 128, S 1..65536, B x H 1..65535")
+    return b, h, s, d, causal
+
+
+def time_attention(torch, shape, iters):
+    """F.scaled_dot_product_attention on bf16 (B, H, S, D) tensors, one backend at a time; a
+    backend this torch or GPU lacks prints a line saying so instead of its row."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    b, h, s, d, causal = shape
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    q, k, v = ((torch.rand(b, h, s, d, device="cuda", generator=gen) * 4 - 2).to(torch.bfloat16) for _ in range(3))
+    size = f"{b}x{h}x{s}x{d}" + ("_causal" if causal else "")
+    flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+    def fn():
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    for name, backend in (("torch_flash", SDPBackend.FLASH_ATTENTION), ("torch_cudnn", SDPBackend.CUDNN_ATTENTION)):
+        with sdpa_kernel(backend):  # entered once: the timed calls are the attention alone
+            try:
+                fn()
+            except RuntimeError as e:
+                print(f"torch_transformer: {name} skipped ({str(e).splitlines()[0][:120]})")
+                continue
+            ms = time_ms(torch, fn, iters)
+        print(f"RESULT prog=attention name={name} size={size} ms={ms:.4f} tflops={flops / (ms * 1e9):.1f} check=none")
 
 
 MIN_SAMPLE_MS = 1.0  # common/labbook.h's LB_MIN_SAMPLE_MS
@@ -97,6 +141,9 @@ def main():
     op, rows, cols, iters = parse_args(sys.argv[1:])
     torch = torch_common.cuda_torch("torch_transformer")
     if torch is None:
+        return 0
+    if op == "attention":
+        time_attention(torch, rows, iters)
         return 0
     gen = torch.Generator(device="cuda").manual_seed(1)
     if op == "adamw":  # a tensor each, with its gradient, as a model's parameters are
