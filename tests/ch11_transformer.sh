@@ -160,3 +160,4 @@ mutant "attention version 3 skips the last partial tile of keys" attention_kerne
 mutant "attention causal mask one key too far" attention_kernels.cu \
     's/return causal ? min(query, seq - 1) : seq - 1;/return causal ? min(query + 1, seq - 1) : seq - 1;/' \
     ./attention 3 --check-only --size 300 --batch 2 --heads 1 --dim 64 --causal
+bad_input 2 "torch_transformer: '4x16x4096' is not an attention shape BxHxSxD[_causal]" python3 ../bench/torch_transformer.py attention 4x16x4096
