@@ -64,6 +64,7 @@ static const lb_version versions[] = {
     {8, "tile128x256", "128x256, cp.async A^T", 80, run_kernel},
     {9, "frag_dbuf", "8 + fragments dbuf.", 80, run_kernel},
     {10, "shape", "tile, split-K by shape", 80, run_kernel},
+    {11, "zmap_16x8", "128x256, 16x8 z-map, no branch", 80, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == MATMUL_VERSIONS,
                "one row in versions[] per version: MATMUL_VERSIONS in matmul_kernels.h");

@@ -22,6 +22,9 @@
  *      cp.async stages with the A tile transposed on the way by 4-byte copies
  *   9  as 8, with the next k's fragments read into registers while this k's FMAs run
  *  10  version 9's body (tile8_body) with the tile and a split of K chosen by the matrix's shape
+ *  11  version 9's tile with 16 x 8 outputs a thread in a 'z' of lanes, K's remainder first,
+ *      two stages switched by an XOR and no branch inside the loop (the published kernels
+ *      that reach cuBLAS in FP32 are built so)
  *
  * No tensor cores: every product is an FFMA on the FP32 cores, like cuBLAS's default sgemm.
  */
@@ -959,6 +962,171 @@ static cudaError_t launch10(const float *d_a, const float *d_b, float *d_c, int 
     return launch_tiling(plan, d_a, d_b, d_c, m, n, k);
 }
 
+/* ---------------------------------------------------------------- 11: 16 x 8 a thread, no branch in the loop */
+
+#define K11_BM 128
+#define K11_BN 256
+#define K11_A_STRIDE (K11_BM + 4) /* floats from one k to the next in the transposed A tile (4 of padding) */
+#define K11_STAGE 2048            /* floats from a stage to the other (8 KiB), for A and for B alike */
+#define K11_B 4096                /* floats: B's two stages follow A's two */
+
+/* A thread's copies of one K step, fixed before the loop: A's rows a_row + 32 i (i = 0..3) at
+ * k = a_k, one float each, transposed into As[a_k][row]; B's k rows b_k and b_k + 4 at columns
+ * b_col..b_col + 3. Rows and columns outside C are copied as zeros (source size 0), from an
+ * address inside the matrix. */
+typedef struct {
+    const float *a, *b;    /* A's row row0 at k = a_k; B's row b_k at the block's first column */
+    int a_off[4], b_off;   /* from a and b to this thread's rows and columns (0 where outside) */
+    int a_bytes[4], b_bytes[4]; /* 4 (16 for VEC's float4 of B) inside, 0 outside */
+    int a_dst, b_dst;      /* where the copies land in a stage (floats) */
+} copy11;
+
+template <bool VEC>
+__device__ __forceinline__ copy11 plan_copies11(const float *A, const float *B, int M, int N, int K, int row0, int col0)
+{
+    copy11 c;
+    int a_k = threadIdx.x % 8, a_row = threadIdx.x / 8, b_k = threadIdx.x / 64, b_col = threadIdx.x % 64 * 4;
+    c.a = A + (size_t)row0 * K + a_k;
+    c.b = B + (size_t)b_k * N + col0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        bool ok = row0 + a_row + 32 * i < M;
+        c.a_off[i] = ok ? (a_row + 32 * i) * K : 0;
+        c.a_bytes[i] = ok ? 4 : 0;
+    }
+    c.b_off = col0 + b_col < N ? b_col : 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) c.b_bytes[i] = VEC ? (col0 + b_col < N ? 16 : 0) : (col0 + b_col + i < N ? 4 : 0);
+    c.a_dst = a_k * K11_A_STRIDE + a_row;
+    c.b_dst = K11_B + b_k * K11_BN + b_col;
+    return c;
+}
+
+/* Part `part` (0..3) of the copies of the K step whose first k is c->a / c->b, into the stage at
+ * smem + stage: A's row a_row + 32 part, and (parts 0 and 1) B's k row b_k + 4 part. k_left:
+ * how many k of this step exist (the first step's remainder; 8 after it), a compile-time 8 in
+ * the loop, where no k check is left. */
+template <bool VEC>
+__device__ __forceinline__ void copy_part11(float *smem, int stage, const copy11 *c, int part, int N, int k_left)
+{
+    int a_k = threadIdx.x % 8, b_k = threadIdx.x / 64 + 4 * part;
+    cp_async4(smem + stage + c->a_dst + 32 * part, c->a + c->a_off[part], a_k < k_left ? c->a_bytes[part] : 0);
+    if (part < 2) {
+        const float *src = c->b + (size_t)(b_k < k_left ? 4 * part : 0) * N + c->b_off;
+        float *dst = smem + stage + c->b_dst + 4 * part * K11_BN;
+        if (VEC) {
+            cp_async16(dst, src, b_k < k_left ? c->b_bytes[0] : 0);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; i++) cp_async4(dst + i, c->b_bytes[i] ? src + i : src, b_k < k_left ? c->b_bytes[i] : 0);
+        }
+    }
+}
+
+/* The fragments of k: 16 values of A (rows a_frag + 16 i .. + 3) and 8 of B (columns b_frag +
+ * 32 j .. + 3), as 4 and 2 float4 reads */
+__device__ __forceinline__ void load_frags11(float (&a)[16], float (&b)[8], const float *smem, int stage, int k,
+                                             int a_frag, int b_frag)
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float4 v = *reinterpret_cast<const float4 *>(smem + stage + k * K11_A_STRIDE + a_frag + 16 * i);
+        a[4 * i] = v.x, a[4 * i + 1] = v.y, a[4 * i + 2] = v.z, a[4 * i + 3] = v.w;
+    }
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        float4 v = *reinterpret_cast<const float4 *>(smem + stage + K11_B + k * K11_BN + b_frag + 32 * j);
+        b[4 * j] = v.x, b[4 * j + 1] = v.y, b[4 * j + 2] = v.z, b[4 * j + 3] = v.w;
+    }
+}
+
+__device__ __forceinline__ void fma16x8(float (&acc)[16][8], const float (&a)[16], const float (&b)[8])
+{
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+}
+
+/* Version 11: version 9's tile (128 x 256, 8 warps of 64 x 64, one block an SM), arranged as the
+ * published FP32 kernels that reach cuBLAS are (NOTES: the loops' SASS side by side):
+ *  - a thread's 16 x 8 outputs: rows in four float4 of A 16 apart, columns in two float4 of B 32
+ *    apart; the lanes of a warp in a 'z' (lane / 2 % 8 across, lane / 16 * 2 + lane % 2 down), so
+ *    that a warp's float4 reads of A hit 4 addresses and of B 8;
+ *  - K's remainder first: the first step is the K % 8 (or 8) leading k, so every later step is
+ *    whole and the loop checks no k; rows and columns outside C are each thread's fixed source
+ *    sizes of 0;
+ *  - two stages, the other one's offset an XOR away, one barrier a step; the next step's copies
+ *    issued in its first four k, the next k's fragments read while this k's FMAs run;
+ *  - the loop covers every step but the last, which runs after it without copies: nothing inside
+ *    the loop branches. */
+template <bool VEC>
+__global__ void __launch_bounds__(K8_THREADS, 1)
+    matmul_kernel11(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    __shared__ __align__(16) float smem[4 * K11_STAGE];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    int tx = lane / 2 % 8, ty = lane / 16 * 2 + lane % 2;
+    int row0 = blockIdx.y * K11_BM, col0 = blockIdx.x * K11_BN;
+    int a_frag = warp / 4 * 64 + ty * 4, b_frag = warp % 4 * 64 + tx * 4;
+    copy11 c = plan_copies11<VEC>(A, B, M, N, K, row0, col0);
+    int steps = (K + 7) / 8, first = K - (steps - 1) * 8;
+
+    /* the first step, K's remainder, into stage 0; then every step is 8 k */
+#pragma unroll
+    for (int part = 0; part < 4; part++) copy_part11<VEC>(smem, 0, &c, part, N, first);
+    c.a += first;
+    c.b += (size_t)first * N;
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+
+    float acc[16][8] = {}, a[2][16], b[2][8];
+    int stage = 0;
+    load_frags11(a[0], b[0], smem, stage, 0, a_frag, b_frag);
+    for (int t = 0; t < steps - 1; t++) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            if (k < 4) copy_part11<VEC>(smem, stage ^ K11_STAGE, &c, k, N, 8); /* step t + 1, a part a k */
+            if (k == 7) { /* step t + 1 has landed for everyone, and everyone is done reading step t */
+                cp_async_commit();
+                cp_async_wait<0>();
+                __syncthreads();
+                stage ^= K11_STAGE;
+                c.a += 8;
+                c.b += (size_t)8 * N;
+                load_frags11(a[0], b[0], smem, stage, 0, a_frag, b_frag);
+            } else {
+                load_frags11(a[(k + 1) % 2], b[(k + 1) % 2], smem, stage, k + 1, a_frag, b_frag);
+            }
+            fma16x8(acc, a[k % 2], b[k % 2]);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) { /* the last step: nothing to copy */
+        if (k < 7) load_frags11(a[(k + 1) % 2], b[(k + 1) % 2], smem, stage, k + 1, a_frag, b_frag);
+        fma16x8(acc, a[k % 2], b[k % 2]);
+    }
+
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            store4<VEC>(C, row0 + a_frag + 16 * (i / 4) + i % 4, col0 + b_frag + 32 * j, M, N,
+                        make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]));
+}
+
+static cudaError_t launch11(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
+{
+    (void)o;
+    dim3 grid(cdiv(n, K11_BN), cdiv(m, K11_BM));
+    if (n % 4 == 0) /* 16-byte copies of B need every row of B 16-byte aligned */
+        matmul_kernel11<true><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k);
+    else
+        matmul_kernel11<false><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k);
+    return cudaGetLastError();
+}
+
 /* ---------------------------------------------------------------- launchers */
 
 extern "C" int matmul_tile(void) { return TILE; }
@@ -966,8 +1134,8 @@ extern "C" int matmul_tile(void) { return TILE; }
 /* launchers[v] runs version v: to add a version, its kernel and launcher above this table, and
  * its launcher at the end of it */
 typedef cudaError_t (*launcher)(const float *, const float *, float *, int, int, int, const matmul_opts *);
-static const launcher launchers[] = {NULL,    launch1, launch2, launch3, launch4, launch5,
-                                     launch6, launch7, launch8, launch9, launch10};
+static const launcher launchers[] = {NULL,    launch1, launch2, launch3, launch4,  launch5,
+                                     launch6, launch7, launch8, launch9, launch10, launch11};
 static_assert(sizeof launchers / sizeof launchers[0] == MATMUL_VERSIONS,
               "one launcher per version: MATMUL_VERSIONS in matmul_kernels.h");
 

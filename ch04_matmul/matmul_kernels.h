@@ -7,8 +7,8 @@
 extern "C" {
 #endif
 
-/* Versions 0 (cuBLAS, in matmul.c) .. 10; matmul.c's version table has one row for each. */
-#define MATMUL_VERSIONS 11
+/* Versions 0 (cuBLAS, in matmul.c) .. 11; matmul.c's version table has one row for each. */
+#define MATMUL_VERSIONS 12
 
 /* Version 10's plan for one product: a bm x bn tile per block, and K cut into `splits`
  * parts (one block each, added into C by atomics when splits > 1). */

@@ -12,7 +12,7 @@ bad_input 2 "--png needs a file name (--no-png writes none)" ./life --png ""
 bad_input 0 "usage: bash explore.sh" bash explore.sh --help
 bad_input 2 "explore.sh: no arguments" bash explore.sh 4096
 bad_input 2 '--size: each dimension at most 65536' ./matmul --size 100000
-bad_input 2 "version '11' does not exist (0..10)" ./matmul 11
+bad_input 2 "version '12' does not exist (0..11)" ./matmul 12
 bad_input 2 "--tiling '64x64,2': the tile is 128x256, 128x128 or 64x128, and S is 1..256" ./matmul 10 --tiling 64x64,2
 bad_input 2 "--tiling '128x128,0': the tile is 128x256, 128x128 or 64x128, and S is 1..256" ./matmul 10 --tiling 128x128,0
 bad_input 2 "--tiling '128x128': expected BMxBN,S (e.g. 64x128,4)" ./matmul 10 --tiling 128x128
