@@ -220,12 +220,7 @@ int main(int argc, char **argv)
 
     char sz[64];
     snprintf(sz, sizeof sz, "%dx%dx%d", M, N, K);
-    lb_report rep = {.prog = &program,
-                     .args = &args,
-                     .unit = "tflops",
-                     .unit_head = "TFLOP/s",
-                     .base = "cublas",
-                     .base_head = "vs cuBLAS"};
+    lb_report rep = lb_report_vs_cublas(&program, &args);
     lb_report_table(&rep, sz, NULL);
 
     /* ---- check and time each version; cuBLAS (version 0) always, first: checked against

@@ -152,18 +152,6 @@ static const lb_program program = {
     .n_versions = TENSOR_GEMM_VERSIONS,
 };
 
-/* lb_version_wanted (the GPU's age, the build's target), then what only the kernels file knows
- * (the input type, sm_90a): asked for by number, exit 2 with the reason; else a skipped row. */
-static int version_runs(const lb_args *args, const lb_gpu *gpu, int v, tg_type type)
-{
-    if (!lb_version_wanted(&program, args, gpu, v)) return 0;
-    const char *why = v > 0 ? tensor_gemm_unavailable(v, type) : NULL;
-    if (!why) return 1;
-    if (args->version == v) lb_die(LB_EXIT_USAGE, "tensor_gemm: version %d (%s): %s", v, versions[v].title, why);
-    if (!args->quiet) printf("  %2d  %-30s skipped: %s\n", v, versions[v].title, why);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     /* ---- setup: arguments, GPU, cuBLAS, inputs */
@@ -213,18 +201,13 @@ int main(int argc, char **argv)
 
     char sz[64];
     snprintf(sz, sizeof sz, "%dx%dx%d%s", M, N, K, type == TG_TF32 ? "_tf32" : ""); /* its own bench table */
-    lb_report rep = {.prog = &program,
-                     .args = &args,
-                     .unit = "tflops",
-                     .unit_head = "TFLOP/s",
-                     .base = "cublas",
-                     .base_head = "vs cuBLAS"};
+    lb_report rep = lb_report_vs_cublas(&program, &args);
     lb_report_table(&rep, sz, NULL);
 
     /* ---- check and time each version; cuBLAS (version 0) always, first: checked against the
      * CPU, its C is then the reference for every kernel, and its time the baseline */
     for (int v = 0; v < TENSOR_GEMM_VERSIONS; v++) {
-        if (v > 0 && !version_runs(&args, &gpu, v, type)) continue;
+        if (v > 0 && !lb_version_runs(&program, &args, &gpu, v, tensor_gemm_unavailable(v, type))) continue;
         current_version = v;
         lb_poison_device(job.g.c, sizeof(float) * c_n); /* NaN: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));

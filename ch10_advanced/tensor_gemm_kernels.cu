@@ -22,6 +22,7 @@
  * Versions 3-8 exist only in builds for sm_90 (compiled for sm_90a: see the Makefile).
  */
 #include "tensor_gemm_kernels.h"
+#include "labbook.h" /* lb_sm90a_unavailable */
 
 #include <cuda.h> /* CUtensorMap and the cuTensorMapEncodeTiled types (no libcuda link) */
 #include <cuda_bf16.h>
@@ -449,12 +450,6 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
 static int supports(int version, tg_type type) { return type == TG_BF16 || version != 2; }
 
 #ifdef TG_HOPPER
-/* cuTensorMapEncodeTiled is a driver function: reached through the runtime's entry-point
- * lookup, so the program needs no -lcuda and starts (and says "no GPU") without libcuda. */
-typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 /* The resident-cluster count needs the kernel, defined above; the launch settings come first. */
 static cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, int blocks);
 template <typename In> static cudaError_t resident_clusters(int *clusters);
@@ -465,7 +460,7 @@ typedef struct {
 } tg_prepared;
 
 /* A (rows, kp) K-major matrix seen by the copy engine in boxes of box_rows x 128 bytes. */
-static cudaError_t make_map(encode_tiled_fn encode, CUtensorMap *map, const void *base, tg_type type, int rows, int kp,
+static cudaError_t make_map(lb_encode_tiled_fn encode, CUtensorMap *map, const void *base, tg_type type, int rows, int kp,
                             int box_rows)
 {
     size_t elem = type == TG_BF16 ? 2 : 4;
@@ -505,12 +500,9 @@ extern "C" cudaError_t tensor_gemm_prepare(tg_gemm *g)
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&p->sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess || tensor_gemm_unavailable(3, g->type)) return e; /* no wgmma here: no maps to make */
-    void *fn = NULL;
-    cudaDriverEntryPointQueryResult found;
-    e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
-    if (e == cudaSuccess && found != cudaDriverEntryPointSuccess) e = cudaErrorSymbolNotFound;
+    lb_encode_tiled_fn encode;
+    e = lb_tensor_map_encoder(&encode);
     if (e != cudaSuccess) return e;
-    encode_tiled_fn encode = (encode_tiled_fn)fn;
     e = make_map(encode, &p->a64, g->a, g->type, g->mp, g->kp, 64);
     if (e == cudaSuccess) e = make_map(encode, &p->a128, g->a, g->type, g->mp, g->kp, 128);
     if (e == cudaSuccess) e = make_map(encode, &p->b256, g->b, g->type, g->np, g->kp, 256);
@@ -623,15 +615,9 @@ extern "C" const char *tensor_gemm_unavailable(int version, tg_type type)
     if (!supports(version, type)) return "bf16 only (ldmatrix moves 16-bit elements)";
     if (version < 3) return NULL;
 #ifdef TG_HOPPER
-    /* wgmma and setmaxnreg are sm_90a, Hopper's own: no later GPU runs that machine code */
-    int dev, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev))
-        return "no device";
-    if (major != 9 || minor != 0) return "wgmma is Hopper's alone (sm_90a); this GPU is not sm_90";
-    return NULL;
+    return lb_sm90a_unavailable(1);
 #else
-    return "wgmma needs a build for sm_90 (Hopper), which compiles it for sm_90a";
+    return lb_sm90a_unavailable(0);
 #endif
 }
 

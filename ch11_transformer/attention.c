@@ -250,18 +250,6 @@ static const lb_program program = {
     .n_versions = ATTENTION_VERSIONS,
 };
 
-/* lb_version_wanted (the GPU's age), then what only the kernels file knows (sm_90a): asked for
- * by number, exit 2 with the reason; else a skipped row. */
-static int version_runs(const lb_args *args, const lb_gpu *gpu, int v)
-{
-    if (!lb_version_wanted(&program, args, gpu, v)) return 0;
-    const char *why = v > 0 ? attention_unavailable(v) : NULL;
-    if (!why) return 1;
-    if (args->version == v) lb_die(LB_EXIT_USAGE, "attention: version %d (%s): %s", v, versions[v].title, why);
-    if (!args->quiet) printf("  %2d  %-34s skipped: %s\n", v, versions[v].title, why);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     /* ---- setup: arguments (checked before the GPU is touched), GPU, cuBLAS, inputs */
@@ -317,17 +305,12 @@ int main(int argc, char **argv)
     /* ---- check and time each version against version 0, the library way */
     char sz[64];
     snprintf(sz, sizeof sz, "%lldx%lldx%lldx%lld%s", batch, heads, seq, dim, causal ? "_causal" : "");
-    lb_report rep = {.prog = &program,
-                     .args = &args,
-                     .unit = "tflops",
-                     .unit_head = "TFLOP/s",
-                     .base = "cublas",
-                     .base_head = "vs cuBLAS"};
+    lb_report rep = lb_report_vs_cublas(&program, &args);
     lb_report_table(&rep, sz, NULL);
     double flops = 4.0 * (double)(batch * heads) * (double)seq * (double)seq * (double)dim * (causal ? 0.5 : 1.0);
     int have_o0 = 0; /* version 0 ran: its O is the second reference */
     for (int v = 0; v < ATTENTION_VERSIONS; v++) {
-        if (!version_runs(&args, &gpu, v)) continue;
+        if (!lb_version_runs(&program, &args, &gpu, v, v > 0 ? attention_unavailable(v) : NULL)) continue;
         current_version = v;
         lb_poison_device(job.p.o, 2 * n); /* NaN bits: a row never written fails */
         CUDA_CHECK(versions[v].run(&job));

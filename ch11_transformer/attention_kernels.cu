@@ -25,6 +25,7 @@
  * the tiles above it entirely and mask only the tile that crosses it.
  */
 #include "attention_kernels.h"
+#include "labbook.h" /* lb_sm90a_unavailable */
 #include "row_reduce.cuh"     /* fast_exp, block_online_merge (version 0's softmax) */
 #include "lb_tensor_core.cuh" /* cp.async, ldmatrix, mma.sync, mbarrier, TMA, wgmma's descriptors */
 
@@ -53,6 +54,36 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 /* The keys a query row may see: all S, or up to itself when causal. A tile's scores past it are
  * set to -inf (exp2 gives 0). */
 __device__ __forceinline__ int last_key(int query, int seq, int causal) { return causal ? min(query, seq - 1) : seq - 1; }
+
+/* The online softmax's step for the two rows a lane holds in versions 3 and 4 (an mma.sync or
+ * wgmma accumulator layout: the rest of each row sits in the lane's quad): the tile's max of
+ * each row across the quad, the new running max m, the factor alpha = exp2(old m - new m) by
+ * which the row's sum l (scaled here) and its partial O (by the caller) shrink, and m_use, the
+ * max the tile's weights are taken against (0 while a row has seen no key: -inf - -inf is NaN). */
+__device__ __forceinline__ void online_rows(float tile_max[2], float m[2], float l[2], float alpha[2], float m_use[2])
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(FULL_MASK, tile_max[h], 1));
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(FULL_MASK, tile_max[h], 2));
+        float m_new = fmaxf(m[h], tile_max[h]);
+        m_use[h] = m_new == -INFINITY ? 0.0f : m_new;
+        alpha[h] = exp2f(m[h] - m_use[h]);
+        m[h] = m_new;
+        l[h] *= alpha[h];
+    }
+}
+
+/* At the end: each row's sum across its quad (the lanes kept their own parts), as 1 / sum */
+__device__ __forceinline__ void inverse_row_sums(float l[2])
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] += __shfl_xor_sync(FULL_MASK, l[h], 1);
+        l[h] += __shfl_xor_sync(FULL_MASK, l[h], 2);
+        l[h] = 1.0f / l[h];
+    }
+}
 
 /* ================================================================ version 0's softmax */
 
@@ -321,16 +352,7 @@ __global__ void __launch_bounds__(ATT3_THREADS) attention_kernel3(const uint16_t
                 tile_max[h] = fmaxf(tile_max[h], s[j][e]);
             }
         float alpha[2], m_use[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(FULL_MASK, tile_max[h], 1));
-            tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(FULL_MASK, tile_max[h], 2));
-            float m_new = fmaxf(m[h], tile_max[h]);
-            m_use[h] = m_new == -INFINITY ? 0.0f : m_new; /* a row with no key yet: avoid -inf - -inf */
-            alpha[h] = exp2f(m[h] - m_use[h]);
-            m[h] = m_new;
-            l[h] *= alpha[h];
-        }
+        online_rows(tile_max, m, l, alpha, m_use);
 #pragma unroll
         for (int j = 0; j < D / 8; j++) o[j][0] *= alpha[0], o[j][1] *= alpha[0], o[j][2] *= alpha[1], o[j][3] *= alpha[1];
 #pragma unroll
@@ -359,12 +381,7 @@ __global__ void __launch_bounds__(ATT3_THREADS) attention_kernel3(const uint16_t
     }
 
     /* the sums across the quad, then O / l in bf16, two columns a store */
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        l[h] += __shfl_xor_sync(FULL_MASK, l[h], 1);
-        l[h] += __shfl_xor_sync(FULL_MASK, l[h], 2);
-        l[h] = 1.0f / l[h];
-    }
+    inverse_row_sums(l);
 #pragma unroll
     for (int j = 0; j < D / 8; j++) {
         int col = 8 * j + 2 * t4;
@@ -521,16 +538,7 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
                     tile_max[h] = fmaxf(tile_max[h], v);
                 }
             float alpha[2], m_use[2];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(FULL_MASK, tile_max[h], 1));
-                tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(FULL_MASK, tile_max[h], 2));
-                float m_new = fmaxf(m[h], tile_max[h]);
-                m_use[h] = m_new == -INFINITY ? 0.0f : m_new;
-                alpha[h] = exp2f(m[h] - m_use[h]);
-                m[h] = m_new;
-                l[h] *= alpha[h];
-            }
+            online_rows(tile_max, m, l, alpha, m_use);
 #pragma unroll
             for (int j = 0; j < D / 8; j++)
                 o[4 * j] *= alpha[0], o[4 * j + 1] *= alpha[0], o[4 * j + 2] *= alpha[1], o[4 * j + 3] *= alpha[1];
@@ -560,12 +568,7 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
             if (threadIdx.x % 128 == 0) mbar_arrive(&empty[s]); /* this consumer is done with the stage */
         }
 
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            l[h] += __shfl_xor_sync(FULL_MASK, l[h], 1);
-            l[h] += __shfl_xor_sync(FULL_MASK, l[h], 2);
-            l[h] = 1.0f / l[h];
-        }
+        inverse_row_sums(l);
         size_t head = (size_t)bh * seq * D;
 #pragma unroll
         for (int j = 0; j < D / 8; j++) {
@@ -580,19 +583,13 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
 #endif
 }
 
-/* cuTensorMapEncodeTiled is a driver function: reached through the runtime's entry-point lookup,
- * so the program needs no -lcuda and starts (and says "no GPU") without libcuda. */
-typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 typedef struct {
     CUtensorMap q, k, v;
 } att_prepared;
 
 /* A (B H, S, D) bf16 tensor seen by the copy engine in boxes of `rows` x 64 (128 bytes, swizzled)
  * at (d, s, head): rows past S in a box arrive as zeros */
-static cudaError_t make_map(encode_tiled_fn encode, CUtensorMap *map, const void *base, const attention_problem *p,
+static cudaError_t make_map(lb_encode_tiled_fn encode, CUtensorMap *map, const void *base, const attention_problem *p,
                             int rows)
 {
     cuuint64_t dims[3] = {(cuuint64_t)p->dim, (cuuint64_t)p->seq, (cuuint64_t)p->batch * p->heads};
@@ -627,12 +624,9 @@ extern "C" cudaError_t attention_prepare(attention_problem *p)
     att_prepared *m = (att_prepared *)calloc(1, sizeof *m);
     if (!m) return cudaErrorMemoryAllocation;
     p->prepared = m;
-    void *fn = NULL;
-    cudaDriverEntryPointQueryResult found;
-    e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
-    if (e == cudaSuccess && found != cudaDriverEntryPointSuccess) e = cudaErrorSymbolNotFound;
+    lb_encode_tiled_fn encode;
+    e = lb_tensor_map_encoder(&encode);
     if (e != cudaSuccess) return e;
-    encode_tiled_fn encode = (encode_tiled_fn)fn;
     e = make_map(encode, &m->q, p->q, p, ATT4_QUERIES);
     if (e == cudaSuccess) e = make_map(encode, &m->k, p->k, p, ATT4_KEYS);
     if (e == cudaSuccess) e = make_map(encode, &m->v, p->v, p, ATT4_KEYS);
@@ -657,14 +651,9 @@ extern "C" const char *attention_unavailable(int v)
 {
     if (v < 4) return NULL;
 #ifdef ATT_HOPPER
-    int dev, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev))
-        return "no device";
-    if (major != 9 || minor != 0) return "wgmma is Hopper's alone (sm_90a); this GPU is not sm_90";
-    return NULL;
+    return lb_sm90a_unavailable(1);
 #else
-    return "wgmma needs a build for sm_90 (Hopper), which compiles it for sm_90a";
+    return lb_sm90a_unavailable(0);
 #endif
 }
 

@@ -161,6 +161,28 @@ int lb_version_wanted(const lb_program *prog, const lb_args *args, const lb_gpu 
     return 0;
 }
 
+int lb_version_runs(const lb_program *prog, const lb_args *args, const lb_gpu *gpu, int number, const char *why_not)
+{
+    if (!lb_version_wanted(prog, args, gpu, number)) return 0;
+    if (!why_not) return 1;
+    const lb_version *v = lb_version_of(prog, number);
+    if (args->version == number) lb_die(LB_EXIT_USAGE, "%s: version %d (%s): %s", prog->name, number, v->title, why_not);
+    if (!args->quiet) printf("  %2d  %-30s skipped: %s\n", number, v->title, why_not);
+    return 0;
+}
+
+const char *lb_sm90a_unavailable(int built_for_sm90a)
+{
+    if (!built_for_sm90a) return "wgmma needs a build for sm_90 (Hopper), which compiles it for sm_90a";
+    int dev, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+        return "no device";
+    if (major != 9 || minor != 0) return "wgmma is Hopper's alone (sm_90a); this GPU is not sm_90";
+    return NULL;
+}
+
 void lb_check_block(const lb_program *prog, const lb_gpu *gpu, int block)
 {
     if (block < 1 || block > gpu->prop.maxThreadsPerBlock)
@@ -568,6 +590,17 @@ lb_report lb_report_vs_memcpy(const lb_program *prog, const lb_args *args)
                    .unit_head = "GB/s",
                    .base = "memcpy",
                    .base_head = "vs memcpy"};
+    return r;
+}
+
+lb_report lb_report_vs_cublas(const lb_program *prog, const lb_args *args)
+{
+    lb_report r = {.prog = prog,
+                   .args = args,
+                   .unit = "tflops",
+                   .unit_head = "TFLOP/s",
+                   .base = "cublas",
+                   .base_head = "vs cuBLAS"};
     return r;
 }
 

@@ -306,6 +306,15 @@ void lb_size_rows_cols(const lb_program *prog, const lb_args *args, int max_cols
  * reason; in the all-versions run it is listed as skipped (with the reason) instead. */
 int lb_version_wanted(const lb_program *prog, const lb_args *args, const lb_gpu *gpu, int number);
 
+/* lb_version_wanted, then a reason only the program knows (its kernels file's answer: the input
+ * type, sm_90a; NULL: none): asked for by number, exit 2 with "<prog>: version N (title): why";
+ * in the all-versions run, a skipped row with the reason. */
+int lb_version_runs(const lb_program *prog, const lb_args *args, const lb_gpu *gpu, int number, const char *why_not);
+/* NULL when code for sm_90a (Hopper's own target: wgmma, setmaxnreg) can run here, else why not:
+ * the build did not compile it (built_for_sm90a 0: a build for another ARCH than sm_90), or the
+ * current device is not an sm_90 (no later GPU runs sm_90a machine code). */
+const char *lb_sm90a_unavailable(int built_for_sm90a);
+
 /* Exit 2 when the block size is not in 1..device limit (call after lb_gpu_init). */
 void lb_check_block(const lb_program *prog, const lb_gpu *gpu, int block);
 
@@ -469,6 +478,9 @@ void lb_report_row(lb_report *r, int ver, const char *name, double ms, double va
 /* Measure a device-to-device cudaMemcpy moving bytes_moved bytes (lb_memcpy_ceiling_gbps) for
  * the ceiling_head column; every table then shows it as its first row. Nothing in --check-only. */
 void lb_report_ceiling(lb_report *r, size_t bytes_moved, int iters);
+/* The report of a compute-bound program against cuBLAS: TFLOP/s, each row against version 0's
+ * (base "cublas"); the other fields zero. */
+lb_report lb_report_vs_cublas(const lb_program *prog, const lb_args *args);
 /* Version 0 of a memory-bound program, as a row of the table: a device-to-device cudaMemcpy
  * moving bytes_moved bytes (read and written together), the floor the other versions are
  * compared with (base "memcpy"). Nothing in --check-only. */

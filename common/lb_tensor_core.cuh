@@ -9,6 +9,7 @@
  *   map into shared memory), clusters
  *   sm_90a (Hopper's own target): wgmma's descriptors, fence, commit and wait; the wgmma
  *   instructions themselves stay with the kernels, whose shapes they name
+ *   host: the driver's tensor-map encoder, looked up through the runtime
  * Each is defined for every target and assembled only where a kernel uses it: a kernel compiled
  * for an older GPU than its instructions need fails in ptxas, so such a kernel's body sits under
  * an #if on __CUDA_ARCH__ (or __CUDA_ARCH_FEAT_SM90_ALL for sm_90a).
@@ -200,6 +201,23 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int pending> __device__ __forceinline__ void wgmma_wait()
 {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(pending) : "memory");
+}
+
+/* ================================================================ host: the tensor maps' encoder */
+
+/* cuTensorMapEncodeTiled is a driver function: reached through the runtime's entry-point lookup,
+ * so a program needs no -lcuda and starts (and says "no GPU") without libcuda. */
+typedef CUresult (*lb_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                       const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                       CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+static inline cudaError_t lb_tensor_map_encoder(lb_encode_tiled_fn *encode)
+{
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult found;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+    if (e == cudaSuccess && found != cudaDriverEntryPointSuccess) e = cudaErrorSymbolNotFound;
+    *encode = (lb_encode_tiled_fn)fn;
+    return e;
 }
 
 #endif
