@@ -21,6 +21,9 @@
  *      memory), the softmax, and O += P V (wgmma with P from registers, V read transposed);
  *      while one consumer does its softmax on the CUDA cores the other keeps the tensor cores
  *      busy
+ *   5  FlashAttention-3's schedule: each consumer issues S of tile t together with P V of tile
+ *      t - 1, and the two consumers take turns at issuing (named barriers hand the turn over), so
+ *      that one's softmax runs on the CUDA cores while the other's products run
  * Causal (query i sees keys 0..i): every version stops at the diagonal; the tiled versions skip
  * the tiles above it entirely and mask only the tile that crosses it.
  */
@@ -51,6 +54,16 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
     return (uint32_t)float_bf16(lo) | ((uint32_t)float_bf16(hi) << 16);
 }
 
+/* 2^x on the special function unit, subnormal results flushed to 0 (exp2f would add a scaling
+ * around it for them: 2 FMULs and a compare an exponential; a weight below 2^-126 is nothing
+ * beside the row's largest, which is 1) */
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* The keys a query row may see: all S, or up to itself when causal. A tile's scores past it are
  * set to -inf (exp2 gives 0). */
 __device__ __forceinline__ int last_key(int query, int seq, int causal) { return causal ? min(query, seq - 1) : seq - 1; }
@@ -68,7 +81,7 @@ __device__ __forceinline__ void online_rows(float tile_max[2], float m[2], float
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(FULL_MASK, tile_max[h], 2));
         float m_new = fmaxf(m[h], tile_max[h]);
         m_use[h] = m_new == -INFINITY ? 0.0f : m_new;
-        alpha[h] = exp2f(m[h] - m_use[h]);
+        alpha[h] = fast_exp2(m[h] - m_use[h]);
         m[h] = m_new;
         l[h] *= alpha[h];
     }
@@ -222,13 +235,13 @@ __global__ void __launch_bounds__(ATT2_THREADS, 2) attention_kernel2(const uint1
             tile_max = fmaxf(tile_max, s[j]);
         }
         float m_new = fmaxf(m, tile_max);
-        float alpha = exp2f(m - m_new); /* how much smaller the old terms are at the new max */
+        float alpha = fast_exp2(m - m_new); /* how much smaller the old terms are at the new max */
         l *= alpha;
 #pragma unroll
         for (int c = 0; c < C; c++) o[c].x *= alpha, o[c].y *= alpha, o[c].z *= alpha, o[c].w *= alpha;
 #pragma unroll
         for (int j = 0; j < ATT2_KEYS; j++) {
-            float p = exp2f(s[j] - m_new);
+            float p = fast_exp2(s[j] - m_new);
             l += p;
 #pragma unroll
             for (int c = 0; c < C; c++) {
@@ -359,7 +372,7 @@ __global__ void __launch_bounds__(ATT3_THREADS) attention_kernel3(const uint16_t
         for (int j = 0; j < 8; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                s[j][e] = exp2f(s[j][e] - m_use[e / 2]);
+                s[j][e] = fast_exp2(s[j][e] - m_use[e / 2]);
                 l[e / 2] += s[j][e];
             }
 
@@ -454,19 +467,167 @@ template <> __device__ __forceinline__ void wgmma_pv<64>(float *d, const uint32_
 #endif
 }
 
-/* Warp-specialised. Producer (one thread of warpgroup 0): Q's boxes once on q_full; then for
- * each K/V tile, once both consumers have released the stage (empty[s]), K's and V's boxes on
- * full[s]. Consumer c (warpgroups 1, 2: queries q0 + 64c ..): per tile, wait for full[s];
- * S = Q_c K^T by D/16 wgmma; the online softmax on S's 64 registers (a lane holds two rows, as
- * with mma.sync: rows g and g + 8 of its warp's 16, whose other values sit in its quad); P to
- * bf16 registers; O += P V by 8 wgmma; then release the stage. setmaxnreg moves registers from
- * the producer, which needs few, to the consumers' 64 + D/2 accumulators and 32 of P. */
-template <int D>
-__global__ void __launch_bounds__(ATT4_THREADS, 1)
-    attention_kernel4(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
-                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, int seq, int causal)
+/* After a wgmma.wait: the compiler may not move reads or writes of these registers across this
+ * point (an empty asm that "changes" each), so nothing touches them while the tensor cores may */
+template <int N> __device__ __forceinline__ void settle(float *r)
 {
-#if ATT_SM90A
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+/* ---- the pieces of versions 4 and 5, each run by one consumer warpgroup (c: 0 or 1, its 64
+ * queries are q0 + 64c ..) on the tile of keys in a stage (sK, sV) */
+
+/* S (64 x 128) = Q_c K^T, issued as one group: k-step ks is 32 bytes into box ks / 4 of Q and K */
+template <int D> __device__ __forceinline__ void issue_qk(float sc[64], const uint8_t *sQ, const uint8_t *sK, int c)
+{
+    wgmma_fence(); /* sc's registers may be written by the tensor cores now */
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ks++) {
+        int box = ks / 4, off = (ks % 4) * 32;
+        wgmma_qk(sc, wgmma_desc(sQ + box * ATT4_BOX_BYTES(ATT4_QUERIES) + c * 64 * 128 + off),
+                 wgmma_desc(sK + box * ATT4_BOX_BYTES(ATT4_KEYS) + off), ks > 0);
+    }
+    wgmma_commit();
+}
+
+/* O (64 x D) += P V, issued as one group: k-step ks is keys 16ks.., 2048 bytes into V's boxes;
+ * the next 64 columns of D are the next box, ATT4_BOX_BYTES(ATT4_KEYS) further */
+template <int D> __device__ __forceinline__ void issue_pv(float *o, const uint32_t p[8][4], const uint8_t *sV)
+{
+    wgmma_fence(); /* o was rescaled and p written by the CUDA cores: both ready for the tensor cores */
+#pragma unroll
+    for (int ks = 0; ks < 8; ks++) wgmma_pv<D>(o, p[ks], wgmma_desc_mn(sV + ks * 16 * 128, ATT4_BOX_BYTES(ATT4_KEYS)));
+    wgmma_commit();
+}
+
+/* The online softmax of a tile of S in place: sc[4j + e] is row (e < 2 ? g : g + 8), key
+ * k0 + 8j + 2 t4 + (e & 1). Keys past a row's last are masked (only where the tile reaches past
+ * S or the diagonal: `edge`); the tile's max and the running max m, in log2 units (the raw scores
+ * times scale); each weight as one exp2 of s scale - m; l rescaled and grown. Returns in alpha
+ * the factor O must be multiplied by before this tile's P V is added. */
+__device__ __forceinline__ void softmax_tile(float sc[64], int k0, int t4, const int last[2], bool edge, float scale,
+                                             float m[2], float l[2], float alpha[2])
+{
+    float tile_max[2] = {-INFINITY, -INFINITY};
+    /* key k0 + 8j + 2 t4 + (e & 1) is past the row's last when 8j + (e & 1) > last - k0 - 2 t4:
+     * one subtraction a row, then comparisons with constants (no register for each key) */
+    int lim[2] = {last[0] - k0 - 2 * t4, last[1] - k0 - 2 * t4};
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            if (edge && 8 * j + (e & 1) > lim[e / 2]) sc[4 * j + e] = -INFINITY;
+            tile_max[e / 2] = fmaxf(tile_max[e / 2], sc[4 * j + e]);
+        }
+    tile_max[0] *= scale, tile_max[1] *= scale; /* scale > 0: the max of the scaled scores */
+    float m_use[2];
+    online_rows(tile_max, m, l, alpha, m_use);
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            sc[4 * j + e] = fast_exp2(fmaf(sc[4 * j + e], scale, -m_use[e / 2]));
+            l[e / 2] += sc[4 * j + e];
+        }
+}
+
+template <int D> __device__ __forceinline__ void rescale_o(float *o, const float alpha[2])
+{
+#pragma unroll
+    for (int j = 0; j < D / 8; j++)
+        o[4 * j] *= alpha[0], o[4 * j + 1] *= alpha[0], o[4 * j + 2] *= alpha[1], o[4 * j + 3] *= alpha[1];
+}
+
+/* P (64 x 128, floats in S's layout) as 8 A operands of 16 keys each, bf16: two 8-column tiles
+ * of the accumulators make one operand, as with mma.sync */
+__device__ __forceinline__ void pack_p(uint32_t p[8][4], const float sc[64])
+{
+#pragma unroll
+    for (int ks = 0; ks < 8; ks++) {
+        const float *x = sc + 8 * ks;
+        p[ks][0] = pack_bf16(x[0], x[1]), p[ks][1] = pack_bf16(x[2], x[3]);
+        p[ks][2] = pack_bf16(x[4], x[5]), p[ks][3] = pack_bf16(x[6], x[7]);
+    }
+}
+
+/* O / l in bf16, two columns a store, rows row0 and row0 + 8 where they are inside S */
+template <int D>
+__device__ __forceinline__ void store_o(uint16_t *O, size_t head, int seq, int row0, int t4, const float *o, float l[2])
+{
+    inverse_row_sums(l);
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) {
+        int col = 8 * j + 2 * t4;
+        if (row0 < seq)
+            *reinterpret_cast<uint32_t *>(O + head + (size_t)row0 * D + col) = pack_bf16(o[4 * j] * l[0], o[4 * j + 1] * l[0]);
+        if (row0 + 8 < seq)
+            *reinterpret_cast<uint32_t *>(O + head + (size_t)(row0 + 8) * D + col) =
+                pack_bf16(o[4 * j + 2] * l[1], o[4 * j + 3] * l[1]);
+    }
+}
+
+/* The producer (one thread of warpgroup 0): Q's boxes once on q_full; then each tile's K and V
+ * boxes on full[s], once both consumers have released the stage's last use (empty[s]) */
+template <int D>
+__device__ __forceinline__ void produce(const CUtensorMap *mapQ, const CUtensorMap *mapK, const CUtensorMap *mapV,
+                                        uint8_t *sQ, uint8_t *sKV, uint64_t *q_full, uint64_t *full, uint64_t *empty,
+                                        int q0, int bh, int tiles)
+{
+    typedef att4_layout<D> L;
+    mbar_arrive_expect(q_full, L::Q_BYTES);
+    for (int b = 0; b < D / 64; b++) tma_load_3d(sQ + b * ATT4_BOX_BYTES(ATT4_QUERIES), mapQ, 64 * b, q0, bh, q_full);
+    for (int t = 0; t < tiles; t++) {
+        int s = t % ATT4_STAGES, use = t / ATT4_STAGES;
+        if (use > 0) mbar_wait(&empty[s], (use - 1) & 1);
+        uint8_t *sK = sKV + 2 * s * L::KV_BYTES, *sV = sK + L::KV_BYTES;
+        mbar_arrive_expect(&full[s], 2 * L::KV_BYTES);
+        for (int b = 0; b < D / 64; b++) {
+            tma_load_3d(sK + b * ATT4_BOX_BYTES(ATT4_KEYS), mapK, 64 * b, t * ATT4_KEYS, bh, &full[s]);
+            tma_load_3d(sV + b * ATT4_BOX_BYTES(ATT4_KEYS), mapV, 64 * b, t * ATT4_KEYS, bh, &full[s]);
+        }
+    }
+}
+
+/* Ping-pong (version 5): the two consumers take turns at issuing their products, so that
+ * one's softmax runs on the CUDA cores while the other's products run on the tensor cores.
+ * Consumer c waits on named barrier 1 + c until the other has issued (bar.sync: its 128
+ * threads and the other's 128 arrivals), issues, then lets the other go (bar.arrive on the
+ * other's barrier). Consumer 1 lets consumer 0 start, and skips its very last handoff, so that
+ * every barrier completes as often as it is waited on. Named barrier 0 is __syncthreads'. */
+__device__ __forceinline__ void my_turn(int c)
+{
+    if (c == 0) /* the barrier's number spelled out: a number in a register makes ptxas reserve all 16 */
+        asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    else
+        asm volatile("bar.sync 2, 256;\n" ::: "memory");
+}
+__device__ __forceinline__ void your_turn(int c)
+{
+    if (c == 0)
+        asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+    else
+        asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+}
+
+/* Versions 4 and 5: warp-specialised. Warpgroup 0 produces (above); consumer c (warpgroups 1
+ * and 2) takes queries q0 + 64c .. and, per tile of 128 keys: S = Q_c K^T, the online softmax on
+ * S's 64 registers (a lane holds two rows, as with mma.sync: rows g and g + 8 of its warp's 16,
+ * whose other values sit in its quad), P to bf16 registers, O += P V, and the stage released.
+ *   version 4 (FA3 0): those steps one after the other; the two consumers share the tensor
+ *     cores as the warp schedulers happen to interleave them.
+ *   version 5 (FA3 1, FlashAttention-3's schedule): S of tile t is issued together with P V of
+ *     tile t - 1, and the consumers take turns at issuing (my_turn / your_turn): one's softmax
+ *     runs on the CUDA cores while the other's products run on the tensor cores; O is rescaled
+ *     once its product has landed. (A turn for each product separately, without issuing the two
+ *     together, does not survive ptxas: it moves the softmax, pure register work, past the turn's
+ *     bar.sync, into the turn. NOTES.)
+ * setmaxnreg moves registers from the producer, which needs few, to the consumers' S (64), O
+ * (D/2) and P (32). */
+template <int D, bool FA3>
+__device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const CUtensorMap *mapK,
+                                                 const CUtensorMap *mapV, uint16_t *O, int seq, int causal)
+{
     typedef att4_layout<D> L;
     extern __shared__ uint8_t smem4_raw[];
     uint8_t *sQ = aligned_smem(smem4_raw), *sKV = sQ + L::Q_BYTES; /* stage s: K at 2s, V at 2s + 1 */
@@ -485,101 +646,99 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
     int wg = threadIdx.x / 128;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0) {
-            mbar_arrive_expect(&q_full, L::Q_BYTES);
-            for (int b = 0; b < D / 64; b++) tma_load_3d(sQ + b * ATT4_BOX_BYTES(ATT4_QUERIES), &mapQ, 64 * b, q0, bh, &q_full);
-            for (int t = 0; t < tiles; t++) {
-                int s = t % ATT4_STAGES, use = t / ATT4_STAGES;
-                if (use > 0) mbar_wait(&empty[s], (use - 1) & 1); /* both consumers released its last use */
-                uint8_t *sK = sKV + 2 * s * L::KV_BYTES, *sV = sK + L::KV_BYTES;
-                mbar_arrive_expect(&full[s], 2 * L::KV_BYTES);
-                for (int b = 0; b < D / 64; b++) {
-                    tma_load_3d(sK + b * ATT4_BOX_BYTES(ATT4_KEYS), &mapK, 64 * b, t * ATT4_KEYS, bh, &full[s]);
-                    tma_load_3d(sV + b * ATT4_BOX_BYTES(ATT4_KEYS), &mapV, 64 * b, t * ATT4_KEYS, bh, &full[s]);
-                }
-            }
+        if (threadIdx.x == 0) produce<D>(mapQ, mapK, mapV, sQ, sKV, &q_full, full, empty, q0, bh, tiles);
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    int c = wg - 1, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    int row0 = q0 + 64 * c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
+    int last[2] = {last_key(row0, seq, causal), last_key(row0 + 8, seq, causal)};
+    const float scale = LOG2E * rsqrtf((float)D);
+    float o[D / 2] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, sc[64], alpha[2];
+    uint32_t p[8][4];
+    bool releaser = threadIdx.x % 128 == 0; /* one arrival a consumer on a stage's empty barrier */
+#define ATT4_STAGE_K(t) (sKV + 2 * ((t) % ATT4_STAGES) * L::KV_BYTES)
+#define ATT4_EDGE(k0) ((k0) + ATT4_KEYS > seq || (causal && (k0) + ATT4_KEYS > q0 + 64 * c))
+/* a turn at the tensor cores (version 5); `final`: this consumer's last issue */
+#define ATT4_TURN(issue, final)                           \
+    do {                                                  \
+        my_turn(c);                                       \
+        issue;                                            \
+        if (!((final) && c == 1)) your_turn(c);           \
+    } while (0)
+    mbar_wait(&q_full, 0);
+    if (!FA3) {
+        for (int t = 0; t < tiles; t++) {
+            const uint8_t *sK = ATT4_STAGE_K(t), *sV = sK + L::KV_BYTES;
+            int k0 = t * ATT4_KEYS;
+            mbar_wait(&full[t % ATT4_STAGES], (t / ATT4_STAGES) & 1);
+            issue_qk<D>(sc, sQ, sK, c);
+            wgmma_wait<0>();
+            settle<64>(sc);
+            softmax_tile(sc, k0, t4, last, ATT4_EDGE(k0), scale, m, l, alpha);
+            rescale_o<D>(o, alpha);
+            pack_p(p, sc);
+            issue_pv<D>(o, p, sV);
+            wgmma_wait<0>();
+            settle<D / 2>(o);
+            if (releaser) mbar_arrive(&empty[t % ATT4_STAGES]);
         }
     } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-        int c = wg - 1, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
-        int row0 = q0 + 64 * c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
-        int last[2] = {last_key(row0, seq, causal), last_key(row0 + 8, seq, causal)};
-        const float scale = LOG2E * rsqrtf((float)D);
-        float o[D / 2] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-        mbar_wait(&q_full, 0);
-        for (int t = 0; t < tiles; t++) {
-            int s = t % ATT4_STAGES, k0 = t * ATT4_KEYS;
-            const uint8_t *sK = sKV + 2 * s * L::KV_BYTES, *sV = sK + L::KV_BYTES;
-            mbar_wait(&full[s], (t / ATT4_STAGES) & 1);
-
-            /* S = Q_c K^T: k-step ks is 32 bytes into box ks / 4 of both */
-            float sc[64];
-            wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < D / 16; ks++) {
-                int box = ks / 4, off = (ks % 4) * 32;
-                wgmma_qk(sc, wgmma_desc(sQ + box * ATT4_BOX_BYTES(ATT4_QUERIES) + c * 64 * 128 + off),
-                         wgmma_desc(sK + box * ATT4_BOX_BYTES(ATT4_KEYS) + off), ks > 0);
-            }
-            wgmma_commit();
-            wgmma_wait<0>();
-
-            /* the online softmax: sc[4j + e] is row (e < 2 ? g : g + 8), key k0 + 8j + 2 t4 + (e & 1) */
-            bool edge = k0 + ATT4_KEYS > seq || (causal && k0 + ATT4_KEYS > q0 + 64 * c);
-            float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-            for (int j = 0; j < 16; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int h = e / 2;
-                    float v = sc[4 * j + e] * scale;
-                    if (edge && k0 + 8 * j + 2 * t4 + (e & 1) > last[h]) v = -INFINITY;
-                    sc[4 * j + e] = v;
-                    tile_max[h] = fmaxf(tile_max[h], v);
-                }
-            float alpha[2], m_use[2];
-            online_rows(tile_max, m, l, alpha, m_use);
-#pragma unroll
-            for (int j = 0; j < D / 8; j++)
-                o[4 * j] *= alpha[0], o[4 * j + 1] *= alpha[0], o[4 * j + 2] *= alpha[1], o[4 * j + 3] *= alpha[1];
-            uint32_t p[8][4]; /* P as 8 A operands of 16 keys each */
-#pragma unroll
-            for (int j = 0; j < 16; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    sc[4 * j + e] = exp2f(sc[4 * j + e] - m_use[e / 2]);
-                    l[e / 2] += sc[4 * j + e];
-                }
-#pragma unroll
-            for (int ks = 0; ks < 8; ks++) {
-                const float *x = sc + 8 * ks;
-                p[ks][0] = pack_bf16(x[0], x[1]), p[ks][1] = pack_bf16(x[2], x[3]);
-                p[ks][2] = pack_bf16(x[4], x[5]), p[ks][3] = pack_bf16(x[6], x[7]);
-            }
-
-            /* O += P V: k-step ks is keys 16ks.., 2048 bytes into V's boxes; the next 64 columns
-             * of D are the next box, ATT4_BOX_BYTES(ATT4_KEYS) further */
-            wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < 8; ks++)
-                wgmma_pv<D>(o, p[ks], wgmma_desc_mn(sV + ks * 16 * 128, ATT4_BOX_BYTES(ATT4_KEYS)));
-            wgmma_commit();
-            wgmma_wait<0>();
-            if (threadIdx.x % 128 == 0) mbar_arrive(&empty[s]); /* this consumer is done with the stage */
+        if (c == 1) your_turn(c); /* consumer 0 goes first */
+        /* tile 0's S and softmax alone (O is still zero: nothing to rescale) */
+        mbar_wait(&full[0], 0);
+        ATT4_TURN(issue_qk<D>(sc, sQ, ATT4_STAGE_K(0), c), false);
+        wgmma_wait<0>();
+        settle<64>(sc);
+        softmax_tile(sc, 0, t4, last, ATT4_EDGE(0), scale, m, l, alpha);
+        pack_p(p, sc);
+        for (int t = 1; t < tiles; t++) {
+            const uint8_t *sK = ATT4_STAGE_K(t), *sV_prev = ATT4_STAGE_K(t - 1) + L::KV_BYTES;
+            int k0 = t * ATT4_KEYS;
+            mbar_wait(&full[t % ATT4_STAGES], (t / ATT4_STAGES) & 1);
+            ATT4_TURN((issue_qk<D>(sc, sQ, sK, c),     /* S of tile t ... */
+                       issue_pv<D>(o, p, sV_prev)), /* ... and P V of tile t - 1, queued behind it */
+                      false);
+            wgmma_wait<1>();             /* S has landed; P V may still run */
+            settle<64>(sc);
+            softmax_tile(sc, k0, t4, last, ATT4_EDGE(k0), scale, m, l, alpha);
+            settle<64>(sc);              /* the softmax stays before the wait (the compiler would sink it) */
+            wgmma_wait<0>();             /* P V has landed: O and p are free again */
+            settle<D / 2>(o);
+            if (releaser) mbar_arrive(&empty[(t - 1) % ATT4_STAGES]);
+            rescale_o<D>(o, alpha);
+            pack_p(p, sc);
         }
-
-        inverse_row_sums(l);
-        size_t head = (size_t)bh * seq * D;
-#pragma unroll
-        for (int j = 0; j < D / 8; j++) {
-            int col = 8 * j + 2 * t4;
-            if (row0 < seq)
-                *reinterpret_cast<uint32_t *>(O + head + (size_t)row0 * D + col) = pack_bf16(o[4 * j] * l[0], o[4 * j + 1] * l[0]);
-            if (row0 + 8 < seq)
-                *reinterpret_cast<uint32_t *>(O + head + (size_t)(row0 + 8) * D + col) =
-                    pack_bf16(o[4 * j + 2] * l[1], o[4 * j + 3] * l[1]);
-        }
+        ATT4_TURN(issue_pv<D>(o, p, ATT4_STAGE_K(tiles - 1) + L::KV_BYTES), true); /* the last tile's P V */
+        wgmma_wait<0>();
+        settle<D / 2>(o);
+        if (releaser) mbar_arrive(&empty[(tiles - 1) % ATT4_STAGES]);
     }
+#undef ATT4_STAGE_K
+#undef ATT4_EDGE
+#undef ATT4_TURN
+    store_o<D>(O, (size_t)bh * seq * D, seq, row0, t4, o, l);
+}
+
+/* version 4: warp-specialised, each consumer's steps one after the other */
+template <int D>
+__global__ void __launch_bounds__(ATT4_THREADS, 1)
+    attention_kernel4(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
+                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, int seq, int causal)
+{
+#if ATT_SM90A
+    flash_wgmma_body<D, false>(&mapQ, &mapK, &mapV, O, seq, causal);
+#endif
+}
+
+/* version 5: FlashAttention-3's schedule: S of tile t with P V of tile t - 1, consumers in turn */
+template <int D>
+__global__ void __launch_bounds__(ATT4_THREADS, 1)
+    attention_kernel5(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
+                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, int seq, int causal)
+{
+#if ATT_SM90A
+    flash_wgmma_body<D, true>(&mapQ, &mapK, &mapV, O, seq, causal);
 #endif
 }
 
@@ -630,11 +789,13 @@ extern "C" cudaError_t attention_prepare(attention_problem *p)
     e = make_map(encode, &m->q, p->q, p, ATT4_QUERIES);
     if (e == cudaSuccess) e = make_map(encode, &m->k, p->k, p, ATT4_KEYS);
     if (e == cudaSuccess) e = make_map(encode, &m->v, p->v, p, ATT4_KEYS);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(attention_kernel4<64>, cudaFuncAttributeMaxDynamicSharedMemorySize, att4_layout<64>::BYTES);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(attention_kernel4<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 att4_layout<128>::BYTES);
+    const void *kernels64[] = {(const void *)attention_kernel4<64>, (const void *)attention_kernel5<64>};
+    const void *kernels128[] = {(const void *)attention_kernel4<128>, (const void *)attention_kernel5<128>};
+    for (int i = 0; i < 2 && e == cudaSuccess; i++) {
+        e = cudaFuncSetAttribute(kernels64[i], cudaFuncAttributeMaxDynamicSharedMemorySize, att4_layout<64>::BYTES);
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(kernels128[i], cudaFuncAttributeMaxDynamicSharedMemorySize, att4_layout<128>::BYTES);
+    }
     return e;
 #else
     return cudaSuccess;
@@ -649,7 +810,7 @@ extern "C" void attention_release(attention_problem *p)
 
 extern "C" const char *attention_unavailable(int v)
 {
-    if (v < 4) return NULL;
+    if (v < 4) return NULL; /* versions 4 and 5 are Hopper's */
 #ifdef ATT_HOPPER
     return lb_sm90a_unavailable(1);
 #else
@@ -689,19 +850,30 @@ static cudaError_t launch3(const attention_problem *p)
     return cudaGetLastError();
 }
 
-static cudaError_t launch4(const attention_problem *p)
+/* versions 4 and 5: a block of 128 queries a (head, query block), one block an SM */
+#ifdef ATT_HOPPER
+template <int D> static void launch_wgmma_d(int v, const att_prepared *m, const attention_problem *p)
+{
+    dim3 grid((p->seq + ATT4_QUERIES - 1) / ATT4_QUERIES, p->batch * p->heads);
+    size_t smem = att4_layout<D>::BYTES;
+    if (v == 4)
+        attention_kernel4<D><<<grid, ATT4_THREADS, smem>>>(m->q, m->k, m->v, p->o, p->seq, p->causal);
+    else
+        attention_kernel5<D><<<grid, ATT4_THREADS, smem>>>(m->q, m->k, m->v, p->o, p->seq, p->causal);
+}
+#endif
+static cudaError_t launch_wgmma(int v, const attention_problem *p)
 {
 #ifdef ATT_HOPPER
     const att_prepared *m = (const att_prepared *)p->prepared;
     if (!m) return cudaErrorInvalidValue; /* attention_prepare was not called */
-    dim3 grid((p->seq + ATT4_QUERIES - 1) / ATT4_QUERIES, p->batch * p->heads);
     if (p->dim == 64)
-        attention_kernel4<64><<<grid, ATT4_THREADS, att4_layout<64>::BYTES>>>(m->q, m->k, m->v, p->o, p->seq, p->causal);
+        launch_wgmma_d<64>(v, m, p);
     else
-        attention_kernel4<128><<<grid, ATT4_THREADS, att4_layout<128>::BYTES>>>(m->q, m->k, m->v, p->o, p->seq, p->causal);
+        launch_wgmma_d<128>(v, m, p);
     return cudaGetLastError();
 #else
-    (void)p;
+    (void)v, (void)p;
     return cudaErrorInvalidDeviceFunction;
 #endif
 }
@@ -713,7 +885,8 @@ extern "C" cudaError_t attention_launch(int v, const attention_problem *p)
     case 1: return launch1(p);
     case 2: return launch2(p);
     case 3: return launch3(p);
-    case 4: return launch4(p);
+    case 4: return launch_wgmma(4, p);
+    case 5: return launch_wgmma(5, p);
     default: return cudaErrorInvalidValue;
     }
 }
