@@ -986,8 +986,10 @@ __device__ __forceinline__ copy11 plan_copies11(const float *A, const float *B, 
 {
     copy11 c;
     int a_k = threadIdx.x % 8, a_row = threadIdx.x / 8, b_k = threadIdx.x / 64, b_col = threadIdx.x % 64 * 4;
-    c.a = A + (size_t)row0 * K + a_k;
-    c.b = B + (size_t)b_k * N + col0;
+    /* with K < 8 (one step, no later ones) a thread's k may be past K: its copies read nothing
+     * (source size 0), and their address stays inside the matrix all the same */
+    c.a = A + (size_t)row0 * K + (a_k < K ? a_k : 0);
+    c.b = B + (size_t)(b_k < K ? b_k : 0) * N + col0;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         bool ok = row0 + a_row + 32 * i < M;
