@@ -133,7 +133,9 @@ extern "C" cudaError_t attention_softmax_launch(const float *scores, uint16_t *p
 /* A thread per query row. Pass 1: the max logit over the keys it sees. Pass 2: each key's weight
  * exp2(s - max), their sum, and the weighted sum of V rows in D registers. The 32 threads of a
  * warp are 32 neighbouring queries of one head: they read the same key at the same time, so
- * every K and V load is one broadcast, served from L1 or L2 after the first block. */
+ * every K and V load is one broadcast, served from L1 or L2 after the first block; but q[d] is
+ * each thread's own row, so each load of it touches 32 rows (from L1, 32 wavefronts): two loads
+ * a multiply-add, and the load units are the limit. */
 template <int D>
 __global__ void __launch_bounds__(ATT1_BLOCK) attention_kernel1(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
                                                                   uint16_t *O, int seq, long long rows, int causal)
