@@ -975,10 +975,10 @@ static cudaError_t launch10(const float *d_a, const float *d_b, float *d_c, int 
  * b_col..b_col + 3. Rows and columns outside C are copied as zeros (source size 0), from an
  * address inside the matrix. */
 typedef struct {
-    const float *a, *b;    /* A's row row0 at k = a_k; B's row b_k at the block's first column */
-    int a_off[4], b_off;   /* from a and b to this thread's rows and columns (0 where outside) */
+    const float *a, *b;         /* A's row row0 at k = a_k; B's row b_k at the block's first column */
+    int a_off[4], b_off;        /* from a and b to this thread's rows and columns (0 where outside) */
     int a_bytes[4], b_bytes[4]; /* 4 (16 for VEC's float4 of B) inside, 0 outside */
-    int a_dst, b_dst;      /* where the copies land in a stage (floats) */
+    int a_dst, b_dst;           /* where the copies land in a stage (floats) */
 } copy11;
 
 template <bool VEC>
@@ -1020,7 +1020,8 @@ __device__ __forceinline__ void copy_part11(float *smem, int stage, const copy11
             cp_async16(dst, src, b_k < k_left ? c->b_bytes[0] : 0);
         } else {
 #pragma unroll
-            for (int i = 0; i < 4; i++) cp_async4(dst + i, c->b_bytes[i] ? src + i : src, b_k < k_left ? c->b_bytes[i] : 0);
+            for (int i = 0; i < 4; i++)
+                cp_async4(dst + i, c->b_bytes[i] ? src + i : src, b_k < k_left ? c->b_bytes[i] : 0);
         }
     }
 }

@@ -460,8 +460,8 @@ typedef struct {
 } tg_prepared;
 
 /* A (rows, kp) K-major matrix seen by the copy engine in boxes of box_rows x 128 bytes. */
-static cudaError_t make_map(lb_encode_tiled_fn encode, CUtensorMap *map, const void *base, tg_type type, int rows, int kp,
-                            int box_rows)
+static cudaError_t make_map(lb_encode_tiled_fn encode, CUtensorMap *map, const void *base, tg_type type, int rows,
+                            int kp, int box_rows)
 {
     size_t elem = type == TG_BF16 ? 2 : 4;
     cuuint64_t dims[2] = {(cuuint64_t)kp, (cuuint64_t)rows}; /* innermost (contiguous) first */

@@ -28,7 +28,7 @@
  * the tiles above it entirely and mask only the tile that crosses it.
  */
 #include "attention_kernels.h"
-#include "labbook.h" /* lb_sm90a_unavailable */
+#include "labbook.h"          /* lb_sm90a_unavailable */
 #include "row_reduce.cuh"     /* fast_exp, block_online_merge (version 0's softmax) */
 #include "lb_tensor_core.cuh" /* cp.async, ldmatrix, mma.sync, mbarrier, TMA, wgmma's descriptors */
 
@@ -66,7 +66,10 @@ __device__ __forceinline__ float fast_exp2(float x)
 
 /* The keys a query row may see: all S, or up to itself when causal. A tile's scores past it are
  * set to -inf (exp2 gives 0). */
-__device__ __forceinline__ int last_key(int query, int seq, int causal) { return causal ? min(query, seq - 1) : seq - 1; }
+__device__ __forceinline__ int last_key(int query, int seq, int causal)
+{
+    return causal ? min(query, seq - 1) : seq - 1;
+}
 
 /* The online softmax's step for the two rows a lane holds in versions 3 and 4 (an mma.sync or
  * wgmma accumulator layout: the rest of each row sits in the lane's quad): the tile's max of
@@ -116,10 +119,12 @@ __global__ void __launch_bounds__(ATT_SOFTMAX_BLOCK)
     for (int c = threadIdx.x; c < visible; c += ATT_SOFTMAX_BLOCK) online_add(m, d, x[c]);
     block_online_merge(m, d, slots);
     float inv = 1.0f / d;
-    for (int c = threadIdx.x; c < seq; c += ATT_SOFTMAX_BLOCK) p[c] = c < visible ? float_bf16(fast_exp(x[c] - m) * inv) : 0;
+    for (int c = threadIdx.x; c < seq; c += ATT_SOFTMAX_BLOCK)
+        p[c] = c < visible ? float_bf16(fast_exp(x[c] - m) * inv) : 0;
 }
 
-extern "C" cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long long rows, int seq, int causal)
+extern "C" cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long long rows, int seq,
+                                                int causal)
 {
     if (rows < 1 || rows > 2147483647LL || seq < 1) return cudaErrorInvalidValue;
     attention_softmax_kernel<<<(unsigned)rows, ATT_SOFTMAX_BLOCK>>>(scores, probs, seq, causal);
@@ -138,7 +143,7 @@ extern "C" cudaError_t attention_softmax_launch(const float *scores, uint16_t *p
  * a multiply-add, and the load units are the limit. */
 template <int D>
 __global__ void __launch_bounds__(ATT1_BLOCK) attention_kernel1(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
-                                                                  uint16_t *O, int seq, long long rows, int causal)
+                                                                uint16_t *O, int seq, long long rows, int causal)
 {
     long long row = blockIdx.x * (long long)ATT1_BLOCK + threadIdx.x;
     if (row >= rows) return;
@@ -182,8 +187,8 @@ __global__ void __launch_bounds__(ATT1_BLOCK) attention_kernel1(const uint16_t *
  * The tile loop: scores of 32 keys in registers, the tile's max, then O and the sum rescaled by
  * exp2(old max - new max) (0 at the first tile, where the old max is -inf), then the weights. */
 template <int D>
-__global__ void __launch_bounds__(ATT2_THREADS, 2) attention_kernel2(const uint16_t *Q, const uint16_t *K,
-                                                                    const uint16_t *V, uint16_t *O, int seq, int causal)
+__global__ void __launch_bounds__(ATT2_THREADS, 2)
+    attention_kernel2(const uint16_t *Q, const uint16_t *K, const uint16_t *V, uint16_t *O, int seq, int causal)
 {
     const int C = D / 16; /* float4 groups a thread holds */
     __shared__ float4 sK[ATT2_KEYS][D / 4], sV[ATT2_KEYS][D / 4];
@@ -279,8 +284,7 @@ template <int D> struct att3_layout {
 
 /* rows r0.. of a (rows x D) bf16 matrix into shared memory (row stride LD) by cp.async, 16 bytes
  * a copy; rows past `valid` arrive as zeros (their source is row 0, never read) */
-template <int D, int ROWS>
-__device__ __forceinline__ void load_rows(uint16_t *dst, const uint16_t *src, int valid)
+template <int D, int ROWS> __device__ __forceinline__ void load_rows(uint16_t *dst, const uint16_t *src, int valid)
 {
     const int LD = att3_layout<D>::LD, CHUNKS = D / 8;
     for (int i = threadIdx.x; i < ROWS * CHUNKS; i += ATT3_THREADS) {
@@ -300,8 +304,8 @@ __device__ __forceinline__ void load_rows(uint16_t *dst, const uint16_t *src, in
  *   the B operand wants it transposed).
  * Tile t + 1 loads by cp.async while tile t is multiplied. */
 template <int D>
-__global__ void __launch_bounds__(ATT3_THREADS) attention_kernel3(const uint16_t *Q, const uint16_t *K,
-                                                                    const uint16_t *V, uint16_t *O, int seq, int causal)
+__global__ void __launch_bounds__(ATT3_THREADS)
+    attention_kernel3(const uint16_t *Q, const uint16_t *K, const uint16_t *V, uint16_t *O, int seq, int causal)
 {
 #if ATT_SM80
     typedef att3_layout<D> L;
@@ -369,7 +373,8 @@ __global__ void __launch_bounds__(ATT3_THREADS) attention_kernel3(const uint16_t
         float alpha[2], m_use[2];
         online_rows(tile_max, m, l, alpha, m_use);
 #pragma unroll
-        for (int j = 0; j < D / 8; j++) o[j][0] *= alpha[0], o[j][1] *= alpha[0], o[j][2] *= alpha[1], o[j][3] *= alpha[1];
+        for (int j = 0; j < D / 8; j++)
+            o[j][0] *= alpha[0], o[j][1] *= alpha[0], o[j][2] *= alpha[1], o[j][3] *= alpha[1];
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
@@ -378,15 +383,17 @@ __global__ void __launch_bounds__(ATT3_THREADS) attention_kernel3(const uint16_t
                 l[e / 2] += s[j][e];
             }
 
-        /* O += P V: P (16 x 64) as 4 A fragments of 16 keys, V's 64 x D through ldmatrix.trans */
+            /* O += P V: P (16 x 64) as 4 A fragments of 16 keys, V's 64 x D through ldmatrix.trans */
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
             uint32_t a[4] = {pack_bf16(s[2 * ks][0], s[2 * ks][1]), pack_bf16(s[2 * ks][2], s[2 * ks][3]),
-                             pack_bf16(s[2 * ks + 1][0], s[2 * ks + 1][1]), pack_bf16(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+                             pack_bf16(s[2 * ks + 1][0], s[2 * ks + 1][1]),
+                             pack_bf16(s[2 * ks + 1][2], s[2 * ks + 1][3])};
 #pragma unroll
             for (int dp = 0; dp < D / 16; dp++) { /* columns 16dp..16dp+15 of O: two 8-column tiles */
                 uint32_t r[4];
-                ldmatrix_x4_trans(r, tV + (ks * 16 + ((lane / 8) & 1) * 8 + lane % 8) * L::LD + dp * 16 + (lane / 16) * 8);
+                ldmatrix_x4_trans(r,
+                                  tV + (ks * 16 + ((lane / 8) & 1) * 8 + lane % 8) * L::LD + dp * 16 + (lane / 16) * 8);
                 uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
                 mma_16816(o[2 * dp], a, b0);
                 mma_16816(o[2 * dp + 1], a, b1);
@@ -400,9 +407,12 @@ __global__ void __launch_bounds__(ATT3_THREADS) attention_kernel3(const uint16_t
 #pragma unroll
     for (int j = 0; j < D / 8; j++) {
         int col = 8 * j + 2 * t4;
-        if (row0 < seq) *reinterpret_cast<uint32_t *>(O + head + (size_t)row0 * D + col) = pack_bf16(o[j][0] * l[0], o[j][1] * l[0]);
+        if (row0 < seq)
+            *reinterpret_cast<uint32_t *>(O + head + (size_t)row0 * D + col) =
+                pack_bf16(o[j][0] * l[0], o[j][1] * l[0]);
         if (row0 + 8 < seq)
-            *reinterpret_cast<uint32_t *>(O + head + (size_t)(row0 + 8) * D + col) = pack_bf16(o[j][2] * l[1], o[j][3] * l[1]);
+            *reinterpret_cast<uint32_t *>(O + head + (size_t)(row0 + 8) * D + col) =
+                pack_bf16(o[j][2] * l[1], o[j][3] * l[1]);
     }
 #endif
 }
@@ -413,7 +423,7 @@ __global__ void __launch_bounds__(ATT3_THREADS) attention_kernel3(const uint16_t
 #define ATT4_KEYS 128
 #define ATT4_THREADS 384 /* warpgroup 0 the producer, 1 and 2 the consumers */
 #define ATT4_STAGES 2
-#define ATT4_BOX_BYTES(rows) ((rows) * 128) /* a box: rows x 64 bf16 (128 bytes, one swizzle row) */
+#define ATT4_BOX_BYTES(rows) ((rows)*128) /* a box: rows x 64 bf16 (128 bytes, one swizzle row) */
 
 /* shared memory, each tile as D/64 boxes of rows x 128 bytes, 1024-byte aligned: Q, then the
  * ring of K and V stages */
@@ -426,7 +436,7 @@ template <int D> struct att4_layout {
 #ifdef ATT_HOPPER
 
 /* The wgmma instructions, one for each shape used: the operand lists of 64 and 32 accumulators */
-#define ATT_R32                                                                                               \
+#define ATT_R32                                                                                                 \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
     "%23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define ATT_R64                                                                                                 \
@@ -454,7 +464,8 @@ template <> __device__ __forceinline__ void wgmma_pv<128>(float *d, const uint32
 {
 #if ATT_SM90A
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" ATT_R64 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" ATT_R64
+                 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
                  : ATT_D8(0), ATT_D8(8), ATT_D8(16), ATT_D8(24), ATT_D8(32), ATT_D8(40), ATT_D8(48), ATT_D8(56)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(dv), "r"(1));
 #endif
@@ -463,7 +474,8 @@ template <> __device__ __forceinline__ void wgmma_pv<64>(float *d, const uint32_
 {
 #if ATT_SM90A
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" ATT_R32 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" ATT_R32
+                 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
                  : ATT_D8(0), ATT_D8(8), ATT_D8(16), ATT_D8(24)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(dv), "r"(1));
 #endif
@@ -562,7 +574,8 @@ __device__ __forceinline__ void store_o(uint16_t *O, size_t head, int seq, int r
     for (int j = 0; j < D / 8; j++) {
         int col = 8 * j + 2 * t4;
         if (row0 < seq)
-            *reinterpret_cast<uint32_t *>(O + head + (size_t)row0 * D + col) = pack_bf16(o[4 * j] * l[0], o[4 * j + 1] * l[0]);
+            *reinterpret_cast<uint32_t *>(O + head + (size_t)row0 * D + col) =
+                pack_bf16(o[4 * j] * l[0], o[4 * j + 1] * l[0]);
         if (row0 + 8 < seq)
             *reinterpret_cast<uint32_t *>(O + head + (size_t)(row0 + 8) * D + col) =
                 pack_bf16(o[4 * j + 2] * l[1], o[4 * j + 3] * l[1]);
@@ -662,11 +675,11 @@ __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const 
 #define ATT4_STAGE_K(t) (sKV + 2 * ((t) % ATT4_STAGES) * L::KV_BYTES)
 #define ATT4_EDGE(k0) ((k0) + ATT4_KEYS > seq || (causal && (k0) + ATT4_KEYS > q0 + 64 * c))
 /* a turn at the tensor cores (version 5); `final`: this consumer's last issue */
-#define ATT4_TURN(issue, final)                           \
-    do {                                                  \
-        my_turn(c);                                       \
-        issue;                                            \
-        if (!((final) && c == 1)) your_turn(c);           \
+#define ATT4_TURN(issue, final)                 \
+    do {                                        \
+        my_turn(c);                             \
+        issue;                                  \
+        if (!((final) && c == 1)) your_turn(c); \
     } while (0)
     mbar_wait(&q_full, 0);
     if (!FA3) {
@@ -698,14 +711,14 @@ __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const 
             const uint8_t *sK = ATT4_STAGE_K(t), *sV_prev = ATT4_STAGE_K(t - 1) + L::KV_BYTES;
             int k0 = t * ATT4_KEYS;
             mbar_wait(&full[t % ATT4_STAGES], (t / ATT4_STAGES) & 1);
-            ATT4_TURN((issue_qk<D>(sc, sQ, sK, c),     /* S of tile t ... */
+            ATT4_TURN((issue_qk<D>(sc, sQ, sK, c),  /* S of tile t ... */
                        issue_pv<D>(o, p, sV_prev)), /* ... and P V of tile t - 1, queued behind it */
                       false);
-            wgmma_wait<1>();             /* S has landed; P V may still run */
+            wgmma_wait<1>(); /* S has landed; P V may still run */
             settle<64>(sc);
             softmax_tile(sc, k0, t4, last, ATT4_EDGE(k0), scale, m, l, alpha);
-            settle<64>(sc);              /* the softmax stays before the wait (the compiler would sink it) */
-            wgmma_wait<0>();             /* P V has landed: O and p are free again */
+            settle<64>(sc);  /* the softmax before the wait, for nvcc's front end (ptxas: NOTES) */
+            wgmma_wait<0>(); /* P V has landed: O and p are free again */
             settle<D / 2>(o);
             if (releaser) mbar_arrive(&empty[(t - 1) % ATT4_STAGES]);
             rescale_o<D>(o, alpha);
@@ -796,7 +809,8 @@ extern "C" cudaError_t attention_prepare(attention_problem *p)
     for (int i = 0; i < 2 && e == cudaSuccess; i++) {
         e = cudaFuncSetAttribute(kernels64[i], cudaFuncAttributeMaxDynamicSharedMemorySize, att4_layout<64>::BYTES);
         if (e == cudaSuccess)
-            e = cudaFuncSetAttribute(kernels128[i], cudaFuncAttributeMaxDynamicSharedMemorySize, att4_layout<128>::BYTES);
+            e = cudaFuncSetAttribute(kernels128[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     att4_layout<128>::BYTES);
     }
     return e;
 #else
@@ -846,9 +860,11 @@ static cudaError_t launch3(const attention_problem *p)
 {
     dim3 grid((p->seq + ATT3_QUERIES - 1) / ATT3_QUERIES, p->batch * p->heads);
     if (p->dim == 64)
-        attention_kernel3<64><<<grid, ATT3_THREADS, att3_layout<64>::BYTES>>>(p->q, p->k, p->v, p->o, p->seq, p->causal);
+        attention_kernel3<64>
+            <<<grid, ATT3_THREADS, att3_layout<64>::BYTES>>>(p->q, p->k, p->v, p->o, p->seq, p->causal);
     else
-        attention_kernel3<128><<<grid, ATT3_THREADS, att3_layout<128>::BYTES>>>(p->q, p->k, p->v, p->o, p->seq, p->causal);
+        attention_kernel3<128>
+            <<<grid, ATT3_THREADS, att3_layout<128>::BYTES>>>(p->q, p->k, p->v, p->o, p->seq, p->causal);
     return cudaGetLastError();
 }
 

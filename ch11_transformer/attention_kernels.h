@@ -19,8 +19,8 @@ extern "C" {
 #define ATTENTION_MAX_SEQ 65536
 
 typedef struct {
-    const uint16_t *q, *k, *v; /* bf16 bits, (B, H, S, D) */
-    uint16_t *o;               /* bf16 bits, (B, H, S, D) */
+    const uint16_t *q, *k, *v;  /* bf16 bits, (B, H, S, D) */
+    uint16_t *o;                /* bf16 bits, (B, H, S, D) */
     int batch, heads, seq, dim; /* dim: 64 or 128 */
     int causal;
     void *prepared; /* versions 4 and 5's tensor maps (attention_prepare), NULL before */
@@ -40,7 +40,7 @@ cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long 
 cudaError_t attention_prepare(attention_problem *p);
 void attention_release(attention_problem *p);
 
-/* NULL when version v can run on this GPU with this build, else the reason it cannot. Needs the
+/* NULL when version v (0..5) can run on this GPU with this build, else the reason it cannot. Needs the
  * current device (after lb_gpu_init). */
 const char *attention_unavailable(int v);
 

@@ -582,26 +582,22 @@ void lb_report_ceiling(lb_report *r, size_t bytes_moved, int iters)
     r->ceiling_ms = ms;
 }
 
+/* a report whose rows are measured in `unit` against the baseline `base` (its first row) */
+static lb_report report_against(const lb_program *prog, const lb_args *args, const char *unit, const char *unit_head,
+                                const char *base, const char *base_head)
+{
+    lb_report r = {.prog = prog, .args = args, .unit = unit, .unit_head = unit_head, .base = base, .base_head = base_head};
+    return r;
+}
+
 lb_report lb_report_vs_memcpy(const lb_program *prog, const lb_args *args)
 {
-    lb_report r = {.prog = prog,
-                   .args = args,
-                   .unit = "gbps",
-                   .unit_head = "GB/s",
-                   .base = "memcpy",
-                   .base_head = "vs memcpy"};
-    return r;
+    return report_against(prog, args, "gbps", "GB/s", "memcpy", "vs memcpy");
 }
 
 lb_report lb_report_vs_cublas(const lb_program *prog, const lb_args *args)
 {
-    lb_report r = {.prog = prog,
-                   .args = args,
-                   .unit = "tflops",
-                   .unit_head = "TFLOP/s",
-                   .base = "cublas",
-                   .base_head = "vs cuBLAS"};
-    return r;
+    return report_against(prog, args, "tflops", "TFLOP/s", "cublas", "vs cuBLAS");
 }
 
 void lb_report_memcpy_version(lb_report *r, size_t bytes_moved)

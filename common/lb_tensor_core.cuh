@@ -80,7 +80,10 @@ __device__ __forceinline__ void mbar_init(uint64_t *bar, int arrivals)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(arrivals));
 }
 /* after initialising barriers: make them visible to the copy engine (and the cluster) */
-__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void mbar_fence_init()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 /* One arrival that also announces `bytes` still to come (the TMA copies it starts next). */
 __device__ __forceinline__ void mbar_arrive_expect(uint64_t *bar, uint32_t bytes)
 {
@@ -208,8 +211,9 @@ template <int pending> __device__ __forceinline__ void wgmma_wait()
 /* cuTensorMapEncodeTiled is a driver function: reached through the runtime's entry-point lookup,
  * so a program needs no -lcuda and starts (and says "no GPU") without libcuda. */
 typedef CUresult (*lb_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                       const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                                       CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+                                       const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                                       CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                       CUtensorMapFloatOOBfill);
 static inline cudaError_t lb_tensor_map_encoder(lb_encode_tiled_fn *encode)
 {
     void *fn = NULL;

@@ -46,6 +46,8 @@ mutant "matmul 10 adds the parts of K without zeroing C" matmul_kernels.cu \
     's|if (split) { /\* the parts|if (0) { /* the parts|' ./matmul 10 --check-only --size 128,1024,784
 mutant "matmul 9 reads the next step's first k from the wrong stage" matmul_kernels.cu \
     's|smem + next_slot \* T::STAGE_FLOATS, 0, a_off|stage, 0, a_off|' ./matmul 9 --check-only --size 256,512,200
+mutant "matmul 11 takes K's remainder as a whole step" matmul_kernels.cu \
+    's|first = K - (steps - 1) \* 8;|first = 8;|' ./matmul 11 --check-only --size 100,37,777
 
 host_test test_life
 bad_input 2 "unknown argument '--bogus'" ./life --bogus

@@ -84,10 +84,7 @@ static attention_cpu_inputs make_inputs(int batch, int heads, int seq, int dim, 
     return in;
 }
 
-static void free_inputs(attention_cpu_inputs *in)
-{
-    free((void *)in->q), free((void *)in->k), free((void *)in->v);
-}
+static void free_inputs(attention_cpu_inputs *in) { free((void *)in->q), free((void *)in->k), free((void *)in->v); }
 
 int main(void)
 {
@@ -120,8 +117,8 @@ int main(void)
         int batch, heads, seq, dim, causal, tile;
         float amp;
     } shapes[] = {
-        {1, 2, 1000, 64, 0, 64, 2.0f},  {2, 1, 300, 128, 1, 64, 2.0f},  {1, 1, 1000, 128, 0, 128, 10.0f},
-        {1, 3, 17, 64, 1, 64, 10.0f},   {1, 1, 1, 128, 0, 128, 2.0f},   {1, 1, 4097, 64, 1, 128, 2.0f},
+        {1, 2, 1000, 64, 0, 64, 2.0f}, {2, 1, 300, 128, 1, 64, 2.0f}, {1, 1, 1000, 128, 0, 128, 10.0f},
+        {1, 3, 17, 64, 1, 64, 10.0f},  {1, 1, 1, 128, 0, 128, 2.0f},  {1, 1, 4097, 64, 1, 128, 2.0f},
     };
     for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
         attention_cpu_inputs in = make_inputs(shapes[c].batch, shapes[c].heads, shapes[c].seq, shapes[c].dim,

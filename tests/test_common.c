@@ -646,8 +646,8 @@ static void test_bf16(void)
 {
     CHECK(lb_bf16_bits(1.0f) == 0x3F80 && lb_bf16_value(0x3F80) == 1.0f);
     CHECK(lb_bf16_bits(-2.0f) == 0xC000);
-    CHECK(lb_bf16_bits(1.0f + 0x1.0p-8f) == 0x3F80);        /* a tie: to the even 1.0 */
-    CHECK(lb_bf16_bits(1.0f + 3 * 0x1.0p-8f) == 0x3F82);    /* a tie: to the even 1 + 2^-6 */
+    CHECK(lb_bf16_bits(1.0f + 0x1.0p-8f) == 0x3F80);              /* a tie: to the even 1.0 */
+    CHECK(lb_bf16_bits(1.0f + 3 * 0x1.0p-8f) == 0x3F82);          /* a tie: to the even 1 + 2^-6 */
     CHECK(lb_bf16_bits(1.0f + 0x1.0p-8f + 0x1.0p-20f) == 0x3F81); /* past the tie: up */
     CHECK(lb_bf16_value(lb_bf16_bits(3.0e38f)) > 3.0e38f * 0.99f);
 }
