@@ -213,15 +213,40 @@ static lb_check check_rows(const char *name, const uint16_t *o, const attention_
     return c;
 }
 
+/* Where a version's O is wrong (by check_vs_library's rule, atol and rtol), folded so that a tiling bug shows
+ * its shape: the wrong elements counted by the query's place in a block of 128 rows, in bands of
+ * 16 (a warp's rows in versions 3-5; a consumer warpgroup's 64 are four bands), and by D's
+ * columns in groups of 8 (an mma tile's width; wgmma's 64-column halves are 8 groups). A wrong
+ * V half, a consumer's offset or a lost row band reads off these two lines. */
+static void print_where_wrong(const char *name, const uint16_t *o, const uint16_t *o0, size_t n, int seq, int dim,
+                              double atol, double rtol)
+{
+    size_t bands[8] = {0}, groups[16] = {0};
+    for (size_t i = 0; i < n; i++) {
+        double g = lb_bf16_value(o[i]), w = lb_bf16_value(o0[i]);
+        if (isfinite(g) && isfinite(w) && fabs(g - w) <= atol + rtol * fabs(w)) continue;
+        size_t query = i / (size_t)dim % (size_t)seq;
+        bands[query % 128 / 16]++;
+        groups[i % (size_t)dim / 8]++;
+    }
+    fprintf(stderr, "  %s: wrong elements by query row in its block of 128 (bands of 16 rows):", name);
+    for (int b = 0; b < 8; b++) fprintf(stderr, " %zu", bands[b]);
+    fprintf(stderr, "\n  %s: wrong elements by column of D (groups of 8):", name);
+    for (int c = 0; c < dim / 8; c++) fprintf(stderr, " %zu", groups[c]);
+    fprintf(stderr, "\n");
+}
+
 /* Every element against version 0's O: both carry their own rounding, and a bound needs each
  * element's terms, which only the CPU's rows have; |v| <= 1, so mag <= 1, and twice the bound
  * of an element with mag = 1 (at the largest logit error the sampled rows saw) holds both. */
-static lb_check check_vs_library(const char *name, const uint16_t *o, const uint16_t *o0, size_t n, double worst_bound,
-                                 int quiet)
+static lb_check check_vs_library(const char *name, const uint16_t *o, const uint16_t *o0, size_t n, int seq, int dim,
+                                 double worst_bound, int quiet)
 {
+    const double atol = 2.0 * worst_bound, rtol = 0x1.0p-8;
     float *got = lb_host_alloc(sizeof(float) * n, "O"), *want = lb_host_alloc(sizeof(float) * n, "version 0's O");
     for (size_t i = 0; i < n; i++) got[i] = lb_bf16_value(o[i]), want[i] = lb_bf16_value(o0[i]);
-    lb_check c = lb_check_f32(name, got, want, n, 2.0 * worst_bound, 0x1.0p-8, quiet);
+    lb_check c = lb_check_f32("vs version 0", got, want, n, atol, rtol, quiet);
+    if (c.n_bad && !quiet) print_where_wrong(name, o, o0, n, seq, dim, atol, rtol);
     free(got);
     free(want);
     return c;
@@ -327,7 +352,8 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_o0 : h_o, job.p.o, 2 * n, cudaMemcpyDeviceToHost));
         lb_check c = check_rows(versions[v].name, v == 0 ? h_o0 : h_o, &ref, (int)dim, args.quiet);
         if (v > 0 && have_o0) {
-            lb_check all = check_vs_library("vs version 0", h_o, h_o0, n, worst_bound, args.quiet);
+            lb_check all =
+                check_vs_library(versions[v].name, h_o, h_o0, n, (int)seq, (int)dim, worst_bound, args.quiet);
             c.n_bad += all.n_bad;
             c.max_abs_err = fmax(c.max_abs_err, all.max_abs_err);
         }
