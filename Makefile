@@ -97,7 +97,7 @@ profile:
 	    $(if $(KERNEL),--kernel-name 'regex:$(KERNEL)') --launch-count $(COUNT) ./$(notdir $(PROG)) $(ARGS)
 
 CLANG_FORMAT ?= clang-format
-FORMAT_FILES = $(wildcard common/*.c common/*.h ch*/*.c ch*/*.h ch*/*.cu tests/*.c tests/*.h)
+FORMAT_FILES = $(wildcard common/*.c common/*.h ch*/*.c ch*/*.h ch*/*.cu tests/*.c tests/*.h tests/emu/*.h tests/emu/*.cpp)
 format:
 	@command -v $(CLANG_FORMAT) >/dev/null 2>&1 || { echo "make format: $(CLANG_FORMAT) is not installed (apt-get install clang-format)"; exit 2; }
 	$(CLANG_FORMAT) -i --style=file $(FORMAT_FILES)

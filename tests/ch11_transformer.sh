@@ -121,6 +121,21 @@ mutant "layernorm dgamma without xh" layernorm_kernels.cu \
 
 # attention (every version against the CPU, and against version 0 where it ran)
 host_test test_attention
+# the kernels on CPU threads (tests/emu), GPU or not: every version's indexing, fragments,
+# copies, barriers and masks at the GPU cases' awkward shapes, small (S 17, 129, 200, 300; B and
+# H of 1, 2, 3; D 64 and 128; causal; logits past 80); two of the planted bugs below
+emu_check emu_attention 1 3 17 64 0
+emu_check emu_attention 3 1 17 128 1
+emu_check emu_attention 1 1 129 128 0
+emu_check emu_attention 2 2 200 64 1
+emu_check emu_attention 1 2 300 128 1
+emu_check emu_attention 1 2 300 64 0 10
+emu_mutant "attention versions 4-5 read V's second 64 columns from the first" attention_kernels.cu \
+    's/wgmma_desc_mn(sV + ks \* 16 \* 128, ATT4_BOX_BYTES(ATT4_KEYS))/wgmma_desc_mn(sV + ks * 16 * 128, 0)/' \
+    emu_attention 1 1 300 128 0 2 4 5
+emu_mutant "attention causal mask one key too far" attention_kernels.cu \
+    's/return causal ? min(query, seq - 1) : seq - 1;/return causal ? min(query + 1, seq - 1) : seq - 1;/' \
+    emu_attention 2 1 300 64 1 2 3
 bad_input 2 "unknown argument '--bogus'" ./attention --bogus
 bad_input 0 'usage: attention ' ./attention --help
 bad_input 2 '--dim must be 64 or 128 (got 96)' ./attention --dim 96

@@ -117,7 +117,7 @@ submit() {
     n_entry=$((n_entry + 1))
     case $1 in   # the case's name, for a failure that names it (settle_lost)
         case_job) ENTRY_NAME[$entry]=$2 ;;
-        mutant_job | solution_job) ENTRY_NAME[$entry]="$2: ${1%_job} $3" ;;
+        mutant_job | solution_job | emu_mutant_job) ENTRY_NAME[$entry]="$2: ${1%_job} $3" ;;
         *) ENTRY_NAME[$entry]="$CHAPTER: $*" ;;
     esac
     if [ "${RUN_ALONE:-0}" = 1 ]; then
@@ -355,6 +355,48 @@ mutant_job() {
         return
     fi
     case_job "$CHAPTER: mutant caught: $name" 1 "FAIL" "" "$dir/$CHAPTER" "" 0 "$@"
+}
+
+# emu_check <program> <args...> : a host test that runs a chapter's kernels on CPU threads
+# (tests/emu: every version, one shape, against the CPU in double). Runs everywhere, GPU or not;
+# skipped, with the reason, where g++ has no C++20 <barrier> (tests/Makefile)
+emu_check() {
+    [ $SANITIZE = 1 ] && return
+    if [ -f "$ROOT/tests/bin/emu.unsupported" ]; then
+        record SKIP "$CHAPTER: emulated: $* ($(cat "$ROOT/tests/bin/emu.unsupported"))"
+        return
+    fi
+    run_case "$CHAPTER: emulated: $*" 0 "" "" "$ROOT/tests/bin/$@"
+}
+# emu_mutant <name> <kernels file> <sed expression> <program> <args...> : emu_check on a copy of
+# the chapter's kernels file with a planted bug, built in its own folder: it must FAIL (so the
+# emulated checks can fail, and the emulation sees what the GPU's mutants plant)
+emu_mutant() {
+    [ $SANITIZE = 1 ] && return
+    if [ -f "$ROOT/tests/bin/emu.unsupported" ]; then
+        record SKIP "$CHAPTER: emulated mutant: $1 ($(cat "$ROOT/tests/bin/emu.unsupported"))"
+        return
+    fi
+    EARLY=1 submit emu_mutant_job "$CHAPTER" "$@"
+}
+emu_mutant_job() {
+    local CHAPTER=$1 name=$2 file=$3 expr=$4 prog=$5; shift 5
+    local dir="$LOG_DIR/emu-mutant-$ENTRY" var
+    case $file in
+        attention_kernels.cu) var=EMU_ATTENTION_KERNELS ;;
+        matmul_kernels.cu) var=EMU_MATMUL_KERNELS ;;
+        *) verdict FAIL "$CHAPTER: emulated mutant: $name (no emulation for $file)"; return ;;
+    esac
+    if ! (
+        mkdir -p "$dir" && cp "$ROOT/$CHAPTER/$file" "$dir/$file" && sed -i "$expr" "$dir/$file" || exit 1
+        if cmp -s "$dir/$file" "$ROOT/$CHAPTER/$file"; then echo "the edit '$expr' no longer changes $file"; exit 1; fi
+        diff "$ROOT/$CHAPTER/$file" "$dir/$file"
+        make -s -C "$ROOT/tests" BIN="$dir" "$var=$dir/$file" "$dir/$prog"
+    ) >"$dir.build.log" 2>&1; then
+        verdict FAIL "$CHAPTER: emulated mutant: $name (the edit or the build failed)" "$dir.build.log"
+        return
+    fi
+    case_job "$CHAPTER: emulated mutant caught: $name" 1 "FAIL" "" "$ROOT/$CHAPTER" "" 0 "$dir/$prog" "$@"
 }
 
 # solutions : the code solutions in the chapter's SOLUTIONS.md, each a ```diff block (paths

@@ -1,0 +1,389 @@
+/* emu_cuda.h - CUDA kernels on CPU threads, to check their logic where there is no GPU.
+ *
+ * tests/emu/emu_transform.py turns a chapter's kernels file into C++ that includes this header:
+ * every CUDA thread becomes a std::thread, the blocks of a launch run one after another, and
+ * what the GPU does in hardware is written out here as plain loops:
+ *   - __syncthreads, named barriers (bar.sync / bar.arrive): std::barrier;
+ *   - warp-wide instructions (shuffles, ldmatrix, mma.sync) and warpgroup-wide ones (wgmma): each
+ *     lane leaves its operands in the block's scratch, the lanes meet at a barrier, and each lane
+ *     computes its own results from everyone's operands;
+ *   - cp.async and TMA copy at once (the waits have nothing left to wait for); mbarriers keep
+ *     their phase, arrivals and transaction bytes as the GPU does, so a wrong parity or a missing
+ *     arrival hangs here as it would there (a wait gives up after a while, with a message);
+ *   - wgmma reads its operands through the descriptors' addresses, strides and the 128-byte
+ *     swizzle, as the PTX manual describes them.
+ * Shared memory that no thread wrote reads as NaN. This checks the kernels' index arithmetic,
+ * fragment layouts, barrier protocol and masks against that reading of the hardware; it cannot
+ * see races that need the GPU's timing, nor the speed. The GPU's own run is the real check.
+ */
+#pragma once
+#include <cuda_runtime_api.h> /* dim3, float4, cudaError_t: the toolkit's host headers */
+#include <vector_functions.h> /* make_float4, ... */
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+using std::max;
+using std::min;
+
+/* the CUDA keywords: nothing on the CPU (__shared__ becomes `static` in the transform: one block
+ * runs at a time, so a function's statics are its block's shared memory) */
+#undef __host__
+#undef __device__
+#undef __global__
+#undef __forceinline__
+#undef __launch_bounds__
+#undef __grid_constant__
+#define __host__
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __grid_constant__
+
+/* ================================================================ threads, blocks, barriers */
+
+struct emu_block {
+    uint8_t *smem;                                         /* dynamic shared memory, 1024-aligned */
+    std::unique_ptr<std::barrier<>> block;                 /* __syncthreads */
+    std::vector<std::unique_ptr<std::barrier<>>> warp, wg; /* 32 and 128 threads */
+    std::vector<std::unique_ptr<std::barrier<>>> named;    /* bar.sync / bar.arrive ids, 256 threads */
+    uint32_t xch[32][32][8];                               /* a warp's lanes' operands */
+    const void *rows[32][32];                              /* a warp's ldmatrix row addresses */
+    uint32_t wg_a[8][128][4];                              /* a warpgroup's register A of wgmma */
+};
+extern emu_block *emu_blk;
+extern thread_local uint3 threadIdx, blockIdx;
+extern thread_local int emu_tid; /* the thread's place in its block, x fastest (warps are its 32s) */
+extern dim3 blockDim, gridDim;
+
+/* kernel<<<grid, block, smem>>>(args) becomes emu_launch(grid, block, smem, [=] { kernel(args); }) */
+void emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body);
+
+inline uint8_t *emu_dynamic_smem() { return emu_blk->smem; }
+inline void __syncthreads() { emu_blk->block->arrive_and_wait(); }
+inline int emu_warp() { return emu_tid / 32; }
+inline int emu_lane() { return emu_tid % 32; }
+inline void emu_warp_sync() { emu_blk->warp[emu_warp()]->arrive_and_wait(); }
+inline void emu_wg_sync() { emu_blk->wg[emu_tid / 128]->arrive_and_wait(); }
+inline void emu_bar_sync(int id) { emu_blk->named[id]->arrive_and_wait(); }
+inline void emu_bar_arrive(int id) { (void)emu_blk->named[id]->arrive(); }
+
+/* ================================================================ arithmetic and conversions */
+
+inline float __uint_as_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+inline uint32_t __float_as_uint(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline float __expf(float x) { return expf(x); }
+inline float atomicAdd(float *p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
+
+struct __nv_bfloat16 {
+    uint16_t x;
+};
+inline __nv_bfloat16 __float2bfloat16_rn(float f) /* round to nearest, ties to even */
+{
+    uint32_t u = __float_as_uint(f);
+    __nv_bfloat16 b;
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+        b.x = 0x7FC0;
+        return b;
+    }
+    u += 0x7FFF + ((u >> 16) & 1);
+    b.x = (uint16_t)(u >> 16);
+    return b;
+}
+inline uint16_t __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x; }
+inline float emu_bf16(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
+/* the low (half 0) or high bf16 of a register */
+inline float emu_half(uint32_t reg, int half) { return emu_bf16((uint16_t)(half ? reg >> 16 : reg & 0xFFFF)); }
+
+/* ================================================================ warp-wide: shuffles, ldmatrix, mma.sync */
+
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int lane_mask)
+{
+    static_assert(sizeof(T) == 4, "32-bit shuffles only");
+    int w = emu_warp(), l = emu_lane();
+    memcpy(&emu_blk->xch[w][l][0], &v, 4);
+    emu_warp_sync();
+    T r;
+    memcpy(&r, &emu_blk->xch[w][l ^ lane_mask][0], 4);
+    emu_warp_sync();
+    return r;
+}
+
+/* ldmatrix .x4: lanes 8m..8m+7 give the row addresses of matrix m (8 rows of 8 bf16); lane t
+ * receives row t/4, columns 2(t%4) and +1 of each matrix (.trans: column t/4, rows 2(t%4), +1) */
+inline void emu_ldmatrix(uint32_t r[4], const void *smem, bool trans)
+{
+    int w = emu_warp(), l = emu_lane();
+    emu_blk->rows[w][l] = smem;
+    emu_warp_sync();
+    for (int m = 0; m < 4; m++) {
+        uint16_t lo, hi;
+        if (!trans) {
+            const uint16_t *row = (const uint16_t *)emu_blk->rows[w][8 * m + l / 4];
+            lo = row[2 * (l % 4)], hi = row[2 * (l % 4) + 1];
+        } else {
+            lo = ((const uint16_t *)emu_blk->rows[w][8 * m + 2 * (l % 4)])[l / 4];
+            hi = ((const uint16_t *)emu_blk->rows[w][8 * m + 2 * (l % 4) + 1])[l / 4];
+        }
+        r[m] = (uint32_t)lo | ((uint32_t)hi << 16);
+    }
+    emu_warp_sync();
+}
+inline void ldmatrix_x4(uint32_t r[4], const void *smem) { emu_ldmatrix(r, smem, false); }
+inline void ldmatrix_x4_trans(uint32_t r[4], const void *smem) { emu_ldmatrix(r, smem, true); }
+
+/* The fragments of mma.sync m16n8k16 (and of wgmma's register A, warp by warp): lane t = 4g + q
+ * holds A's rows g and g + 8, columns 2q, 2q + 1 (registers 0, 1) and 8 further (2, 3); B's column
+ * g, rows 2q, 2q + 1 (register 0) and 8 further (1); D's rows g (0, 1) and g + 8 (2, 3) at
+ * columns 2q, 2q + 1. These give the lane and register that hold an element. */
+inline int emu_a_lane(int row, int k) { return (row % 8) * 4 + (k % 8) / 2; }
+inline int emu_a_reg(int row, int k) { return (row % 16 >= 8) + 2 * (k >= 8); }
+inline int emu_b_lane(int k, int col) { return col * 4 + (k % 8) / 2; }
+inline int emu_b_reg(int k) { return k >= 8; }
+
+inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
+{
+    int w = emu_warp(), l = emu_lane();
+    for (int i = 0; i < 4; i++) emu_blk->xch[w][l][i] = a[i];
+    emu_blk->xch[w][l][4] = b[0], emu_blk->xch[w][l][5] = b[1];
+    emu_warp_sync();
+    float out[4];
+    for (int e = 0; e < 4; e++) {
+        int row = l / 4 + 8 * (e / 2), col = 2 * (l % 4) + (e & 1);
+        float s = d[e];
+        for (int k = 0; k < 16; k++)
+            s += emu_half(emu_blk->xch[w][emu_a_lane(row, k)][emu_a_reg(row, k)], k % 2) *
+                 emu_half(emu_blk->xch[w][emu_b_lane(k, col)][4 + emu_b_reg(k)], k % 2);
+        out[e] = s;
+    }
+    emu_warp_sync();
+    for (int e = 0; e < 4; e++) d[e] = out[e];
+}
+
+/* ================================================================ copies: cp.async, mbarrier, TMA */
+
+inline uint32_t smem_addr(const void *p) { return (uint32_t)((const uint8_t *)p - emu_blk->smem); }
+inline uint8_t *aligned_smem(uint8_t *smem)
+{
+    uint32_t a = smem_addr(smem);
+    return smem + (((a + 1023) & ~1023u) - a);
+}
+
+/* cp.async: src_bytes of the source, the rest of the size zeros; done at once */
+inline void emu_copy(void *dst, const void *src, int size, int src_bytes)
+{
+    memcpy(dst, src, src_bytes);
+    memset((uint8_t *)dst + src_bytes, 0, size - src_bytes);
+}
+inline void cp_async16(void *s, const void *g) { emu_copy(s, g, 16, 16); }
+inline void cp_async16(void *s, const void *g, int src_bytes) { emu_copy(s, g, 16, src_bytes); }
+inline void cp_async16_or_zero(void *s, const void *g, bool valid) { emu_copy(s, g, 16, valid ? 16 : 0); }
+inline void cp_async4(void *s, const void *g, int src_bytes) { emu_copy(s, g, 4, src_bytes); }
+inline void cp_async_commit() {}
+template <int pending> inline void cp_async_wait() {}
+
+/* An mbarrier in its 64 bits: phase (bit 63), arrivals a phase expects (48..62), arrivals still
+ * pending (32..47), transaction bytes still pending (0..31, signed). The phase completes, and
+ * flips, when both pending counts reach 0. */
+inline uint64_t emu_mbar_pack(uint64_t phase, uint64_t expected, uint64_t pending, int32_t tx)
+{
+    return (phase << 63) | (expected << 48) | (pending << 32) | (uint32_t)tx;
+}
+inline void emu_mbar_update(uint64_t *bar, int arrivals, int32_t tx_delta)
+{
+    std::atomic_ref<uint64_t> a(*bar);
+    uint64_t old = a.load(), next;
+    do {
+        uint64_t phase = old >> 63, expected = (old >> 48) & 0x7FFF, pending = (old >> 32) & 0xFFFF;
+        int32_t tx = (int32_t)(uint32_t)old + tx_delta;
+        if ((int)pending < arrivals) {
+            fprintf(stderr, "emulation: more arrivals on an mbarrier than it expects\n");
+            abort();
+        }
+        pending -= arrivals;
+        next = pending == 0 && tx == 0 ? emu_mbar_pack(phase ^ 1, expected, expected, 0)
+                                       : emu_mbar_pack(phase, expected, pending, tx);
+    } while (!a.compare_exchange_weak(old, next));
+}
+inline void mbar_init(uint64_t *bar, int arrivals)
+{
+    std::atomic_ref<uint64_t>(*bar).store(emu_mbar_pack(0, arrivals, arrivals, 0));
+}
+inline void mbar_fence_init() {}
+inline void mbar_arrive_expect(uint64_t *bar, uint32_t bytes) { emu_mbar_update(bar, 1, (int32_t)bytes); }
+inline void mbar_arrive(uint64_t *bar) { emu_mbar_update(bar, 1, 0); }
+/* wait until the phase of this parity has completed (the barrier's phase bit is no longer it) */
+inline void mbar_wait(uint64_t *bar, int parity)
+{
+    for (long spins = 0; (int)(std::atomic_ref<uint64_t>(*bar).load() >> 63) == parity; spins++) {
+        std::this_thread::yield();
+        if (spins > 200000000L) {
+            fprintf(stderr, "emulation: an mbarrier wait never ended (a lost arrival or a wrong parity)\n");
+            abort();
+        }
+    }
+}
+
+/* Tensor maps: the encoder's arguments kept in the opaque 128 bytes. Only what the kernels use:
+ * bf16, 3 dimensions, boxes of 64 x rows x 1 (128-byte rows), the 128-byte swizzle. */
+typedef int CUresult;
+#define CUDA_SUCCESS 0
+typedef uint64_t cuuint64_t;
+typedef uint32_t cuuint32_t;
+typedef int CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+    CUtensorMapFloatOOBfill;
+#define CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9
+#define CU_TENSOR_MAP_INTERLEAVE_NONE 0
+#define CU_TENSOR_MAP_SWIZZLE_128B 3
+#define CU_TENSOR_MAP_L2_PROMOTION_L2_256B 3
+#define CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE 0
+struct alignas(64) CUtensorMap {
+    uint64_t opaque[16];
+};
+struct emu_map {
+    const uint8_t *base;
+    uint64_t dims[3], strides[2]; /* elements; bytes from one row (plane) to the next */
+    uint32_t box[3];
+};
+inline CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *base,
+                                 const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                 const cuuint32_t *elem_strides, CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
+                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill)
+{
+    if (type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 || rank != 3 || swizzle != CU_TENSOR_MAP_SWIZZLE_128B) return 1;
+    if (box[0] * 2 != 128 || box[1] > 256 || box[2] != 1 || elem_strides[0] != 1) return 1;
+    if (strides[0] % 16 || strides[1] % 16 || (uintptr_t)base % 16) return 1;
+    emu_map e = {
+        (const uint8_t *)base, {dims[0], dims[1], dims[2]}, {strides[0], strides[1]}, {box[0], box[1], box[2]}};
+    static_assert(sizeof e <= sizeof(CUtensorMap), "an emu_map fits in a CUtensorMap");
+    memset(map, 0, sizeof *map);
+    memcpy(map, &e, sizeof e);
+    return CUDA_SUCCESS;
+}
+typedef CUresult (*lb_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                       const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                                       CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                       CUtensorMapFloatOOBfill);
+inline cudaError_t lb_tensor_map_encoder(lb_encode_tiled_fn *encode)
+{
+    *encode = emu_encode_tiled;
+    return cudaSuccess;
+}
+
+/* The 128-byte swizzle on a shared-memory byte address: the 16-byte chunk (bits 4-6) XOR the row
+ * of 128 bytes within its 1024 (bits 7-9). TMA writes through it and wgmma reads through it. */
+inline uint32_t emu_swizzle128(uint32_t a) { return a ^ (((a >> 7) & 7) << 4); }
+
+/* a box at (x, y, z): rows past the tensor's end arrive as zeros; the bytes count on bar */
+inline void tma_load_3d(void *dst, const CUtensorMap *map, int x, int y, int z, uint64_t *bar)
+{
+    emu_map e;
+    memcpy(&e, map, sizeof e);
+    uint32_t d0 = smem_addr(dst);
+    if (d0 % 1024) {
+        fprintf(stderr, "emulation: a swizzled TMA box must land 1024-byte aligned\n");
+        abort();
+    }
+    for (uint32_t r = 0; r < e.box[1]; r++)
+        for (uint32_t c = 0; c < e.box[0]; c++) {
+            uint64_t gx = (uint64_t)x + c, gy = (uint64_t)y + r, gz = (uint64_t)z;
+            uint16_t v = 0;
+            if (gx < e.dims[0] && gy < e.dims[1] && gz < e.dims[2])
+                memcpy(&v, e.base + gz * e.strides[1] + gy * e.strides[0] + gx * 2, 2);
+            memcpy(emu_blk->smem + emu_swizzle128(d0 + r * 128 + c * 2), &v, 2);
+        }
+    emu_mbar_update(bar, 0, -(int32_t)(e.box[0] * e.box[1] * 2));
+}
+
+/* ================================================================ wgmma */
+
+inline void wgmma_fence() {}
+inline void wgmma_commit() {}
+template <int pending> inline void wgmma_wait() {}
+
+/* a descriptor's start address, leading and stride byte offsets (128-byte swizzle only) */
+struct emu_desc {
+    uint32_t start, lbo, sbo;
+};
+inline emu_desc emu_decode(uint64_t d)
+{
+    if ((d >> 62) != 1) {
+        fprintf(stderr, "emulation: a wgmma descriptor without the 128-byte swizzle\n");
+        abort();
+    }
+    return {(uint32_t)(d & 0x3FFF) << 4, (uint32_t)((d >> 16) & 0x3FFF) << 4, (uint32_t)((d >> 32) & 0x3FFF) << 4};
+}
+inline float emu_smem_bf16(uint32_t addr)
+{
+    uint16_t v;
+    memcpy(&v, emu_blk->smem + emu_swizzle128(addr), 2);
+    return emu_bf16(v);
+}
+/* K-major (K contiguous): element (row, k) of a rows x 16 operand; rows in groups of 8 at SBO */
+inline float emu_kmajor(emu_desc d, int row, int k)
+{
+    return emu_smem_bf16(d.start + (row / 8) * d.sbo + (row % 8) * 128 + 2 * k);
+}
+/* MN-major (N contiguous, wgmma's transpose flag): element (k, n) of a 16 x N operand; 64 columns
+ * a 128-byte row, the next 64 at LBO; k in groups of 8 rows at SBO */
+inline float emu_mnmajor(emu_desc d, int k, int n)
+{
+    return emu_smem_bf16(d.start + (n / 64) * d.lbo + (k / 8) * d.sbo + (k % 8) * 128 + 2 * (n % 64));
+}
+
+/* wgmma m64nNk16, bf16 in, fp32 accumulators, by the 128 threads of a warpgroup: d (64 x N)
+ * = (accumulate ? d : 0) + A (64 x 16) B (16 x N). A from desc_a (K-major), or from registers a
+ * (non-null: warp w's four registers hold rows 16w.., as mma.sync's A); B from desc_b, K-major
+ * or (mn_major_b) MN-major. Thread (warp w, lane 4g + q) holds d[4j + e] = row 16w + g (+8 when
+ * e >= 2), column 8j + 2q + (e & 1). */
+inline void emu_wgmma(float *d, int N, uint64_t desc_a, const uint32_t *a, uint64_t desc_b, int mn_major_b,
+                      int accumulate)
+{
+    int wg = emu_tid / 128, t = emu_tid % 128, w = t / 32, l = t % 32;
+    if (a)
+        for (int i = 0; i < 4; i++) emu_blk->wg_a[wg][t][i] = a[i];
+    emu_wg_sync();
+    emu_desc A = a ? emu_desc{0, 0, 0} : emu_decode(desc_a), B = emu_decode(desc_b);
+    std::vector<float> out(N / 2);
+    for (int j = 0; j < N / 8; j++)
+        for (int e = 0; e < 4; e++) {
+            int row = 16 * w + l / 4 + 8 * (e / 2), col = 8 * j + 2 * (l % 4) + (e & 1);
+            float s = accumulate ? d[4 * j + e] : 0.0f;
+            for (int k = 0; k < 16; k++) {
+                float av =
+                    a ? emu_half(emu_blk->wg_a[wg][(row / 16) * 32 + emu_a_lane(row, k)][emu_a_reg(row, k)], k % 2)
+                      : emu_kmajor(A, row, k);
+                float bv = mn_major_b ? emu_mnmajor(B, k, col) : emu_kmajor(B, col, k);
+                s += av * bv;
+            }
+            out[4 * j + e] = s;
+        }
+    emu_wg_sync();
+    for (int i = 0; i < N / 2; i++) d[i] = out[i];
+}
+
+/* ================================================================ the runtime the launchers call */
+
+template <class T> inline cudaError_t cudaFuncSetAttribute(T *, cudaFuncAttribute, int) { return cudaSuccess; }
+inline const char *lb_sm90a_unavailable(int) { return NULL; }

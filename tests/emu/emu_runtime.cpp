@@ -1,0 +1,67 @@
+/* emu_runtime.cpp - launches for emu_cuda.h, and the few CUDA runtime calls the kernels'
+ * launchers make (nothing here touches a GPU: "device" pointers are host memory). */
+#include "emu_cuda.h"
+
+emu_block *emu_blk;
+thread_local uint3 threadIdx, blockIdx;
+thread_local int emu_tid;
+dim3 blockDim, gridDim;
+
+#define EMU_SMEM_BYTES (232 * 1024) /* an H100/H200 block's most, 227 KiB, and some */
+
+void emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body)
+{
+    int n = (int)(block.x * block.y * block.z);
+    if (n > 1024 || n % 32) {
+        fprintf(stderr, "emulation: blocks of whole warps only (got %u x %u x %u)\n", block.x, block.y, block.z);
+        abort();
+    }
+    if (smem > EMU_SMEM_BYTES - 1024) {
+        fprintf(stderr, "emulation: %zu bytes of dynamic shared memory asked\n", smem);
+        abort();
+    }
+    static std::vector<uint8_t> buffer(EMU_SMEM_BYTES + 1024);
+    uint8_t *smem_base = (uint8_t *)(((uintptr_t)buffer.data() + 1023) & ~(uintptr_t)1023);
+    gridDim = grid, blockDim = block;
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                std::unique_ptr<emu_block> b(new emu_block);
+                b->smem = smem_base;
+                memset(smem_base, 0xFF, EMU_SMEM_BYTES); /* NaN, as bf16 and as float */
+                b->block.reset(new std::barrier<>(n));
+                for (int w = 0; w < n / 32; w++) b->warp.emplace_back(new std::barrier<>(32));
+                for (int g = 0; g < n / 128; g++) b->wg.emplace_back(new std::barrier<>(128));
+                for (int id = 0; id < 16; id++) b->named.emplace_back(new std::barrier<>(256));
+                emu_blk = b.get();
+                std::vector<std::thread> threads;
+                for (int t = 0; t < n; t++)
+                    threads.emplace_back([&, t] {
+                        emu_tid = t;
+                        threadIdx = make_uint3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
+                        blockIdx = make_uint3(x, y, z);
+                        body();
+                    });
+                for (std::thread &t : threads) t.join();
+            }
+}
+
+extern "C" {
+cudaError_t cudaGetDevice(int *device)
+{
+    *device = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int)
+{
+    *value = attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0; /* an H100/H200: every version runs */
+    return cudaSuccess;
+}
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+cudaError_t cudaFuncSetAttribute(const void *, enum cudaFuncAttribute, int) { return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t)
+{
+    memset(p, value, bytes);
+    return cudaSuccess;
+}
+}
