@@ -182,3 +182,11 @@ mutant "tensor_gemm 3-8 skip a wgmma k step" tensor_gemm_kernels.cu \
     's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' ./tensor_gemm 8 --check-only --size 256
 mutant "tensor_gemm 2 skips half of each k tile" tensor_gemm_kernels.cu \
     's|for (int kk = 0; kk < TG2_BK; kk += 16)|for (int kk = 0; kk < TG2_BK / 2; kk += 16)|' ./tensor_gemm 2 --check-only --size 256
+# the same kernels on CPU threads (tests/emu), GPU or not: every version but the clusters' (6,
+# 8: a cluster's blocks would have to run at once), bf16 and tf32, whole tiles and not
+emu_check emu_tensor_gemm 100 200 16 bf16 1 2 3 4 5 7
+emu_check emu_tensor_gemm 300 1 16 bf16 1 2 3 4 5 7
+emu_check emu_tensor_gemm 1 300 40 tf32 1 3 4 5 7
+emu_check emu_tensor_gemm 256 256 128 bf16 3 4 5 7
+emu_mutant "tensor_gemm 3-8 skip a wgmma k step" tensor_gemm_kernels.cu \
+    's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' emu_tensor_gemm 256 256 128 bf16 5

@@ -385,6 +385,7 @@ emu_mutant_job() {
     case $file in
         attention_kernels.cu) var=EMU_ATTENTION_KERNELS ;;
         matmul_kernels.cu) var=EMU_MATMUL_KERNELS ;;
+        tensor_gemm_kernels.cu) var=EMU_TENSOR_GEMM_KERNELS ;;
         *) verdict FAIL "$CHAPTER: emulated mutant: $name (no emulation for $file)"; return ;;
     esac
     if ! (

@@ -7,14 +7,16 @@
  *   - warp-wide instructions (shuffles, ldmatrix, mma.sync) and warpgroup-wide ones (wgmma): each
  *     lane leaves its operands in the block's scratch, the lanes meet at a barrier, and each lane
  *     computes its own results from everyone's operands;
- *   - cp.async and TMA copy at once (the waits have nothing left to wait for); mbarriers keep
- *     their phase, arrivals and transaction bytes as the GPU does, so a wrong parity or a missing
- *     arrival hangs here as it would there (a wait gives up after a while, with a message);
+ *   - wmma: every lane keeps the whole fragment (its real layout is undocumented);
+ *   - cp.async and TMA (loads and stores) copy at once (the waits have nothing left to wait
+ *     for); mbarriers keep their phase, arrivals and transaction bytes as the GPU does, so a wrong
+ *     parity or a missing arrival hangs here as it would there (a wait gives up, with a message);
  *   - wgmma reads its operands through the descriptors' addresses, strides and the 128-byte
  *     swizzle, as the PTX manual describes them.
- * Shared memory that no thread wrote reads as NaN. This checks the kernels' index arithmetic,
- * fragment layouts, barrier protocol and masks against that reading of the hardware; it cannot
- * see races that need the GPU's timing, nor the speed. The GPU's own run is the real check.
+ * Shared memory that no thread wrote reads as NaN. Clusters are not emulated. This checks the
+ * kernels' index arithmetic, fragment layouts, barrier protocol and masks against that reading of
+ * the hardware; it cannot see races that need the GPU's timing, nor the speed. The GPU's own run
+ * is the real check.
  */
 #pragma once
 #include <cuda_runtime_api.h> /* dim3, float4, cudaError_t: the toolkit's host headers */
@@ -30,7 +32,9 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 using std::max;
 using std::min;
@@ -56,10 +60,11 @@ struct emu_block {
     uint8_t *smem;                                         /* dynamic shared memory, 1024-aligned */
     std::unique_ptr<std::barrier<>> block;                 /* __syncthreads */
     std::vector<std::unique_ptr<std::barrier<>>> warp, wg; /* 32 and 128 threads */
-    std::vector<std::unique_ptr<std::barrier<>>> named;    /* bar.sync / bar.arrive ids, 256 threads */
-    uint32_t xch[32][32][8];                               /* a warp's lanes' operands */
-    const void *rows[32][32];                              /* a warp's ldmatrix row addresses */
-    uint32_t wg_a[8][128][4];                              /* a warpgroup's register A of wgmma */
+    std::unique_ptr<std::barrier<>> named[16];             /* bar.sync / bar.arrive ids, made at first use */
+    std::mutex named_made;
+    uint32_t xch[32][32][8];  /* a warp's lanes' operands */
+    const void *rows[32][32]; /* a warp's ldmatrix row addresses */
+    uint32_t wg_a[8][128][4]; /* a warpgroup's register A of wgmma */
 };
 extern emu_block *emu_blk;
 extern thread_local uint3 threadIdx, blockIdx;
@@ -75,8 +80,15 @@ inline int emu_warp() { return emu_tid / 32; }
 inline int emu_lane() { return emu_tid % 32; }
 inline void emu_warp_sync() { emu_blk->warp[emu_warp()]->arrive_and_wait(); }
 inline void emu_wg_sync() { emu_blk->wg[emu_tid / 128]->arrive_and_wait(); }
-inline void emu_bar_sync(int id) { emu_blk->named[id]->arrive_and_wait(); }
-inline void emu_bar_arrive(int id) { (void)emu_blk->named[id]->arrive(); }
+/* named barrier `id` of `threads` threads (its first use fixes the count, as on the GPU) */
+inline std::barrier<> *emu_named(int id, int threads)
+{
+    std::lock_guard<std::mutex> lock(emu_blk->named_made);
+    if (!emu_blk->named[id]) emu_blk->named[id].reset(new std::barrier<>(threads));
+    return emu_blk->named[id].get();
+}
+inline void emu_bar_sync(int id, int threads) { emu_named(id, threads)->arrive_and_wait(); }
+inline void emu_bar_arrive(int id, int threads) { (void)emu_named(id, threads)->arrive(); }
 
 /* ================================================================ arithmetic and conversions */
 
@@ -181,6 +193,81 @@ inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
     for (int e = 0; e < 4; e++) d[e] = out[e];
 }
 
+inline void __syncwarp() { emu_warp_sync(); }
+
+/* wmma: every lane of the warp keeps the whole fragment (the GPU spreads it over the lanes in a
+ * layout it does not document; nothing but these calls may look inside, except elementwise) */
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+namespace precision {
+struct tf32 {};
+} // namespace precision
+enum layout_t { mem_row_major, mem_col_major };
+template <typename T> struct element {
+    typedef T type;
+};
+template <> struct element<precision::tf32> {
+    typedef float type;
+};
+inline float emu_value(float x) { return x; }
+inline float emu_value(__nv_bfloat16 x) { return emu_bf16(x.x); }
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+    static const int rows = std::is_same<Use, matrix_b>::value ? K : M;
+    static const int cols = std::is_same<Use, matrix_a>::value ? K : N;
+    static const int num_elements = rows * cols; /* element (r, c) at x[r cols + c] */
+    typename element<T>::type x[rows * cols];
+};
+template <typename F, typename V> inline void fill_fragment(F &f, V v)
+{
+    for (int i = 0; i < f.num_elements; i++) f.x[i] = v;
+}
+/* A (M x K) row-major, or B (K x N) col-major: element (k, n) at p[n ld + k] */
+template <typename Use, int M, int N, int K, typename T, typename L, typename P>
+inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f, const P *p, unsigned ld)
+{
+    typedef fragment<Use, M, N, K, T, L> F;
+    for (int r = 0; r < F::rows; r++)
+        for (int c = 0; c < F::cols; c++) {
+            bool col = std::is_same<L, col_major>::value;
+            f.x[r * F::cols + c] = p[col ? (size_t)c * ld + r : (size_t)r * ld + c];
+        }
+}
+template <int M, int N, int K, typename TA, typename LA, typename TB, typename LB>
+inline void mma_sync(fragment<accumulator, M, N, K, float> &d, const fragment<matrix_a, M, N, K, TA, LA> &a,
+                     const fragment<matrix_b, M, N, K, TB, LB> &b, const fragment<accumulator, M, N, K, float> &c)
+{
+    float out[M * N];
+    for (int r = 0; r < M; r++)
+        for (int n = 0; n < N; n++) {
+            float s = c.x[r * N + n];
+            for (int k = 0; k < K; k++) s += emu_value(a.x[r * K + k]) * emu_value(b.x[k * N + n]);
+            out[r * N + n] = s;
+        }
+    for (int i = 0; i < M * N; i++) d.x[i] = out[i];
+}
+/* lane 0 writes (all lanes hold the same values); the kernel's __syncwarp() orders the rest */
+template <int M, int N, int K>
+inline void store_matrix_sync(float *p, const fragment<accumulator, M, N, K, float> &f, unsigned ld, layout_t layout)
+{
+    if (emu_lane() != 0) return;
+    for (int r = 0; r < M; r++)
+        for (int n = 0; n < N; n++)
+            p[layout == mem_row_major ? (size_t)r * ld + n : (size_t)n * ld + r] = f.x[r * N + n];
+}
+inline float __float_to_tf32(float x) /* to nearest, ties away: keep 10 bits of fraction */
+{
+    uint32_t u = __float_as_uint(x);
+    if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x1000u) & 0xFFFFE000u;
+    return __uint_as_float(u);
+}
+} // namespace wmma
+} // namespace nvcuda
+
 /* ================================================================ copies: cp.async, mbarrier, TMA */
 
 inline uint32_t smem_addr(const void *p) { return (uint32_t)((const uint8_t *)p - emu_blk->smem); }
@@ -246,36 +333,44 @@ inline void mbar_wait(uint64_t *bar, int parity)
 }
 
 /* Tensor maps: the encoder's arguments kept in the opaque 128 bytes. Only what the kernels use:
- * bf16, 3 dimensions, boxes of 64 x rows x 1 (128-byte rows), the 128-byte swizzle. */
+ * bf16 or fp32, 2 or 3 dimensions, boxes of 128-byte rows, the 128-byte swizzle. */
 typedef int CUresult;
 #define CUDA_SUCCESS 0
 typedef uint64_t cuuint64_t;
 typedef uint32_t cuuint32_t;
 typedef int CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
     CUtensorMapFloatOOBfill;
+#define CU_TENSOR_MAP_DATA_TYPE_FLOAT32 7
 #define CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9
 #define CU_TENSOR_MAP_INTERLEAVE_NONE 0
 #define CU_TENSOR_MAP_SWIZZLE_128B 3
+#define CU_TENSOR_MAP_L2_PROMOTION_NONE 0
 #define CU_TENSOR_MAP_L2_PROMOTION_L2_256B 3
 #define CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE 0
 struct alignas(64) CUtensorMap {
     uint64_t opaque[16];
 };
 struct emu_map {
-    const uint8_t *base;
-    uint64_t dims[3], strides[2]; /* elements; bytes from one row (plane) to the next */
-    uint32_t box[3];
+    uint8_t *base;
+    uint64_t dims[3], strides[2]; /* elements (unused dimensions 1); bytes from one row (plane) to the next */
+    uint32_t box[3], elem;        /* box in elements; an element's bytes */
 };
 inline CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *base,
                                  const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
                                  const cuuint32_t *elem_strides, CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill)
 {
-    if (type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 || rank != 3 || swizzle != CU_TENSOR_MAP_SWIZZLE_128B) return 1;
-    if (box[0] * 2 != 128 || box[1] > 256 || box[2] != 1 || elem_strides[0] != 1) return 1;
-    if (strides[0] % 16 || strides[1] % 16 || (uintptr_t)base % 16) return 1;
-    emu_map e = {
-        (const uint8_t *)base, {dims[0], dims[1], dims[2]}, {strides[0], strides[1]}, {box[0], box[1], box[2]}};
+    uint32_t elem = type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 ? 2 : type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4 : 0;
+    if (!elem || rank < 2 || rank > 3 || swizzle != CU_TENSOR_MAP_SWIZZLE_128B) return 1;
+    emu_map e = {(uint8_t *)base,
+                 {dims[0], dims[1], rank == 3 ? dims[2] : 1},
+                 {strides[0], rank == 3 ? strides[1] : 0},
+                 {box[0], box[1], rank == 3 ? box[2] : 1},
+                 elem};
+    if (e.box[0] * elem != 128 || e.box[1] > 256 || e.box[2] != 1) return 1;
+    for (cuuint32_t i = 0; i < rank; i++)
+        if (elem_strides[i] != 1) return 1;
+    if (e.strides[0] % 16 || e.strides[1] % 16 || (uintptr_t)base % 16) return 1;
     static_assert(sizeof e <= sizeof(CUtensorMap), "an emu_map fits in a CUtensorMap");
     memset(map, 0, sizeof *map);
     memcpy(map, &e, sizeof e);
@@ -295,12 +390,12 @@ inline cudaError_t lb_tensor_map_encoder(lb_encode_tiled_fn *encode)
  * of 128 bytes within its 1024 (bits 7-9). TMA writes through it and wgmma reads through it. */
 inline uint32_t emu_swizzle128(uint32_t a) { return a ^ (((a >> 7) & 7) << 4); }
 
-/* a box at (x, y, z): rows past the tensor's end arrive as zeros; the bytes count on bar */
+/* a box at (x, y, z): elements past the tensor's end arrive as zeros; the bytes count on bar */
 inline void tma_load_3d(void *dst, const CUtensorMap *map, int x, int y, int z, uint64_t *bar)
 {
     emu_map e;
     memcpy(&e, map, sizeof e);
-    uint32_t d0 = smem_addr(dst);
+    uint32_t d0 = smem_addr(dst), row_bytes = e.box[0] * e.elem;
     if (d0 % 1024) {
         fprintf(stderr, "emulation: a swizzled TMA box must land 1024-byte aligned\n");
         abort();
@@ -308,13 +403,28 @@ inline void tma_load_3d(void *dst, const CUtensorMap *map, int x, int y, int z, 
     for (uint32_t r = 0; r < e.box[1]; r++)
         for (uint32_t c = 0; c < e.box[0]; c++) {
             uint64_t gx = (uint64_t)x + c, gy = (uint64_t)y + r, gz = (uint64_t)z;
-            uint16_t v = 0;
+            uint8_t v[4] = {0, 0, 0, 0};
             if (gx < e.dims[0] && gy < e.dims[1] && gz < e.dims[2])
-                memcpy(&v, e.base + gz * e.strides[1] + gy * e.strides[0] + gx * 2, 2);
-            memcpy(emu_blk->smem + emu_swizzle128(d0 + r * 128 + c * 2), &v, 2);
+                memcpy(v, e.base + gz * e.strides[1] + gy * e.strides[0] + gx * e.elem, e.elem);
+            memcpy(emu_blk->smem + emu_swizzle128(d0 + r * row_bytes + c * e.elem), v, e.elem);
         }
-    emu_mbar_update(bar, 0, -(int32_t)(e.box[0] * e.box[1] * 2));
+    emu_mbar_update(bar, 0, -(int32_t)(e.box[0] * e.box[1] * e.elem));
 }
+inline void tma_load(void *dst, const CUtensorMap *map, int k, int row, uint64_t *bar)
+{
+    tma_load_3d(dst, map, k, row, 0, bar);
+}
+
+/* clusters are not emulated (a cluster's blocks would have to run at once) */
+[[noreturn]] inline void emu_no_clusters()
+{
+    fprintf(stderr, "emulation: clusters are not emulated (versions that use them cannot run here)\n");
+    abort();
+}
+inline uint32_t cluster_rank() { emu_no_clusters(); }
+inline void cluster_sync() { emu_no_clusters(); }
+inline void mbar_arrive_cluster(uint64_t *, uint32_t) { emu_no_clusters(); }
+inline void tma_load_multicast(void *, const CUtensorMap *, int, int, uint64_t *, uint16_t) { emu_no_clusters(); }
 
 /* ================================================================ wgmma */
 
@@ -334,33 +444,41 @@ inline emu_desc emu_decode(uint64_t d)
     }
     return {(uint32_t)(d & 0x3FFF) << 4, (uint32_t)((d >> 16) & 0x3FFF) << 4, (uint32_t)((d >> 32) & 0x3FFF) << 4};
 }
-inline float emu_smem_bf16(uint32_t addr)
+/* an element of shared memory at a (logical) byte address, read through the swizzle: bf16 (2
+ * bytes) or tf32 (4: an fp32 whose low 13 bits the tensor cores ignore) */
+inline float emu_smem_element(uint32_t addr, int bytes)
 {
-    uint16_t v;
-    memcpy(&v, emu_blk->smem + emu_swizzle128(addr), 2);
-    return emu_bf16(v);
+    uint32_t a = emu_swizzle128(addr);
+    if (bytes == 2) {
+        uint16_t v;
+        memcpy(&v, emu_blk->smem + a, 2);
+        return emu_bf16(v);
+    }
+    uint32_t u;
+    memcpy(&u, emu_blk->smem + a, 4);
+    return __uint_as_float(u & 0xFFFFE000u);
 }
-/* K-major (K contiguous): element (row, k) of a rows x 16 operand; rows in groups of 8 at SBO */
-inline float emu_kmajor(emu_desc d, int row, int k)
+/* K-major (K contiguous): element (row, k) of a rows x K operand; rows in groups of 8 at SBO */
+inline float emu_kmajor(emu_desc d, int row, int k, int bytes)
 {
-    return emu_smem_bf16(d.start + (row / 8) * d.sbo + (row % 8) * 128 + 2 * k);
+    return emu_smem_element(d.start + (row / 8) * d.sbo + (row % 8) * 128 + bytes * k, bytes);
 }
-/* MN-major (N contiguous, wgmma's transpose flag): element (k, n) of a 16 x N operand; 64 columns
- * a 128-byte row, the next 64 at LBO; k in groups of 8 rows at SBO */
+/* MN-major (N contiguous, wgmma's transpose flag; bf16): element (k, n) of a 16 x N operand; 64
+ * columns a 128-byte row, the next 64 at LBO; k in groups of 8 rows at SBO */
 inline float emu_mnmajor(emu_desc d, int k, int n)
 {
-    return emu_smem_bf16(d.start + (n / 64) * d.lbo + (k / 8) * d.sbo + (k % 8) * 128 + 2 * (n % 64));
+    return emu_smem_element(d.start + (n / 64) * d.lbo + (k / 8) * d.sbo + (k % 8) * 128 + 2 * (n % 64), 2);
 }
 
-/* wgmma m64nNk16, bf16 in, fp32 accumulators, by the 128 threads of a warpgroup: d (64 x N)
- * = (accumulate ? d : 0) + A (64 x 16) B (16 x N). A from desc_a (K-major), or from registers a
- * (non-null: warp w's four registers hold rows 16w.., as mma.sync's A); B from desc_b, K-major
- * or (mn_major_b) MN-major. Thread (warp w, lane 4g + q) holds d[4j + e] = row 16w + g (+8 when
- * e >= 2), column 8j + 2q + (e & 1). */
+/* wgmma m64nNk(32 bytes), fp32 accumulators, by the 128 threads of a warpgroup: d (64 x N) =
+ * (accumulate ? d : 0) + A (64 x K) B (K x N), K = 16 bf16 (bytes 2) or 8 tf32 (bytes 4). A from
+ * desc_a (K-major), or from registers a (non-null, bf16: warp w's four registers hold rows 16w..,
+ * as mma.sync's A); B from desc_b, K-major or (mn_major_b, bf16) MN-major. Thread (warp w, lane
+ * 4g + q) holds d[4j + e] = row 16w + g (+8 when e >= 2), column 8j + 2q + (e & 1). */
 inline void emu_wgmma(float *d, int N, uint64_t desc_a, const uint32_t *a, uint64_t desc_b, int mn_major_b,
-                      int accumulate)
+                      int accumulate, int bytes = 2)
 {
-    int wg = emu_tid / 128, t = emu_tid % 128, w = t / 32, l = t % 32;
+    int wg = emu_tid / 128, t = emu_tid % 128, w = t / 32, l = t % 32, K = 32 / bytes;
     if (a)
         for (int i = 0; i < 4; i++) emu_blk->wg_a[wg][t][i] = a[i];
     emu_wg_sync();
@@ -370,11 +488,11 @@ inline void emu_wgmma(float *d, int N, uint64_t desc_a, const uint32_t *a, uint6
         for (int e = 0; e < 4; e++) {
             int row = 16 * w + l / 4 + 8 * (e / 2), col = 8 * j + 2 * (l % 4) + (e & 1);
             float s = accumulate ? d[4 * j + e] : 0.0f;
-            for (int k = 0; k < 16; k++) {
+            for (int k = 0; k < K; k++) {
                 float av =
                     a ? emu_half(emu_blk->wg_a[wg][(row / 16) * 32 + emu_a_lane(row, k)][emu_a_reg(row, k)], k % 2)
-                      : emu_kmajor(A, row, k);
-                float bv = mn_major_b ? emu_mnmajor(B, k, col) : emu_kmajor(B, col, k);
+                      : emu_kmajor(A, row, k, bytes);
+                float bv = mn_major_b ? emu_mnmajor(B, k, col) : emu_kmajor(B, col, k, bytes);
                 s += av * bv;
             }
             out[4 * j + e] = s;
@@ -383,7 +501,42 @@ inline void emu_wgmma(float *d, int N, uint64_t desc_a, const uint32_t *a, uint6
     for (int i = 0; i < N / 2; i++) d[i] = out[i];
 }
 
+/* ================================================================ TMA stores, bulk groups, fences */
+
+/* a 2-D box from shared memory (through the swizzle) to global; parts outside the tensor are not
+ * written (TMA clips them). Done at once, so the bulk groups' waits have nothing to wait for. */
+inline void emu_tma_store_2d(const CUtensorMap *map, const void *src, int x, int y)
+{
+    emu_map e;
+    memcpy(&e, map, sizeof e);
+    uint32_t s0 = smem_addr(src), row_bytes = e.box[0] * e.elem;
+    if (s0 % 1024 || row_bytes != 128) {
+        fprintf(stderr, "emulation: a swizzled TMA store box must start 1024-byte aligned, 128 bytes a row\n");
+        abort();
+    }
+    for (uint32_t r = 0; r < e.box[1]; r++)
+        for (uint32_t c = 0; c < e.box[0]; c++) {
+            uint64_t gx = (uint64_t)x + c, gy = (uint64_t)y + r;
+            if (gx < e.dims[0] && gy < e.dims[1])
+                memcpy((uint8_t *)e.base + gy * e.strides[0] + gx * e.elem,
+                       emu_blk->smem + emu_swizzle128(s0 + r * row_bytes + c * e.elem), e.elem);
+        }
+}
+inline void emu_bulk_commit() {}
+inline void emu_bulk_wait() {}
+inline void emu_fence_proxy_async() {}
+
 /* ================================================================ the runtime the launchers call */
 
 template <class T> inline cudaError_t cudaFuncSetAttribute(T *, cudaFuncAttribute, int) { return cudaSuccess; }
+/* launches in clusters cannot run here; the count of resident clusters is an H100's (66 pairs) */
+template <class K, class... A> inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *, K, A...)
+{
+    emu_no_clusters();
+}
+template <class K> inline cudaError_t cudaOccupancyMaxActiveClusters(int *clusters, K, const cudaLaunchConfig_t *)
+{
+    *clusters = 66;
+    return cudaSuccess;
+}
 inline const char *lb_sm90a_unavailable(int) { return NULL; }

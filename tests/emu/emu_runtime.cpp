@@ -32,7 +32,6 @@ void emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body)
                 b->block.reset(new std::barrier<>(n));
                 for (int w = 0; w < n / 32; w++) b->warp.emplace_back(new std::barrier<>(32));
                 for (int g = 0; g < n / 128; g++) b->wg.emplace_back(new std::barrier<>(128));
-                for (int id = 0; id < 16; id++) b->named.emplace_back(new std::barrier<>(256));
                 emu_blk = b.get();
                 std::vector<std::thread> threads;
                 for (int t = 0; t < n; t++)
@@ -54,7 +53,8 @@ cudaError_t cudaGetDevice(int *device)
 }
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int)
 {
-    *value = attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0; /* an H100/H200: every version runs */
+    /* an H100/H200: every version runs; 132 multiprocessors */
+    *value = attr == cudaDevAttrComputeCapabilityMajor ? 9 : attr == cudaDevAttrMultiProcessorCount ? 132 : 0;
     return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }

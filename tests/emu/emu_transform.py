@@ -14,7 +14,8 @@ What changes (everything else is compiled as written):
 import re
 import sys
 
-HEADERS = ['#include "labbook.h"', '#include "lb_tensor_core.cuh"', '#include <cuda.h>', '#include <cuda_bf16.h>']
+HEADERS = ['#include "labbook.h"', '#include "lb_tensor_core.cuh"', '#include <cuda.h>', '#include <cuda_bf16.h>',
+           '#include <mma.h>']
 
 # signature (as written in the kernels file) -> the body the emulation gives it; None deletes
 # the function (emu_cuda.h has it)
@@ -28,8 +29,14 @@ RULES = {
         'template <> __device__ __forceinline__ void wgmma_pv<64>(float *d, const uint32_t a[4], uint64_t dv)':
             'emu_wgmma(d, 64, 0, a, dv, 1, 1);',
         'template <int N> __device__ __forceinline__ void settle(float *r)': '(void)r;',
-        '__device__ __forceinline__ void my_turn(int c)': 'emu_bar_sync(c == 0 ? 1 : 2);',
-        '__device__ __forceinline__ void your_turn(int c)': 'emu_bar_arrive(c == 0 ? 2 : 1);',
+        '__device__ __forceinline__ void my_turn(int c)': 'emu_bar_sync(c == 0 ? 1 : 2, 256);',
+        '__device__ __forceinline__ void your_turn(int c)': 'emu_bar_arrive(c == 0 ? 2 : 1, 256);',
+    },
+    'tensor_gemm_kernels.cu': {
+        'template <> __device__ __forceinline__ void wgmma_256<__nv_bfloat16>(float d[128], uint64_t da, uint64_t db)':
+            'emu_wgmma(d, 256, da, nullptr, db, 0, 1, 2);',
+        'template <> __device__ __forceinline__ void wgmma_256<float>(float d[128], uint64_t da, uint64_t db)':
+            'emu_wgmma(d, 256, da, nullptr, db, 0, 1, 4);',
     },
     'matmul_kernels.cu': {
         '__device__ __forceinline__ void cp_async16(float *smem, const float *gmem, int src_bytes)': None,
@@ -43,9 +50,12 @@ RULES = {
 DROP = {
     'attention_kernels.cu': [r'asm volatile\("setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 \d+;\\n"\);'],
     'matmul_kernels.cu': [r'#define MATMUL_CP_ASYNC\(\.\.\.\) asm volatile\(__VA_ARGS__\)'],
+    'tensor_gemm_kernels.cu': [r'asm volatile\("setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 \d+;\\n"\);',
+                               r'#define TG_WGMMA_256\(INSTR, TAIL\)(?:[^\n]*\\\n)*[^\n]*\n'],
 }
 # macros of the kernels file, defined as on an sm_90a build
-DEFINES = {'attention_kernels.cu': ['ATT_SM80', 'ATT_SM90A', 'ATT_HOPPER'], 'matmul_kernels.cu': []}
+DEFINES = {'attention_kernels.cu': ['ATT_SM80', 'ATT_SM90A', 'ATT_HOPPER'], 'matmul_kernels.cu': [],
+           'tensor_gemm_kernels.cu': ['TG_SM80', 'TG_SM90A', 'TG_HOPPER']}
 
 
 def fail(why):

@@ -1,0 +1,84 @@
+/* emu_tensor_gemm.cpp - ch10's tensor_gemm kernels on CPU threads (emu_cuda.h), against C = A B
+ * in double, at one shape:
+ *
+ *   emu_tensor_gemm M N K bf16|tf32 version...
+ *
+ * As tensor_gemm.c does: A (M x K) and B (stored N x K, K-major) uniform in [-1, 1), rounded to
+ * bf16 (or tf32), in buffers zero-padded to whole tiles (tensor_gemm_kernels.h); C exactly M x N.
+ * An element passes within K 2^-20 + 2^-16 |want| (every product exact in fp32; only the order
+ * of the sums differs), which one lost k step (an error near 2) fails. Versions in clusters (6,
+ * 8) cannot run here. Exit 0 when every version passes, 1 otherwise. */
+#include "emu_cuda.h"
+#include "tensor_gemm_kernels.h"
+
+#include <random>
+
+static int round_up(int x, int to) { return (x + to - 1) / to * to; }
+
+int main(int argc, char **argv)
+{
+    if (argc < 6) {
+        fprintf(stderr, "usage: emu_tensor_gemm M N K bf16|tf32 version...\n");
+        return 2;
+    }
+    int M = atoi(argv[1]), N = atoi(argv[2]), K = atoi(argv[3]);
+    tg_type type = strcmp(argv[4], "tf32") == 0 ? TG_TF32 : TG_BF16;
+    if (M < 1 || N < 1 || K < 1) {
+        fprintf(stderr, "emu_tensor_gemm: M, N, K must be positive\n");
+        return 2;
+    }
+    int mp = round_up(M, TENSOR_GEMM_PAD_MN), np = round_up(N, TENSOR_GEMM_PAD_MN), kp = round_up(K, TENSOR_GEMM_PAD_K);
+    size_t elem = type == TG_BF16 ? 2 : 4;
+    std::vector<uint8_t> a((size_t)mp * kp * elem, 0), b((size_t)np * kp * elem, 0);
+    std::vector<float> av((size_t)M * K), bv((size_t)N * K), C((size_t)M * N);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    auto fill = [&](std::vector<uint8_t> &buf, std::vector<float> &val, int rows) {
+        for (int r = 0; r < rows; r++)
+            for (int k = 0; k < K; k++) {
+                float x = uniform(rng);
+                if (type == TG_BF16) {
+                    uint16_t bits = __float2bfloat16_rn(x).x;
+                    memcpy(&buf[((size_t)r * kp + k) * 2], &bits, 2);
+                    val[(size_t)r * K + k] = emu_bf16(bits);
+                } else {
+                    float t = nvcuda::wmma::__float_to_tf32(x);
+                    memcpy(&buf[((size_t)r * kp + k) * 4], &t, 4);
+                    val[(size_t)r * K + k] = t;
+                }
+            }
+    };
+    fill(a, av, M);
+    fill(b, bv, N);
+    std::vector<double> want((size_t)M * N);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0.0;
+            for (int k = 0; k < K; k++) s += (double)av[(size_t)i * K + k] * bv[(size_t)j * K + k];
+            want[(size_t)i * N + j] = s;
+        }
+    tg_gemm g = {type, a.data(), b.data(), C.data(), M, N, K, mp, np, kp, NULL};
+    if (tensor_gemm_prepare(&g) != cudaSuccess) {
+        fprintf(stderr, "emu_tensor_gemm: tensor_gemm_prepare failed\n");
+        return 1;
+    }
+    int failed = 0;
+    for (int arg = 5; arg < argc; arg++) {
+        int version = atoi(argv[arg]);
+        std::fill(C.begin(), C.end(), NAN); /* a C never written fails */
+        cudaError_t e = tensor_gemm_launch(version, &g);
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < C.size(); i++)
+            if (!(fabs(C[i] - want[i]) <= K * 0x1.0p-20 + 0x1.0p-16 * fabs(want[i]))) {
+                if (!bad) first = i;
+                bad++;
+            }
+        printf("emulated tensor_gemm %dx%dx%d %s version %d: %s, %zu of %zu wrong", M, N, K, argv[4], version,
+               e == cudaSuccess ? "launched" : "LAUNCH FAILED", bad, C.size());
+        if (bad) printf(" (first: C[%zu][%zu] = %.7g, want %.7g)", first / N, first % N, C[first], want[first]);
+        printf(" %s\n", bad == 0 && e == cudaSuccess ? "PASS" : "FAIL");
+        failed += bad > 0 || e != cudaSuccess;
+    }
+    tensor_gemm_release(&g);
+    return failed ? 1 : 0;
+}
