@@ -5,9 +5,9 @@
  *   build: make ch10      run: ./tensor_gemm [version] [--size N | --size M,N,K] [--type tf32]
  *
  * versions: the table versions[] below (0 cuBLAS, 1 wmma, 2 mma.sync, 3 wgmma + TMA, 4 warp-
- * specialised, 5 persistent, 6 clusters with TMA multicast, 7 wgmma
- * kept queued, 8 both 6 and 7), listed by ./tensor_gemm --help;
- * the kernels, in the same order, are in tensor_gemm_kernels.cu. 3-8 need an H100/H200 and a
+ * specialised, 5 persistent, 6 clusters with TMA multicast, 7 wgmma kept queued, 8 both 6 and
+ * 7, 9 C out through shared memory by TMA stores), listed by ./tensor_gemm --help;
+ * the kernels, in the same order, are in tensor_gemm_kernels.cu. 3-9 need an H100/H200 and a
  * build for sm_90 (the default without a GPU, or on one).
  *
  * The inputs are drawn in [-1, 1) and rounded to bf16 (or tf32) here, so the GPU multiplies
@@ -85,6 +85,7 @@ static const lb_version versions[] = {
     {6, "multicast", "5, clusters of 2, B multicast", 90, run_kernel},
     {7, "wgmma_queued", "5, next wgmma queued early", 90, run_kernel},
     {8, "mcast_queued", "6 + 7: multicast, wgmma queued", 90, run_kernel},
+    {9, "tma_store", "5, C out by TMA stores", 90, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == TENSOR_GEMM_VERSIONS,
                "one row in versions[] per version: TENSOR_GEMM_VERSIONS in tensor_gemm_kernels.h");
@@ -143,7 +144,7 @@ static const lb_program program = {
     .name = "tensor_gemm",
     .synopsis = "C = A B on the tensor cores (bf16 or tf32 in, fp32 out): wmma, mma.sync, wgmma + TMA vs cuBLAS",
     .details = "--size is N (square) or M,N,K. A is row-major, B column-major (both K-major), C row-major.\n"
-               "Versions 3-8 use sm_90a's wgmma and TMA: they need an H100/H200 (the sm_90 above) and a build\n"
+               "Versions 3-9 use sm_90a's wgmma and TMA: they need an H100/H200 (the sm_90 above) and a build\n"
                "for it; a build for any other GPU, a newer one too, leaves them out. 2 is bf16 only.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = options,
@@ -181,7 +182,7 @@ int main(int argc, char **argv)
 
     if (!args.quiet) {
         tg_shape w = tensor_gemm_shape(4, type);
-        printf("versions 4-8: %dx%dx%d block tiles, %d threads, %d stages (%d KiB of shared memory); inputs padded "
+        printf("versions 4-9: %dx%dx%d block tiles, %d threads, %d stages (%d KiB of shared memory); inputs padded "
                "to %dx%dx%d\n",
                w.tile_m, w.tile_n, w.tile_k, w.threads, w.stages, w.smem_bytes / 1024, job.g.mp, job.g.np, job.g.kp);
     }
@@ -212,8 +213,9 @@ int main(int argc, char **argv)
         lb_poison_device(job.g.c, sizeof(float) * c_n); /* NaN: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_cublas : h_c, job.g.c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
-        lb_check c = v == 0 ? lb_gemm_check("cublas vs CPU", h_cublas, &gemm, h_cpu, abs_tol(K), REL_TOL, &rng, args.quiet)
-                            : check_version(versions[v].name, h_c, h_cublas, h_cpu, c_n, K, args.quiet);
+        lb_check c = v == 0
+                         ? lb_gemm_check("cublas vs CPU", h_cublas, &gemm, h_cpu, abs_tol(K), REL_TOL, &rng, args.quiet)
+                         : check_version(versions[v].name, h_c, h_cublas, h_cpu, c_n, K, args.quiet);
         float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
         char verdict[96];
         lb_report_row(&rep, v, NULL, ms, tflops(M, N, K, ms), c.n_bad == 0,

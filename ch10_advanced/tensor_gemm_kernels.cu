@@ -19,7 +19,9 @@
  *   7  5, with the next k tile's wgmma issued before waiting for the last one's: the tensor
  *      cores always have a group queued (a stage is released one tile later)
  *   8  6 and 7 together: clusters with multicast, wgmma kept queued
- * Versions 3-8 exist only in builds for sm_90 (compiled for sm_90a: see the Makefile).
+ *   9  5, with C written through shared memory by TMA stores, which run on while the consumers
+ *      start their next tile (where N is a multiple of 4: C's rows must be 16-byte aligned)
+ * Versions 3-9 exist only in builds for sm_90 (compiled for sm_90a: see the Makefile).
  */
 #include "tensor_gemm_kernels.h"
 #include "labbook.h" /* lb_sm90a_unavailable */
@@ -39,13 +41,14 @@
 #define TG_SM90A 1 /* device code for sm_90a: wgmma, setmaxnreg */
 #endif
 
-/* Versions 4-8: the ring's depth (make tensor_gemm TG_STAGES=2), 48 KiB a stage and 1 KiB for
- * the barriers: at most 4 fit in the 227 KiB a block may have on an H100/H200, and a ring needs
- * 2. Refused here, when building, rather than by the driver when the program sets up. */
+/* Versions 4-9: the ring's depth (make tensor_gemm TG_STAGES=2), 48 KiB a stage, 1 KiB for
+ * the barriers and 32 KiB for version 9's C on its way out: at most 4 fit in the 227 KiB a block
+ * may have on an H100/H200, and a ring needs 2. Refused here, when building, rather than by the
+ * driver when the program sets up. */
 #ifndef TG_STAGES
 #define TG_STAGES 4
 #endif
-#if TG_STAGES < 2 || TG_STAGES * 48 + 1 > 227
+#if TG_STAGES < 2 || TG_STAGES * 48 + 32 + 1 > 227
 #error "TG_STAGES must be 2..4: a stage is 48 KiB, and a block may have at most 227 KiB of shared memory"
 #endif
 #define TGW_STAGES TG_STAGES
@@ -327,6 +330,11 @@ __global__ void __launch_bounds__(TG_WG_THREADS)
 #define TGW_B_BYTES (TGW_BN * TG_TILE_K_BYTES)
 #define TGW_STAGE_BYTES (TGW_A_BYTES + TGW_B_BYTES)
 #define TGW_SMEM (TGW_STAGES * TGW_STAGE_BYTES + 1024)
+/* version 9: C leaves a consumer in chunks of 64 rows x 32 floats (128 bytes: one swizzle row),
+ * through two buffers a consumer, after the ring */
+#define TGW_C_CHUNK_BYTES (64 * 128)
+#define TGW_C_BYTES (2 * 2 * TGW_C_CHUNK_BYTES)
+#define TGW_SMEM_TMA_STORE (TGW_SMEM + TGW_C_BYTES)
 
 /* The tile (m0, n0) that work item `item` covers: one tile, or (CLUSTER = 2) the pair of tiles
  * above each other, in groups of TGW_GROUP tile rows walked column by column, so that the
@@ -354,17 +362,66 @@ __device__ __forceinline__ void tile_origin(int item, int tiles_m, int tiles_n, 
     *m0 += rank * TGW_BM;
 }
 
+/* Consumer c's 128 threads wait for each other (named barrier 1 + c; 0 is __syncthreads'). The
+ * number spelled out: a barrier number in a register makes ptxas reserve all 16. */
+__device__ __forceinline__ void consumer_sync(int c)
+{
+    if (c == 0)
+        asm volatile("bar.sync 1, 128;\n" ::: "memory");
+    else
+        asm volatile("bar.sync 2, 128;\n" ::: "memory");
+}
+
+/* Version 9's epilogue: a consumer's 64 x 256 accumulators (rows m0.., columns n0..) leave
+ * through shared memory, 32 columns (8 KiB) at a time, in two buffers taken in turn. For each
+ * chunk: the thread that issues the stores waits until the store of two chunks ago has read
+ * its buffer, the consumer's threads write the chunk into it (in the 128-byte swizzle the map
+ * reads, float2 stores a warp spreads over all 32 banks), make the writes visible to the copy
+ * engine, and one thread starts the TMA store and goes on. The stores finish while the
+ * consumer waits for its next tile's first stage and multiplies it. */
+__device__ __forceinline__ void store_tile_tma(const CUtensorMap *mapC, uint8_t *buffers, int c, int m0, int n0,
+                                               const float d[128])
+{
+    int t = threadIdx.x % TG_WG_THREADS, lane = t % 32;
+    int row = (t / 32) * 16 + lane / 4; /* this thread's rows: row and row + 8 */
+#pragma unroll
+    for (int q = 0; q < TGW_BN / 32; q++) {
+        uint8_t *buf = buffers + (q % 2) * TGW_C_CHUNK_BYTES;
+        if (t == 0) bulk_wait_read<1>(); /* the store of chunk q - 2 is done with buf */
+        consumer_sync(c);
+#pragma unroll
+        for (int jj = 0; jj < 4; jj++) { /* the chunk's 8-column groups: accumulators 4j.. */
+            int j = 4 * q + jj;
+            uint32_t col_bytes = (8 * jj + 2 * (lane % 4)) * 4;
+#pragma unroll
+            for (int h = 0; h < 2; h++) { /* rows row and row + 8 */
+                uint32_t r = row + 8 * h, swizzled = r * 128 + (col_bytes ^ ((r % 8) << 4));
+                *reinterpret_cast<float2 *>(buf + swizzled) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            }
+        }
+        fence_proxy_async_shared();
+        consumer_sync(c);
+        if (t == 0) {
+            tma_store_2d(mapC, buf, n0 + 32 * q, m0);
+            bulk_commit();
+        }
+    }
+}
+
 /* Warp-specialised: warpgroup 0 produces, warpgroups 1 and 2 consume. The producer (one
  * thread) fills a ring of TGW_STAGES stages; full[s] completes when stage s has landed,
  * empty[s] when both consumers (in both blocks of a cluster) are done with it. setmaxnreg
  * moves registers from the producer, which needs few, to the consumers' 128 accumulators.
  *   PERSISTENT 0: one tile per block; 1: gridDim.x blocks walk all tiles (tile_of's order).
  *   CLUSTER 2: blocks 2i and 2i+1 take the tiles above each other; each loads its own A and
- *   half of the common B, multicast into both, so each B byte leaves L2 once per pair. */
-template <typename In, int PERSISTENT, int CLUSTER, int INFLIGHT>
+ *   half of the common B, multicast into both, so each B byte leaves L2 once per pair.
+ *   TMA_STORE 1: C leaves through shared memory and mapC (store_tile_tma), else straight from
+ *   the registers. */
+template <typename In, int PERSISTENT, int CLUSTER, int INFLIGHT, int TMA_STORE>
 __global__ void __launch_bounds__(TGW_THREADS, 1)
-    tensor_gemm_kernel_ws(const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB, float *C,
-                          int M, int N, int kp, int tiles_m, int tiles_n)
+    tensor_gemm_kernel_ws(const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB,
+                          const __grid_constant__ CUtensorMap mapC, float *C, int M, int N, int kp, int tiles_m,
+                          int tiles_n)
 {
 #if TG_SM90A
     extern __shared__ uint8_t smem_raw[];
@@ -435,8 +492,13 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
                 wgmma_wait<0>();
                 release_stage<CLUSTER>(&empty[(u - 1) % TGW_STAGES]);
             }
-            store_wgmma_tile(C, M, N, m0 + c * 64, n0, d);
+            if (TMA_STORE)
+                store_tile_tma(&mapC, stages + TGW_STAGES * TGW_STAGE_BYTES + c * 2 * TGW_C_CHUNK_BYTES, c, m0 + c * 64,
+                               n0, d);
+            else
+                store_wgmma_tile(C, M, N, m0 + c * 64, n0, d);
         }
+        if (TMA_STORE && threadIdx.x % TG_WG_THREADS == 0) bulk_wait<0>(); /* C written before the block ends */
     }
     if (CLUSTER > 1) cluster_sync(); /* no block leaves while its peer may still signal or write it */
 #endif
@@ -456,6 +518,8 @@ template <typename In> static cudaError_t resident_clusters(int *clusters);
 
 typedef struct {
     CUtensorMap a64, a128, b256, b128; /* A in boxes of 64 or 128 rows, B of 256 or 128 */
+    CUtensorMap c;                     /* version 9: C in boxes of 64 rows x 32 floats */
+    int c_ok;                          /* the map of C exists (N a multiple of 4) */
     int sms, clusters;                 /* multiprocessors; clusters of 2 resident at once */
 } tg_prepared;
 
@@ -475,17 +539,35 @@ static cudaError_t make_map(lb_encode_tiled_fn encode, CUtensorMap *map, const v
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+/* C (m, n) fp32 row-major, as version 9's stores see it: boxes of 64 rows x 32 floats (128 bytes,
+ * swizzled). The copy engine needs rows 16-byte aligned: n a multiple of 4, else no map (and
+ * version 9 stores as version 5 does). */
+static cudaError_t make_map_c(lb_encode_tiled_fn encode, tg_prepared *p, float *c, int m, int n)
+{
+    p->c_ok = n % 4 == 0;
+    if (!p->c_ok) return cudaSuccess;
+    cuuint64_t dims[2] = {(cuuint64_t)n, (cuuint64_t)m}, strides[1] = {(cuuint64_t)n * 4};
+    cuuint32_t box[2] = {32, 64}, one[2] = {1, 1};
+    CUresult r =
+        encode(&p->c, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, c, dims, strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
 template <typename In> static cudaError_t allow_smem()
 {
     cudaError_t e = cudaFuncSetAttribute(tensor_gemm_kernel3<In>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (TG3_BM + TG3_BN) * TG_TILE_K_BYTES + 1024);
-    /* the warp-specialised kernels of versions 4-8 (PERSISTENT, CLUSTER, INFLIGHT) */
+    /* the warp-specialised kernels of versions 4-8 (PERSISTENT, CLUSTER, INFLIGHT, TMA_STORE 0) */
     const void *ws[] = {
-        (const void *)tensor_gemm_kernel_ws<In, 0, 1, 0>, (const void *)tensor_gemm_kernel_ws<In, 1, 1, 0>,
-        (const void *)tensor_gemm_kernel_ws<In, 1, 2, 0>, (const void *)tensor_gemm_kernel_ws<In, 1, 1, 1>,
-        (const void *)tensor_gemm_kernel_ws<In, 1, 2, 1>};
+        (const void *)tensor_gemm_kernel_ws<In, 0, 1, 0, 0>, (const void *)tensor_gemm_kernel_ws<In, 1, 1, 0, 0>,
+        (const void *)tensor_gemm_kernel_ws<In, 1, 2, 0, 0>, (const void *)tensor_gemm_kernel_ws<In, 1, 1, 1, 0>,
+        (const void *)tensor_gemm_kernel_ws<In, 1, 2, 1, 0>};
     for (size_t i = 0; i < sizeof ws / sizeof ws[0] && e == cudaSuccess; i++)
         e = cudaFuncSetAttribute(ws[i], cudaFuncAttributeMaxDynamicSharedMemorySize, TGW_SMEM);
+    if (e == cudaSuccess) /* version 9: and its buffers for C */
+        e = cudaFuncSetAttribute(tensor_gemm_kernel_ws<In, 1, 1, 0, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 TGW_SMEM_TMA_STORE);
     return e;
 }
 #endif
@@ -507,6 +589,7 @@ extern "C" cudaError_t tensor_gemm_prepare(tg_gemm *g)
     if (e == cudaSuccess) e = make_map(encode, &p->a128, g->a, g->type, g->mp, g->kp, 128);
     if (e == cudaSuccess) e = make_map(encode, &p->b256, g->b, g->type, g->np, g->kp, 256);
     if (e == cudaSuccess) e = make_map(encode, &p->b128, g->b, g->type, g->np, g->kp, 128);
+    if (e == cudaSuccess) e = make_map_c(encode, p, g->c, g->m, g->n);
     if (e == cudaSuccess) e = g->type == TG_BF16 ? allow_smem<__nv_bfloat16>() : allow_smem<float>();
     if (e == cudaSuccess)
         e = g->type == TG_BF16 ? resident_clusters<__nv_bfloat16>(&p->clusters)
@@ -545,7 +628,7 @@ template <typename In> static cudaError_t resident_clusters(int *clusters)
 {
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = cluster_config(&attr, 2);
-    return cudaOccupancyMaxActiveClusters(clusters, tensor_gemm_kernel_ws<In, 1, 2, 0>, &cfg);
+    return cudaOccupancyMaxActiveClusters(clusters, tensor_gemm_kernel_ws<In, 1, 2, 0, 0>, &cfg);
 }
 
 template <typename In> static cudaError_t launch_hopper(int version, const tg_gemm *g)
@@ -559,26 +642,30 @@ template <typename In> static cudaError_t launch_hopper(int version, const tg_ge
             p->a64, p->b256, g->c, g->m, g->n, g->kp);
     } else if (version == 4) {
         dim3 grid(tiles_n, tiles_m);
-        tensor_gemm_kernel_ws<In, 0, 1, 0>
-            <<<grid, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
-    } else if (version == 5 || version == 7) { /* one block per SM */
+        tensor_gemm_kernel_ws<In, 0, 1, 0, 0>
+            <<<grid, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
+    } else if (version == 5 || version == 7 || (version == 9 && !p->c_ok)) { /* one block per SM */
         int blocks = min(p->sms, tiles_m * tiles_n);
-        if (version == 5)
-            tensor_gemm_kernel_ws<In, 1, 1, 0>
-                <<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
-        else
-            tensor_gemm_kernel_ws<In, 1, 1, 1>
-                <<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
+        if (version == 7)
+            tensor_gemm_kernel_ws<In, 1, 1, 1, 0>
+                <<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
+        else /* 5, and 9 where C's rows are not 16-byte aligned */
+            tensor_gemm_kernel_ws<In, 1, 1, 0, 0>
+                <<<blocks, TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
+    } else if (version == 9) { /* 5 with the TMA stores of C */
+        int blocks = min(p->sms, tiles_m * tiles_n);
+        tensor_gemm_kernel_ws<In, 1, 1, 0, 1><<<blocks, TGW_THREADS, TGW_SMEM_TMA_STORE>>>(
+            p->a128, p->b256, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
     } else {
         /* as many pairs as can be resident at once (tiles_m is even: mp is a multiple of 256) */
         int pairs = min(p->clusters, tiles_m * tiles_n / 2);
         cudaLaunchAttribute attr;
         cudaLaunchConfig_t cfg = cluster_config(&attr, 2 * pairs);
         if (version == 6)
-            return cudaLaunchKernelEx(&cfg, tensor_gemm_kernel_ws<In, 1, 2, 0>, p->a128, p->b128, g->c, g->m, g->n,
-                                      g->kp, tiles_m, tiles_n);
-        return cudaLaunchKernelEx(&cfg, tensor_gemm_kernel_ws<In, 1, 2, 1>, p->a128, p->b128, g->c, g->m, g->n, g->kp,
-                                  tiles_m, tiles_n);
+            return cudaLaunchKernelEx(&cfg, tensor_gemm_kernel_ws<In, 1, 2, 0, 0>, p->a128, p->b128, p->c, g->c, g->m,
+                                      g->n, g->kp, tiles_m, tiles_n);
+        return cudaLaunchKernelEx(&cfg, tensor_gemm_kernel_ws<In, 1, 2, 1, 0>, p->a128, p->b128, p->c, g->c, g->m, g->n,
+                                  g->kp, tiles_m, tiles_n);
     }
     return cudaGetLastError();
 }
@@ -628,6 +715,7 @@ extern "C" tg_shape tensor_gemm_shape(int version, tg_type type)
     case 1: return (tg_shape){32, 32, type == TG_BF16 ? 16 : 8, 128, 1, 0};
     case 2: return (tg_shape){TG2_BM, TG2_BN, TG2_BK, 256, 2, 0};
     case 3: return (tg_shape){64, 256, k, 128, 1, (64 + 256) * 128};
+    case 9: return (tg_shape){128, 256, k, 384, TGW_STAGES, TGW_STAGES * (128 + 256) * 128 + TGW_C_BYTES};
     default: return (tg_shape){128, 256, k, 384, TGW_STAGES, TGW_STAGES * (128 + 256) * 128};
     }
 }

@@ -11,8 +11,8 @@
 extern "C" {
 #endif
 
-/* Versions 0 (cuBLAS, in tensor_gemm.c) ..  7; tensor_gemm.c's version table has one row for each. */
-#define TENSOR_GEMM_VERSIONS 9
+/* Versions 0 (cuBLAS, in tensor_gemm.c) .. 9; tensor_gemm.c's version table has one row for each. */
+#define TENSOR_GEMM_VERSIONS 10
 #define TENSOR_GEMM_PAD_MN 256 /* two 128-row tiles (version 6 works on pairs), one 256-column tile */
 #define TENSOR_GEMM_PAD_K 64   /* one k tile of bf16: 64 x 2 bytes = one 128-byte swizzle row */
 
@@ -28,7 +28,7 @@ typedef struct {
     void *prepared; /* tensor maps and launch facts (tensor_gemm_prepare), NULL before */
 } tg_gemm;
 
-/* Make the TMA tensor maps for versions 3-8 (through the driver's cuTensorMapEncodeTiled) and
+/* Make the TMA tensor maps for versions 3-9 (through the driver's cuTensorMapEncodeTiled) and
  * raise their kernels' shared-memory limits: once per set of buffers, outside any timing. On
  * builds without the Hopper versions it only records the device's multiprocessor count. */
 cudaError_t tensor_gemm_prepare(tg_gemm *g);

@@ -147,6 +147,34 @@ __device__ __forceinline__ void tma_load_multicast(void *dst, const CUtensorMap 
                  : "memory");
 }
 
+/* ---- TMA stores: a box of shared memory (written in the map's swizzle) to the tensor at (x, y);
+ * the parts outside the tensor are not written. The stores a thread starts since its last
+ * commit form a bulk group; it waits for its groups by count, as cp.async's. */
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src, int x, int y)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(map), "r"(x),
+                 "r"(y), "r"(smem_addr(src))
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+/* until at most `pending` of this thread's groups still read their shared memory (it may be
+ * written again) */
+template <int pending> __device__ __forceinline__ void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(pending) : "memory");
+}
+/* until at most `pending` of them are still writing global memory */
+template <int pending> __device__ __forceinline__ void bulk_wait()
+{
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+/* the threads' ordinary writes to shared memory made visible to the copy engine (the "async
+ * proxy"), before a TMA store reads them */
+__device__ __forceinline__ void fence_proxy_async_shared()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 /* Dynamic shared memory, rounded up to the 1024-byte alignment the 128-byte swizzle needs (the
  * launch asks for 1 KiB more than the tiles take). */
 __device__ __forceinline__ uint8_t *aligned_smem(uint8_t *smem)

@@ -160,7 +160,7 @@ bad_input 2 "unknown argument '--bogus'" ./tensor_gemm --bogus
 bad_input 0 'usage: tensor_gemm ' ./tensor_gemm --help
 bad_input 2 '--size must be positive (got 0)' ./tensor_gemm --size 0
 bad_input 2 "--type must be bf16 or tf32 (got 'fp16')" ./tensor_gemm --type fp16
-bad_input 2 "version '9' does not exist (0..8)" ./tensor_gemm 9
+bad_input 2 "version '10' does not exist (0..9)" ./tensor_gemm 10
 no_gpu ./tensor_gemm
 # (the sanitizer runs 64, 100,200,16 and 1,300,64 in bf16, and 1,300,40 in tf32)
 for s in 64 100,200,16 1,300,64; do
@@ -177,16 +177,27 @@ gpu_check_large ./tensor_gemm --size 512 --iters 2
 gpu_expect 2 'version 2 (mma.sync+ldmatrix, cp.async x2): bf16 only' ./tensor_gemm 2 --type tf32 --size 64
 gpu_check_large ./tensor_gemm --check-only --size 8192
 # planted bugs: the wgmma versions skip the last 32 bytes of every k tile (one k16 step of bf16);
-# version 2 skips the second k16 step of its tiles
-mutant "tensor_gemm 3-8 skip a wgmma k step" tensor_gemm_kernels.cu \
+# version 2 skips the second k16 step of its tiles; version 9 writes C to shared memory unswizzled
+mutant "tensor_gemm 3-9 skip a wgmma k step" tensor_gemm_kernels.cu \
     's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' ./tensor_gemm 8 --check-only --size 256
 mutant "tensor_gemm 2 skips half of each k tile" tensor_gemm_kernels.cu \
     's|for (int kk = 0; kk < TG2_BK; kk += 16)|for (int kk = 0; kk < TG2_BK / 2; kk += 16)|' ./tensor_gemm 2 --check-only --size 256
+mutant "tensor_gemm 9 writes C's chunks unswizzled" tensor_gemm_kernels.cu \
+    's|uint32_t r = row + 8 \* h, swizzled = r \* 128 + (col_bytes ^ ((r % 8) << 4));|uint32_t r = row + 8 * h, swizzled = r * 128 + col_bytes;|' \
+    ./tensor_gemm 9 --check-only --size 256
 # the same kernels on CPU threads (tests/emu), GPU or not: every version but the clusters' (6,
 # 8: a cluster's blocks would have to run at once), bf16 and tf32, whole tiles and not
-emu_check emu_tensor_gemm 100 200 16 bf16 1 2 3 4 5 7
-emu_check emu_tensor_gemm 300 1 16 bf16 1 2 3 4 5 7
-emu_check emu_tensor_gemm 1 300 40 tf32 1 3 4 5 7
-emu_check emu_tensor_gemm 256 256 128 bf16 3 4 5 7
-emu_mutant "tensor_gemm 3-8 skip a wgmma k step" tensor_gemm_kernels.cu \
+emu_check emu_tensor_gemm 100 200 16 bf16 1 2 3 4 5 7 9
+emu_check emu_tensor_gemm 300 1 16 bf16 1 2 3 4 5 7 9
+emu_check emu_tensor_gemm 1 300 40 tf32 1 3 4 5 7 9
+emu_check emu_tensor_gemm 256 256 128 bf16 3 4 5 7 9
+# 32 tiles on 3 blocks: the persistent versions' rings and version 9's buffers over many tiles
+EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 1000 1024 200 bf16 5 7 9
+EMU_ENV=EMU_SMS=2 emu_check emu_tensor_gemm 513 260 64 tf32 5 9
+emu_mutant "tensor_gemm 3-9 skip a wgmma k step" tensor_gemm_kernels.cu \
     's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' emu_tensor_gemm 256 256 128 bf16 5
+# version 9 writing a buffer again before its last store has read it (the emulation reads a
+# store's shared memory as late as the waits allow, so the race shows as wrong data)
+EMU_ENV=EMU_SMS=3 emu_mutant "tensor_gemm 9 reuses a buffer of C without waiting" tensor_gemm_kernels.cu \
+    's|if (t == 0) bulk_wait_read<1>(); /\* the store of chunk q - 2 is done with buf \*/||' \
+    emu_tensor_gemm 1000 1024 200 bf16 9

@@ -117,7 +117,8 @@ submit() {
     n_entry=$((n_entry + 1))
     case $1 in   # the case's name, for a failure that names it (settle_lost)
         case_job) ENTRY_NAME[$entry]=$2 ;;
-        mutant_job | solution_job | emu_mutant_job) ENTRY_NAME[$entry]="$2: ${1%_job} $3" ;;
+        mutant_job | solution_job) ENTRY_NAME[$entry]="$2: ${1%_job} $3" ;;
+        emu_mutant_job) ENTRY_NAME[$entry]="$2: emulated mutant $4" ;;
         *) ENTRY_NAME[$entry]="$CHAPTER: $*" ;;
     esac
     if [ "${RUN_ALONE:-0}" = 1 ]; then
@@ -359,14 +360,15 @@ mutant_job() {
 
 # emu_check <program> <args...> : a host test that runs a chapter's kernels on CPU threads
 # (tests/emu: every version, one shape, against the CPU in double). Runs everywhere, GPU or not;
-# skipped, with the reason, where g++ has no C++20 <barrier> (tests/Makefile)
+# skipped, with the reason, where g++ has no C++20 <barrier> (tests/Makefile). EMU_ENV: variables
+# for the run (EMU_SMS=3: a persistent kernel's blocks walk several tiles at a small size)
 emu_check() {
     [ $SANITIZE = 1 ] && return
     if [ -f "$ROOT/tests/bin/emu.unsupported" ]; then
         record SKIP "$CHAPTER: emulated: $* ($(cat "$ROOT/tests/bin/emu.unsupported"))"
         return
     fi
-    run_case "$CHAPTER: emulated: $*" 0 "" "" "$ROOT/tests/bin/$@"
+    run_case "$CHAPTER: emulated: ${EMU_ENV:+$EMU_ENV }$*" 0 "" "${EMU_ENV:-}" "$ROOT/tests/bin/$@"
 }
 # emu_mutant <name> <kernels file> <sed expression> <program> <args...> : emu_check on a copy of
 # the chapter's kernels file with a planted bug, built in its own folder: it must FAIL (so the
@@ -377,10 +379,10 @@ emu_mutant() {
         record SKIP "$CHAPTER: emulated mutant: $1 ($(cat "$ROOT/tests/bin/emu.unsupported"))"
         return
     fi
-    EARLY=1 submit emu_mutant_job "$CHAPTER" "$@"
+    EARLY=1 submit emu_mutant_job "$CHAPTER" "${EMU_ENV:-}" "$@"
 }
 emu_mutant_job() {
-    local CHAPTER=$1 name=$2 file=$3 expr=$4 prog=$5; shift 5
+    local CHAPTER=$1 envp=$2 name=$3 file=$4 expr=$5 prog=$6; shift 6
     local dir="$LOG_DIR/emu-mutant-$ENTRY" var
     case $file in
         attention_kernels.cu) var=EMU_ATTENTION_KERNELS ;;
@@ -397,7 +399,7 @@ emu_mutant_job() {
         verdict FAIL "$CHAPTER: emulated mutant: $name (the edit or the build failed)" "$dir.build.log"
         return
     fi
-    case_job "$CHAPTER: emulated mutant caught: $name" 1 "FAIL" "" "$ROOT/$CHAPTER" "" 0 "$dir/$prog" "$@"
+    case_job "$CHAPTER: emulated mutant caught: $name" 1 "FAIL" "$envp" "$ROOT/$CHAPTER" "" 0 "$dir/$prog" "$@"
 }
 
 # solutions : the code solutions in the chapter's SOLUTIONS.md, each a ```diff block (paths

@@ -503,28 +503,57 @@ inline void emu_wgmma(float *d, int N, uint64_t desc_a, const uint32_t *a, uint6
 
 /* ================================================================ TMA stores, bulk groups, fences */
 
-/* a 2-D box from shared memory (through the swizzle) to global; parts outside the tensor are not
- * written (TMA clips them). Done at once, so the bulk groups' waits have nothing to wait for. */
-inline void emu_tma_store_2d(const CUtensorMap *map, const void *src, int x, int y)
+/* TMA stores: a 2-D box of shared memory (through the swizzle) to global; parts outside the
+ * tensor are not written (TMA clips them). The emulation reads the shared memory as late as the
+ * thread's waits allow, not when the store is issued: a buffer written again before its store
+ * was waited for shows as wrong data, as it can on the GPU. */
+struct emu_store {
+    const CUtensorMap *map;
+    uint32_t src;
+    int x, y;
+};
+inline thread_local std::vector<emu_store> emu_open_group;
+inline thread_local std::vector<std::vector<emu_store>> emu_groups; /* committed, oldest first */
+inline void emu_do_store(const emu_store &st)
+{
+    emu_map e;
+    memcpy(&e, st.map, sizeof e);
+    uint32_t row_bytes = e.box[0] * e.elem;
+    for (uint32_t r = 0; r < e.box[1]; r++)
+        for (uint32_t c = 0; c < e.box[0]; c++) {
+            uint64_t gx = (uint64_t)st.x + c, gy = (uint64_t)st.y + r;
+            if (gx < e.dims[0] && gy < e.dims[1])
+                memcpy(e.base + gy * e.strides[0] + gx * e.elem,
+                       emu_blk->smem + emu_swizzle128(st.src + r * row_bytes + c * e.elem), e.elem);
+        }
+}
+inline void tma_store_2d(const CUtensorMap *map, const void *src, int x, int y)
 {
     emu_map e;
     memcpy(&e, map, sizeof e);
-    uint32_t s0 = smem_addr(src), row_bytes = e.box[0] * e.elem;
-    if (s0 % 1024 || row_bytes != 128) {
+    uint32_t s0 = smem_addr(src);
+    if (s0 % 1024 || e.box[0] * e.elem != 128) {
         fprintf(stderr, "emulation: a swizzled TMA store box must start 1024-byte aligned, 128 bytes a row\n");
         abort();
     }
-    for (uint32_t r = 0; r < e.box[1]; r++)
-        for (uint32_t c = 0; c < e.box[0]; c++) {
-            uint64_t gx = (uint64_t)x + c, gy = (uint64_t)y + r;
-            if (gx < e.dims[0] && gy < e.dims[1])
-                memcpy((uint8_t *)e.base + gy * e.strides[0] + gx * e.elem,
-                       emu_blk->smem + emu_swizzle128(s0 + r * row_bytes + c * e.elem), e.elem);
-        }
+    emu_open_group.push_back({map, s0, x, y});
 }
-inline void emu_bulk_commit() {}
-inline void emu_bulk_wait() {}
-inline void emu_fence_proxy_async() {}
+inline void bulk_commit()
+{
+    emu_groups.push_back(emu_open_group);
+    emu_open_group.clear();
+}
+/* the oldest groups done until at most `pending` remain */
+inline void emu_bulk_wait(size_t pending)
+{
+    while (emu_groups.size() > pending) {
+        for (const emu_store &st : emu_groups.front()) emu_do_store(st);
+        emu_groups.erase(emu_groups.begin());
+    }
+}
+template <int pending> inline void bulk_wait_read() { emu_bulk_wait(pending); }
+template <int pending> inline void bulk_wait() { emu_bulk_wait(pending); }
+inline void fence_proxy_async_shared() {}
 
 /* ================================================================ the runtime the launchers call */
 

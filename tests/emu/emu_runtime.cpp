@@ -40,6 +40,10 @@ void emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body)
                         threadIdx = make_uint3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
                         blockIdx = make_uint3(x, y, z);
                         body();
+                        if (!emu_groups.empty() || !emu_open_group.empty()) {
+                            fprintf(stderr, "emulation: a thread ended with TMA stores it never waited for\n");
+                            abort();
+                        }
                     });
                 for (std::thread &t : threads) t.join();
             }
@@ -53,8 +57,12 @@ cudaError_t cudaGetDevice(int *device)
 }
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int)
 {
-    /* an H100/H200: every version runs; 132 multiprocessors */
-    *value = attr == cudaDevAttrComputeCapabilityMajor ? 9 : attr == cudaDevAttrMultiProcessorCount ? 132 : 0;
+    /* an H100/H200: every version runs; 132 multiprocessors, or EMU_SMS (fewer make a persistent
+     * kernel's blocks walk several tiles at small sizes) */
+    const char *sms = getenv("EMU_SMS");
+    *value = attr == cudaDevAttrComputeCapabilityMajor ? 9
+             : attr == cudaDevAttrMultiProcessorCount  ? (sms && atoi(sms) > 0 ? atoi(sms) : 132)
+                                                       : 0;
     return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }

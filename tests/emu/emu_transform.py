@@ -37,6 +37,7 @@ RULES = {
             'emu_wgmma(d, 256, da, nullptr, db, 0, 1, 2);',
         'template <> __device__ __forceinline__ void wgmma_256<float>(float d[128], uint64_t da, uint64_t db)':
             'emu_wgmma(d, 256, da, nullptr, db, 0, 1, 4);',
+        '__device__ __forceinline__ void consumer_sync(int c)': 'emu_bar_sync(1 + c, 128);',
     },
     'matmul_kernels.cu': {
         '__device__ __forceinline__ void cp_async16(float *smem, const float *gmem, int src_bytes)': None,
