@@ -10,7 +10,7 @@
  *          [--heads H] [--dim D] [--causal]
  *
  * versions: the table versions[] below (0 cuBLAS + our softmax, 1 naive, 2 flash in fp32 on the
- * CUDA cores, 3 mma.sync, 4 wgmma with TMA, 5 FlashAttention-3's schedule), listed by
+ * CUDA cores, 3 mma.sync, 4 wgmma with TMA, 5 FlashAttention-3's schedule, 6 5 persistent), listed by
  * ./attention --help; the kernels are in
  * attention_kernels.cu. TFLOP/s counts 4 B H S^2 D, halved when causal (the products a causal
  * attention needs), for every version alike.
@@ -134,6 +134,7 @@ static const lb_version versions[] = {
     {3, "flash_mma", "flash, mma.sync bf16, cp.async", 80, run_kernel},
     {4, "flash_wgmma", "flash, wgmma + TMA, warp-specialised", 90, run_kernel},
     {5, "flash_fa3", "4, FA3's schedule: ping-pong turns", 90, run_kernel},
+    {6, "flash_persist", "5, persistent: a block an SM", 90, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == ATTENTION_VERSIONS,
                "one row in versions[] per version: ATTENTION_VERSIONS in attention_kernels.h");
@@ -270,7 +271,7 @@ static const lb_program program = {
                 "FlashAttention on CUDA cores, mma.sync and wgmma",
     .details =
         "--size is S, the sequence length (default 4096, at most 65536). B x H x S x D bf16 for each of Q, K, V, O.\n"
-        "Version 0 writes B H S^2 scores (4 + 2 bytes each): large S needs memory. Versions 4 and 5 use\n"
+        "Version 0 writes B H S^2 scores (4 + 2 bytes each): large S needs memory. Versions 4-6 use\n"
         "sm_90a's wgmma and TMA: they need an H100/H200 and a build for sm_90.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .opts = opts,
@@ -330,7 +331,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMalloc((void **)&job.probs, 2 * scores));
         h_o0 = lb_host_alloc(2 * n, "version 0's O");
     }
-    CUDA_CHECK(attention_prepare(&job.p)); /* versions 4 and 5's tensor maps: once, outside the timing */
+    CUDA_CHECK(attention_prepare(&job.p)); /* versions 4-6's tensor maps: once, outside the timing */
 
     attention_cpu_inputs in = {h_q, h_k, h_v, (int)batch, (int)heads, (int)seq, (int)dim, causal};
     attention_reference ref = reference_rows(&in);

@@ -24,6 +24,9 @@
  *   5  FlashAttention-3's schedule: each consumer issues S of tile t together with P V of tile
  *      t - 1, and the two consumers take turns at issuing (named barriers hand the turn over), so
  *      that one's softmax runs on the CUDA cores while the other's products run
+ *   6  5, persistent: one block an SM walks the (head, query block) items, its producer loading
+ *      the next item's Q, K and V while the consumers finish the last one (a block's start, its
+ *      first copies' latency, is paid once per SM instead of once per item)
  * Causal (query i sees keys 0..i): every version stops at the diagonal; the tiled versions skip
  * the tiles above it entirely and mask only the tile that crosses it.
  */
@@ -489,7 +492,7 @@ template <int N> __device__ __forceinline__ void settle(float *r)
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-/* ---- the pieces of versions 4 and 5, each run by one consumer warpgroup (c: 0 or 1, its 64
+/* ---- the pieces of versions 4-6, each run by one consumer warpgroup (c: 0 or 1, its 64
  * queries are q0 + 64c ..) on the tile of keys in a stage (sK, sV) */
 
 /* S (64 x 128) = Q_c K^T, issued as one group: k-step ks is 32 bytes into box ks / 4 of Q and K */
@@ -757,8 +760,158 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
 #endif
 }
 
+/* ---- version 6: version 5, persistent. Work item i is a block of 128 queries of one head.
+ * Not causal, the items of a head are neighbours (its K and V stay in L2 while its query blocks
+ * run); causal, the longest first (the query blocks at the bottom of the triangle, every head's,
+ * then the next row up). A block takes its items in a snake over the grid of G blocks: k-th
+ * round, item k G + b, or k G + G - 1 - b on odd rounds, so that with longest first each block
+ * gets a fair share of long and short ones. */
+__device__ __forceinline__ int att6_item(int round, int block, int blocks)
+{
+    return round * blocks + (round % 2 ? blocks - 1 - block : block);
+}
+__device__ __forceinline__ void att6_decode(int item, int qblocks, int heads, int causal, int *qblock, int *bh)
+{
+    if (causal)
+        *qblock = qblocks - 1 - item / heads, *bh = item % heads;
+    else
+        *qblock = item % qblocks, *bh = item / qblocks;
+}
+
+/* The producer: for each of the block's items, Q once its consumers are done with the last one
+ * (q_empty), then the item's K and V tiles through the ring, whose stage uses run on from item
+ * to item (u). */
+template <int D>
+__device__ __forceinline__ void
+produce_persistent(const CUtensorMap *mapQ, const CUtensorMap *mapK, const CUtensorMap *mapV, uint8_t *sQ, uint8_t *sKV,
+                   uint64_t *q_full, uint64_t *q_empty, uint64_t *full, uint64_t *empty, int seq, int heads, int causal)
+{
+    typedef att4_layout<D> L;
+    const int qblocks = (seq + ATT4_QUERIES - 1) / ATT4_QUERIES, items = qblocks * heads;
+    int u = 0;
+    for (int round = 0;; round++) {
+        int item = att6_item(round, blockIdx.x, gridDim.x);
+        if (item >= items) break;
+        int qblock, bh;
+        att6_decode(item, qblocks, heads, causal, &qblock, &bh);
+        int q0 = qblock * ATT4_QUERIES, tiles = (seq + ATT4_KEYS - 1) / ATT4_KEYS;
+        if (causal) tiles = min(tiles, (q0 + ATT4_QUERIES - 1) / ATT4_KEYS + 1);
+        if (round > 0) mbar_wait(q_empty, (round - 1) & 1); /* both consumers' last S of the last item */
+        mbar_arrive_expect(q_full, L::Q_BYTES);
+        for (int b = 0; b < D / 64; b++)
+            tma_load_3d(sQ + b * ATT4_BOX_BYTES(ATT4_QUERIES), mapQ, 64 * b, q0, bh, q_full);
+        for (int t = 0; t < tiles; t++, u++) {
+            int s = u % ATT4_STAGES, use = u / ATT4_STAGES;
+            if (use > 0) mbar_wait(&empty[s], (use - 1) & 1);
+            uint8_t *sK = sKV + 2 * s * L::KV_BYTES, *sV = sK + L::KV_BYTES;
+            mbar_arrive_expect(&full[s], 2 * L::KV_BYTES);
+            for (int b = 0; b < D / 64; b++) {
+                tma_load_3d(sK + b * ATT4_BOX_BYTES(ATT4_KEYS), mapK, 64 * b, t * ATT4_KEYS, bh, &full[s]);
+                tma_load_3d(sV + b * ATT4_BOX_BYTES(ATT4_KEYS), mapV, 64 * b, t * ATT4_KEYS, bh, &full[s]);
+            }
+        }
+    }
+}
+
+/* Version 6's consumers: version 5's steps for each item (S of tile t with P V of tile t - 1, in
+ * turns), O and the row statistics started afresh, Q released (q_empty) as soon as the item's
+ * last S has landed, O stored at the item's end. The turns run on across items, so consumer 1
+ * skips its handoff only at its very last item. */
+template <int D>
+__global__ void __launch_bounds__(ATT4_THREADS, 1)
+    attention_kernel6(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
+                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, int seq, int heads, int causal)
+{
+#if ATT_SM90A
+    typedef att4_layout<D> L;
+    extern __shared__ uint8_t smem6_raw[];
+    uint8_t *sQ = aligned_smem(smem6_raw), *sKV = sQ + L::Q_BYTES;
+    __shared__ uint64_t q_full, q_empty, full[ATT4_STAGES], empty[ATT4_STAGES];
+    if (threadIdx.x == 0) {
+        mbar_init(&q_full, 1), mbar_init(&q_empty, 2);
+        for (int s = 0; s < ATT4_STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 2);
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    int wg = threadIdx.x / 128;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0)
+            produce_persistent<D>(&mapQ, &mapK, &mapV, sQ, sKV, &q_full, &q_empty, full, empty, seq, heads, causal);
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int c = wg - 1, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    const int qblocks = (seq + ATT4_QUERIES - 1) / ATT4_QUERIES, items = qblocks * heads;
+    const float scale = LOG2E * rsqrtf((float)D);
+    const bool releaser = threadIdx.x % 128 == 0;
+    float o[D / 2], m[2], l[2], sc[64], alpha[2];
+    uint32_t p[8][4];
+    int u = 0; /* ring uses so far, as the producer counts them */
+#define ATT6_STAGE_K(v) (sKV + 2 * ((v) % ATT4_STAGES) * L::KV_BYTES)
+#define ATT6_EDGE(k0) ((k0) + ATT4_KEYS > seq || (causal && (k0) + ATT4_KEYS > q0 + 64 * c))
+#define ATT6_TURN(issue, final)                 \
+    do {                                        \
+        my_turn(c);                             \
+        issue;                                  \
+        if (!((final) && c == 1)) your_turn(c); \
+    } while (0)
+    if (c == 1) your_turn(c); /* consumer 0 goes first */
+    for (int round = 0;; round++) {
+        int item = att6_item(round, blockIdx.x, gridDim.x);
+        if (item >= items) break;
+        bool last_item = att6_item(round + 1, blockIdx.x, gridDim.x) >= items;
+        int qblock, bh;
+        att6_decode(item, qblocks, heads, causal, &qblock, &bh);
+        int q0 = qblock * ATT4_QUERIES, tiles = (seq + ATT4_KEYS - 1) / ATT4_KEYS;
+        if (causal) tiles = min(tiles, (q0 + ATT4_QUERIES - 1) / ATT4_KEYS + 1);
+        int row0 = q0 + 64 * c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
+        int last[2] = {last_key(row0, seq, causal), last_key(row0 + 8, seq, causal)};
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) o[i] = 0.0f;
+        m[0] = m[1] = -INFINITY, l[0] = l[1] = 0.0f;
+
+        mbar_wait(&q_full, round & 1);
+        mbar_wait(&full[u % ATT4_STAGES], (u / ATT4_STAGES) & 1);
+        ATT6_TURN(issue_qk<D>(sc, sQ, ATT6_STAGE_K(u), c), false);
+        wgmma_wait<0>();
+        settle<64>(sc);
+        if (tiles == 1 && releaser) mbar_arrive(&q_empty); /* the item's only S has landed */
+        softmax_tile(sc, 0, t4, last, ATT6_EDGE(0), scale, m, l, alpha);
+        pack_p(p, sc);
+        for (int t = 1; t < tiles; t++) {
+            int v = u + t, k0 = t * ATT4_KEYS;
+            mbar_wait(&full[v % ATT4_STAGES], (v / ATT4_STAGES) & 1);
+            ATT6_TURN((issue_qk<D>(sc, sQ, ATT6_STAGE_K(v), c), issue_pv<D>(o, p, ATT6_STAGE_K(v - 1) + L::KV_BYTES)),
+                      false);
+            wgmma_wait<1>(); /* S has landed; P V may still run */
+            settle<64>(sc);
+            if (t == tiles - 1 && releaser) mbar_arrive(&q_empty); /* the item's last S: Q is free */
+            softmax_tile(sc, k0, t4, last, ATT6_EDGE(k0), scale, m, l, alpha);
+            settle<64>(sc);
+            wgmma_wait<0>();
+            settle<D / 2>(o);
+            if (releaser) mbar_arrive(&empty[(v - 1) % ATT4_STAGES]);
+            rescale_o<D>(o, alpha);
+            pack_p(p, sc);
+        }
+        ATT6_TURN(issue_pv<D>(o, p, ATT6_STAGE_K(u + tiles - 1) + L::KV_BYTES), last_item);
+        wgmma_wait<0>();
+        settle<D / 2>(o);
+        if (releaser) mbar_arrive(&empty[(u + tiles - 1) % ATT4_STAGES]);
+        store_o<D>(O, (size_t)bh * seq * D, seq, row0, t4, o, l);
+        u += tiles;
+    }
+#undef ATT6_STAGE_K
+#undef ATT6_EDGE
+#undef ATT6_TURN
+#endif
+}
+
 typedef struct {
     CUtensorMap q, k, v;
+    int sms; /* version 6's grid: a block an SM */
 } att_prepared;
 
 /* A (B H, S, D) bf16 tensor seen by the copy engine in boxes of `rows` x 64 (128 bytes, swizzled)
@@ -804,9 +957,12 @@ extern "C" cudaError_t attention_prepare(attention_problem *p)
     e = make_map(encode, &m->q, p->q, p, ATT4_QUERIES);
     if (e == cudaSuccess) e = make_map(encode, &m->k, p->k, p, ATT4_KEYS);
     if (e == cudaSuccess) e = make_map(encode, &m->v, p->v, p, ATT4_KEYS);
-    const void *kernels64[] = {(const void *)attention_kernel4<64>, (const void *)attention_kernel5<64>};
-    const void *kernels128[] = {(const void *)attention_kernel4<128>, (const void *)attention_kernel5<128>};
-    for (int i = 0; i < 2 && e == cudaSuccess; i++) {
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev);
+    const void *kernels64[] = {(const void *)attention_kernel4<64>, (const void *)attention_kernel5<64>,
+                               (const void *)attention_kernel6<64>};
+    const void *kernels128[] = {(const void *)attention_kernel4<128>, (const void *)attention_kernel5<128>,
+                                (const void *)attention_kernel6<128>};
+    for (int i = 0; i < 3 && e == cudaSuccess; i++) {
         e = cudaFuncSetAttribute(kernels64[i], cudaFuncAttributeMaxDynamicSharedMemorySize, att4_layout<64>::BYTES);
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(kernels128[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -826,7 +982,7 @@ extern "C" void attention_release(attention_problem *p)
 
 extern "C" const char *attention_unavailable(int v)
 {
-    if (v < 4) return NULL; /* versions 4 and 5 are Hopper's */
+    if (v < 4) return NULL; /* versions 4-6 are Hopper's */
 #ifdef ATT_HOPPER
     return lb_sm90a_unavailable(1);
 #else
@@ -868,16 +1024,21 @@ static cudaError_t launch3(const attention_problem *p)
     return cudaGetLastError();
 }
 
-/* versions 4 and 5: a block of 128 queries a (head, query block), one block an SM */
+/* versions 4 and 5: a block of 128 queries a (head, query block), one block an SM at a time;
+ * version 6: as many blocks as SMs (or items), each walking its items */
 #ifdef ATT_HOPPER
 template <int D> static void launch_wgmma_d(int v, const att_prepared *m, const attention_problem *p)
 {
-    dim3 grid((p->seq + ATT4_QUERIES - 1) / ATT4_QUERIES, p->batch * p->heads);
+    int qblocks = (p->seq + ATT4_QUERIES - 1) / ATT4_QUERIES, heads = p->batch * p->heads;
+    dim3 grid(qblocks, heads);
     size_t smem = att4_layout<D>::BYTES;
     if (v == 4)
         attention_kernel4<D><<<grid, ATT4_THREADS, smem>>>(m->q, m->k, m->v, p->o, p->seq, p->causal);
-    else
+    else if (v == 5)
         attention_kernel5<D><<<grid, ATT4_THREADS, smem>>>(m->q, m->k, m->v, p->o, p->seq, p->causal);
+    else
+        attention_kernel6<D>
+            <<<min(m->sms, qblocks * heads), ATT4_THREADS, smem>>>(m->q, m->k, m->v, p->o, p->seq, heads, p->causal);
 }
 #endif
 static cudaError_t launch_wgmma(int v, const attention_problem *p)
@@ -905,6 +1066,7 @@ extern "C" cudaError_t attention_launch(int v, const attention_problem *p)
     case 3: return launch3(p);
     case 4: return launch_wgmma(4, p);
     case 5: return launch_wgmma(5, p);
+    case 6: return launch_wgmma(6, p);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -11,9 +11,9 @@
 extern "C" {
 #endif
 
-/* Versions 0 (the library way, in attention.c) .. 5; attention.c's version table has one row
+/* Versions 0 (the library way, in attention.c) .. 6; attention.c's version table has one row
  * for each. */
-#define ATTENTION_VERSIONS 6
+#define ATTENTION_VERSIONS 7
 /* The longest sequence: version 0 holds an S x S matrix of scores per head (and version 2's
  * grid has S / 64 blocks along x); the program refuses more. */
 #define ATTENTION_MAX_SEQ 65536
@@ -23,10 +23,10 @@ typedef struct {
     uint16_t *o;                /* bf16 bits, (B, H, S, D) */
     int batch, heads, seq, dim; /* dim: 64 or 128 */
     int causal;
-    void *prepared; /* versions 4 and 5's tensor maps (attention_prepare), NULL before */
+    void *prepared; /* versions 4-6's tensor maps (attention_prepare), NULL before */
 } attention_problem;
 
-/* Launch version v (1..5) on stream 0; returns the launch error. */
+/* Launch version v (1..6) on stream 0; returns the launch error. */
 cudaError_t attention_launch(int v, const attention_problem *p);
 
 /* Version 0's softmax, between its two cuBLAS products: the rows of scores (rows x seq fp32,
@@ -34,13 +34,13 @@ cudaError_t attention_launch(int v, const attention_problem *p);
  * when causal, into probabilities as bf16 (the second product's input). */
 cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long long rows, int seq, int causal);
 
-/* Versions 4 and 5 need tensor maps of Q, K and V (made through the driver's cuTensorMapEncodeTiled)
+/* Versions 4-6 need tensor maps of Q, K and V (made through the driver's cuTensorMapEncodeTiled)
  * and its kernel's shared-memory limit raised: once per set of buffers, outside the timing.
  * Elsewhere it does nothing. */
 cudaError_t attention_prepare(attention_problem *p);
 void attention_release(attention_problem *p);
 
-/* NULL when version v (0..5) can run on this GPU with this build, else the reason it cannot. Needs the
+/* NULL when version v (0..6) can run on this GPU with this build, else the reason it cannot. Needs the
  * current device (after lb_gpu_init). */
 const char *attention_unavailable(int v);
 

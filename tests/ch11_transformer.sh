@@ -123,14 +123,19 @@ mutant "layernorm dgamma without xh" layernorm_kernels.cu \
 host_test test_attention
 # the kernels on CPU threads (tests/emu), GPU or not: every version's indexing, fragments,
 # copies, barriers and masks at the GPU cases' awkward shapes, small (S 17, 129, 200, 300; B and
-# H of 1, 2, 3; D 64 and 128; causal; logits past 80); two of the planted bugs below
+# H of 1, 2, 3; D 64 and 128; causal; logits past 80); three of the planted bugs below
 emu_check emu_attention 1 3 17 64 0
 emu_check emu_attention 3 1 17 128 1
 emu_check emu_attention 1 1 129 128 0
 emu_check emu_attention 2 2 200 64 1
 emu_check emu_attention 1 2 300 128 1
 emu_check emu_attention 1 2 300 64 0 10
-emu_mutant "attention versions 4-5 read V's second 64 columns from the first" attention_kernels.cu \
+# version 6's blocks walking several items each (few SMs): rings, turns and Q's barriers across items
+EMU_ENV=EMU_SMS=3 emu_check emu_attention 2 3 1000 64 1 2 6
+EMU_ENV=EMU_SMS=5 emu_check emu_attention 1 3 700 128 0 2 6
+EMU_ENV=EMU_SMS=3 emu_mutant "attention version 6 carries O over from a block's last item" attention_kernels.cu \
+    's/for (int i = 0; i < D \/ 2; i++) o\[i\] = 0.0f;/;/' emu_attention 1 3 700 128 0 2 6
+emu_mutant "attention versions 4-6 read V's second 64 columns from the first" attention_kernels.cu \
     's/wgmma_desc_mn(sV + ks \* 16 \* 128, ATT4_BOX_BYTES(ATT4_KEYS))/wgmma_desc_mn(sV + ks * 16 * 128, 0)/' \
     emu_attention 1 1 300 128 0 2 4 5
 emu_mutant "attention causal mask one key too far" attention_kernels.cu \
@@ -143,7 +148,7 @@ bad_input 2 '--size: S must be 1..65536 (got 65537)' ./attention --size 65537
 bad_input 2 '--batch and --heads must be positive, B x H at most 65535 (got 300 x 300)' ./attention --batch 300 --heads 300
 bad_input 2 '--amplitude must be in (0, 100]' ./attention --amplitude 0
 bad_input 2 'B x H x S x D must be at most 2^31' ./attention --batch 64 --heads 64 --size 65536 --dim 128
-bad_input 2 "version '6' does not exist (0..5)" ./attention 6
+bad_input 2 "version '7' does not exist (0..6)" ./attention 7
 no_gpu ./attention
 # one query, a prime length, one key past a tile, lengths that end mid-tile (1000: 15 x 64 + 40,
 # 4097: 32 x 128 + 1), B and H of 1 and 3, D 64 and 128, causal and not; logits past 80
@@ -162,7 +167,8 @@ gpu_check_large ./attention --check-only --size 4097 --batch 1 --heads 1 --dim 1
 gpu_check_large ./attention --check-only --size 1024 --batch 8 --heads 16 --dim 64 --causal
 # planted bugs: O not rescaled when a row's max grows (versions 2 and 3), the last partial tile of
 # keys skipped (3: 1000 keys are 15 tiles of 64 and 40), wgmma reading V's columns 64-127 from its
-# first box (4 and 5 share the descriptor; D = 128 only), the causal mask one key too far (every
+# first box (4-6 share the descriptor; D = 128 only), version 6's O carried from item to item
+# (2048 x 16 heads: 256 items, more than the SMs), the causal mask one key too far (every
 # version shares last_key; version 3 runs it)
 mutant "attention version 3 without the rescale of O" attention_kernels.cu \
     's/o\[j\]\[0\] \*= alpha\[0\], o\[j\]\[1\] \*= alpha\[0\], o\[j\]\[2\] \*= alpha\[1\], o\[j\]\[3\] \*= alpha\[1\];/;/' \
@@ -173,9 +179,12 @@ mutant "attention version 2 without the rescale of O" attention_kernels.cu \
 mutant "attention version 3 skips the last partial tile of keys" attention_kernels.cu \
     's/int tiles = (seq + ATT3_KEYS - 1) \/ ATT3_KEYS;/int tiles = max(1, seq \/ ATT3_KEYS);/' \
     ./attention 3 --check-only --size 1000 --batch 1 --heads 2 --dim 128
-mutant "attention versions 4-5 read V's second 64 columns from the first" attention_kernels.cu \
+mutant "attention versions 4-6 read V's second 64 columns from the first" attention_kernels.cu \
     's/wgmma_desc_mn(sV + ks \* 16 \* 128, ATT4_BOX_BYTES(ATT4_KEYS))/wgmma_desc_mn(sV + ks * 16 * 128, 0)/' \
     ./attention 5 --check-only --size 300 --batch 1 --heads 2 --dim 128
+mutant "attention version 6 carries O over from a block's last item" attention_kernels.cu \
+    's/for (int i = 0; i < D \/ 2; i++) o\[i\] = 0.0f;/;/' \
+    ./attention 6 --check-only --size 2048 --batch 2 --heads 8 --dim 64
 mutant "attention causal mask one key too far" attention_kernels.cu \
     's/return causal ? min(query, seq - 1) : seq - 1;/return causal ? min(query + 1, seq - 1) : seq - 1;/' \
     ./attention 3 --check-only --size 300 --batch 2 --heads 1 --dim 64 --causal
