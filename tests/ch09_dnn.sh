@@ -165,6 +165,17 @@ mutant "dnn fused split-K drops its last part" dnn_fused_kernels.cu \
 mutant "dnn fused GEMM does not keep the gathered batch" dnn_fused_kernels.cu \
     's/if (copy \&\& m < p.M/if (0 \&\& copy \&\& m < p.M/' \
     ./dnn --gradcheck --fused
+# the fused GEMM on CPU threads (tests/emu), GPU or not: each product of the fused step for one
+# layer (forward with the gather, dX with act', [dW; db] and the SGD update), at the plan the GPU
+# would choose (split K at a batch of 32; EMU_SMS=8: other splits); 32 x 2048 -> 2048 is the
+# layer of the side-stream compare-paths gap (NOTES); two planted bugs
+emu_check emu_dnn_fused 32 2048 2048
+emu_check emu_dnn_fused 100 300 10 sigmoid
+EMU_ENV=EMU_SMS=8 emu_check emu_dnn_fused 17 64 300
+emu_mutant "dnn fused split-K drops its last part" dnn_fused_kernels.cu \
+    's/for (int z = 0; z < splits; z++)/for (int z = 0; z < splits - 1; z++)/' emu_dnn_fused 32 64 300
+emu_mutant "dnn fused GEMM does not keep the gathered batch" dnn_fused_kernels.cu \
+    's/if (copy \&\& m < p.M/if (0 \&\& copy \&\& m < p.M/' emu_dnn_fused 32 64 300
 # it learns: accuracy bounds on both data sets, with SGD and with Adam
 # (one iris split moves in steps of 2 points and its accuracy depends on the split: single runs get
 # a loose bar, the means over seeds and folds below a tighter one)

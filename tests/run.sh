@@ -388,6 +388,7 @@ emu_mutant_job() {
         attention_kernels.cu) var=EMU_ATTENTION_KERNELS ;;
         matmul_kernels.cu) var=EMU_MATMUL_KERNELS ;;
         tensor_gemm_kernels.cu) var=EMU_TENSOR_GEMM_KERNELS ;;
+        dnn_fused_kernels.cu) var=EMU_DNN_FUSED_KERNELS ;;
         *) verdict FAIL "$CHAPTER: emulated mutant: $name (no emulation for $file)"; return ;;
     esac
     if ! (

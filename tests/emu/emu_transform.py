@@ -39,6 +39,13 @@ RULES = {
             'emu_wgmma(d, 256, da, nullptr, db, 0, 1, 4);',
         '__device__ __forceinline__ void consumer_sync(int c)': 'emu_bar_sync(1 + c, 128);',
     },
+    'dnn_fused_kernels.cu': {
+        '__device__ __forceinline__ unsigned to_tf32(float x)': 'return __float_as_uint(x); /* TF32: not emulated */',
+        '__device__ __forceinline__ void mma_tf32(float *c0, float *c1, float *c2, float *c3, const unsigned *a,\n'
+        '                                         const unsigned *b)':
+            '(void)c0, (void)c1, (void)c2, (void)c3, (void)a, (void)b;\n'
+            '    fprintf(stderr, "emulation: the TF32 tensor-core path is not emulated\\n");\n    abort();',
+    },
     'matmul_kernels.cu': {
         '__device__ __forceinline__ void cp_async16(float *smem, const float *gmem, int src_bytes)': None,
         '__device__ __forceinline__ void cp_async4(float *smem, const float *gmem, int src_bytes)': None,
@@ -49,6 +56,7 @@ RULES = {
 # statements that become nothing: register moves between warpgroups (no meaning here); the
 # macro of matmul's cp.async helpers (emu_cuda.h's replace them: a use left fails to compile)
 DROP = {
+    'dnn_fused_kernels.cu': [],
     'attention_kernels.cu': [r'asm volatile\("setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 \d+;\\n"\);'],
     'matmul_kernels.cu': [r'#define MATMUL_CP_ASYNC\(\.\.\.\) asm volatile\(__VA_ARGS__\)'],
     'tensor_gemm_kernels.cu': [r'asm volatile\("setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 \d+;\\n"\);',
@@ -56,6 +64,7 @@ DROP = {
 }
 # macros of the kernels file, defined as on an sm_90a build
 DEFINES = {'attention_kernels.cu': ['ATT_SM80', 'ATT_SM90A', 'ATT_HOPPER'], 'matmul_kernels.cu': [],
+           'dnn_fused_kernels.cu': [],
            'tensor_gemm_kernels.cu': ['TG_SM80', 'TG_SM90A', 'TG_HOPPER']}
 
 
