@@ -52,6 +52,10 @@
 #error "TG_STAGES must be 2..4: a stage is 48 KiB, and a block may have at most 227 KiB of shared memory"
 #endif
 #define TGW_STAGES TG_STAGES
+/* version 9: C leaves a consumer in chunks of 64 rows x 32 floats (128 bytes: one swizzle row),
+ * through two buffers a consumer */
+#define TGW_C_CHUNK_BYTES (64 * 128)
+#define TGW_C_BYTES (2 * 2 * TGW_C_CHUNK_BYTES)
 
 /* ================================================================ version 1: wmma */
 
@@ -330,11 +334,7 @@ __global__ void __launch_bounds__(TG_WG_THREADS)
 #define TGW_B_BYTES (TGW_BN * TG_TILE_K_BYTES)
 #define TGW_STAGE_BYTES (TGW_A_BYTES + TGW_B_BYTES)
 #define TGW_SMEM (TGW_STAGES * TGW_STAGE_BYTES + 1024)
-/* version 9: C leaves a consumer in chunks of 64 rows x 32 floats (128 bytes: one swizzle row),
- * through two buffers a consumer, after the ring */
-#define TGW_C_CHUNK_BYTES (64 * 128)
-#define TGW_C_BYTES (2 * 2 * TGW_C_CHUNK_BYTES)
-#define TGW_SMEM_TMA_STORE (TGW_SMEM + TGW_C_BYTES)
+#define TGW_SMEM_TMA_STORE (TGW_SMEM + TGW_C_BYTES) /* version 9: and C's buffers after the ring */
 
 /* The tile (m0, n0) that work item `item` covers: one tile, or (CLUSTER = 2) the pair of tiles
  * above each other, in groups of TGW_GROUP tile rows walked column by column, so that the
