@@ -48,6 +48,20 @@
 
 #define LOG2E 1.4426950408889634f
 
+/* Versions 4-6: the depth of the ring of K and V tiles (make attention ATT_STAGES=3). A stage
+ * holds a tile of K and one of V, 64 KiB at D = 128 (32 at D = 64), beside Q's 32 KiB: at most 3
+ * fit in the 227 KiB a block may have on an H100/H200, and a ring needs 2. With 2, version 5's
+ * consumers hold both at once (S of tile t, P V of tile t - 1), so the next tile's copy starts
+ * only when P V of t - 1 is done; a third lets it start a tile earlier. Refused here, when
+ * building, rather than by the driver when the program sets up. */
+#ifndef ATT_STAGES
+#define ATT_STAGES 2
+#endif
+#if ATT_STAGES < 2 || 32 + ATT_STAGES * 64 + 1 > 226
+#error \
+    "ATT_STAGES must be 2..3: a stage of K and V is 64 KiB at D = 128, and a block may have at most 227 KiB of shared memory"
+#endif
+
 /* a bf16 is the top half of a float: widening is a shift; narrowing rounds to nearest even */
 __device__ __forceinline__ float bf16_float(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
 __device__ __forceinline__ uint16_t float_bf16(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
@@ -425,7 +439,7 @@ __global__ void __launch_bounds__(ATT3_THREADS)
 #define ATT4_QUERIES 128 /* two consumer warpgroups of 64 */
 #define ATT4_KEYS 128
 #define ATT4_THREADS 384 /* warpgroup 0 the producer, 1 and 2 the consumers */
-#define ATT4_STAGES 2
+#define ATT4_STAGES ATT_STAGES
 #define ATT4_BOX_BYTES(rows) ((rows)*128) /* a box: rows x 64 bf16 (128 bytes, one swizzle row) */
 
 /* shared memory, each tile as D/64 boxes of rows x 128 bytes, 1024-byte aligned: Q, then the
