@@ -512,7 +512,8 @@ template <bool VEC> static cudaError_t launch6_vec(const float *d_a, const float
 static cudaError_t launch6(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
 {
     (void)o;
-    return rows_16b_aligned(n, k) ? launch6_vec<true>(d_a, d_b, d_c, m, n, k) : launch6_vec<false>(d_a, d_b, d_c, m, n, k);
+    return rows_16b_aligned(n, k) ? launch6_vec<true>(d_a, d_b, d_c, m, n, k)
+                                  : launch6_vec<false>(d_a, d_b, d_c, m, n, k);
 }
 
 /* ---------------------------------------------------------------- 7: 8x16 per thread, warp tiles */
@@ -982,14 +983,16 @@ typedef struct {
 } copy11;
 
 template <bool VEC>
-__device__ __forceinline__ copy11 plan_copies11(const float *A, const float *B, int M, int N, int K, int row0, int col0)
+__device__ __forceinline__ copy11 plan_copies11(const float *A, const float *B, int M, int N, int K, int row0, int col0,
+                                                int k0, int k_len)
 {
     copy11 c;
     int a_k = threadIdx.x % 8, a_row = threadIdx.x / 8, b_k = threadIdx.x / 64, b_col = threadIdx.x % 64 * 4;
-    /* with K < 8 (one step, no later ones) a thread's k may be past K: its copies read nothing
-     * (source size 0), and their address stays inside the matrix all the same */
-    c.a = A + (size_t)row0 * K + (a_k < K ? a_k : 0);
-    c.b = B + (size_t)(b_k < K ? b_k : 0) * N + col0;
+    /* the block's k run from k0, k_len of them. With fewer than 8 (one step, no later ones) a
+     * thread's k may be past them: its copies read nothing (source size 0), and their address
+     * stays inside the matrix all the same */
+    c.a = A + (size_t)row0 * K + k0 + (a_k < k_len ? a_k : 0);
+    c.b = B + (size_t)(k0 + (b_k < k_len ? b_k : 0)) * N + col0;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         bool ok = row0 + a_row + 32 * i < M;
@@ -1062,18 +1065,21 @@ __device__ __forceinline__ void fma16x8(float (&acc)[16][8], const float (&a)[16
  *  - two stages, the other one's offset an XOR away, one barrier a step; the next step's copies
  *    issued in its first four k, the next k's fragments read while this k's FMAs run;
  *  - the loop covers every step but the last, which runs after it without copies: nothing inside
- *    the loop branches. */
-template <bool VEC>
+ *    the loop branches.
+ * SPLIT (products too small to fill the GPU, as version 10 does): block z takes k_chunk of K from
+ * z k_chunk and adds its sums into C (zeroed first) by float4 atomics. */
+template <bool VEC, bool SPLIT>
 __global__ void __launch_bounds__(K8_THREADS, 1)
-    matmul_kernel11(const float *A, const float *B, float *C, int M, int N, int K)
+    matmul_kernel11(const float *A, const float *B, float *C, int M, int N, int K, int k_chunk)
 {
     __shared__ __align__(16) float smem[4 * K11_STAGE];
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     int tx = lane / 2 % 8, ty = lane / 16 * 2 + lane % 2;
     int row0 = blockIdx.y * K11_BM, col0 = blockIdx.x * K11_BN;
     int a_frag = warp / 4 * 64 + ty * 4, b_frag = warp % 4 * 64 + tx * 4;
-    copy11 c = plan_copies11<VEC>(A, B, M, N, K, row0, col0);
-    int steps = (K + 7) / 8, first = K - (steps - 1) * 8;
+    int k0 = SPLIT ? blockIdx.z * k_chunk : 0, k_len = SPLIT ? min(k_chunk, K - k0) : K;
+    copy11 c = plan_copies11<VEC>(A, B, M, N, K, row0, col0, k0, k_len);
+    int steps = (k_len + 7) / 8, first = k_len - (steps - 1) * 8;
 
     /* the first step, K's remainder, into stage 0; then every step is 8 k */
 #pragma unroll
@@ -1114,19 +1120,44 @@ __global__ void __launch_bounds__(K8_THREADS, 1)
 #pragma unroll
     for (int i = 0; i < 16; i++)
 #pragma unroll
-        for (int j = 0; j < 2; j++)
-            store4<VEC>(C, row0 + a_frag + 16 * (i / 4) + i % 4, col0 + b_frag + 32 * j, M, N,
-                        make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]));
+        for (int j = 0; j < 2; j++) {
+            int r = row0 + a_frag + 16 * (i / 4) + i % 4, col = col0 + b_frag + 32 * j;
+            float4 v = make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]);
+            if (SPLIT)
+                add4<VEC>(C, r, col, M, N, v);
+            else
+                store4<VEC>(C, r, col, M, N, v);
+        }
 }
 
+/* Version 11's grid: one block a 128 x 256 tile, and, where those tiles are too few to fill the
+ * GPU, K cut into parts as version 10 cuts it (at most 16, each at least 48 deep). */
 static cudaError_t launch11(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
 {
     (void)o;
-    dim3 grid(cdiv(n, K11_BN), cdiv(m, K11_BM));
-    if (n % 4 == 0) /* 16-byte copies of B need every row of B 16-byte aligned */
-        matmul_kernel11<true><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k);
+    long tiles = (long)cdiv(n, K11_BN) * cdiv(m, K11_BM), splits = 1;
+    if (tiles * 10 < 9L * sm_count()) { /* too few tiles to fill the GPU: K in parts too */
+        splits = sm_count() / tiles;
+        if (splits > K10_MAX_SPLITS) splits = K10_MAX_SPLITS;
+        if (splits > k / K10_MIN_CHUNK) splits = k / K10_MIN_CHUNK;
+        if (splits < 1) splits = 1;
+    }
+    int k_chunk = cdiv(cdiv(k, (int)splits), 8) * 8; /* whole steps of 8, the last part takes the rest */
+    splits = cdiv(k, k_chunk);                       /* no empty parts */
+    dim3 grid(cdiv(n, K11_BN), cdiv(m, K11_BM), (unsigned)splits);
+    bool vec = n % 4 == 0; /* 16-byte copies of B need every row of B 16-byte aligned */
+    if (splits > 1) {      /* the parts are added into C: it starts at zero */
+        cudaError_t e = cudaMemsetAsync(d_c, 0, sizeof(float) * (size_t)m * n);
+        if (e != cudaSuccess) return e;
+    }
+    if (vec && splits > 1)
+        matmul_kernel11<true, true><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k, k_chunk);
+    else if (vec)
+        matmul_kernel11<true, false><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k, k_chunk);
+    else if (splits > 1)
+        matmul_kernel11<false, true><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k, k_chunk);
     else
-        matmul_kernel11<false><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k);
+        matmul_kernel11<false, false><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k, k_chunk);
     return cudaGetLastError();
 }
 

@@ -47,15 +47,18 @@ mutant "matmul 10 adds the parts of K without zeroing C" matmul_kernels.cu \
 mutant "matmul 9 reads the next step's first k from the wrong stage" matmul_kernels.cu \
     's|smem + next_slot \* T::STAGE_FLOATS, 0, a_off|stage, 0, a_off|' ./matmul 9 --check-only --size 256,512,200
 mutant "matmul 11 takes K's remainder as a whole step" matmul_kernels.cu \
-    's|first = K - (steps - 1) \* 8;|first = 8;|' ./matmul 11 --check-only --size 100,37,777
+    's|first = k_len - (steps - 1) \* 8;|first = 8;|' ./matmul 11 --check-only --size 100,37,777
 # the same kernels on CPU threads (tests/emu), GPU or not: every version at M = N = K = 1, K's
-# remainder (777 = 97 x 8 + 1), N not a multiple of 4, a ragged split of K; two planted bugs
+# remainder (777 = 97 x 8 + 1), N not a multiple of 4, ragged splits of K; three planted bugs
 emu_check emu_matmul 1 1 1 1 2 3 4 5 6 7 8 9 10 11
 emu_check emu_matmul 100 37 777 1 2 3 4 5 6 7 8 9 10 11
 emu_check emu_matmul 130 258 9 3 4 5 6 7 8 9 10 11
 emu_check emu_matmul 256 512 64 5 6 7 8 9 10 11
+emu_check emu_matmul 300 520 1000 10 11
 emu_mutant "matmul 11 takes K's remainder as a whole step" matmul_kernels.cu \
-    's|first = K - (steps - 1) \* 8;|first = 8;|' emu_matmul 100 37 777 11
+    's|first = k_len - (steps - 1) \* 8;|first = 8;|' emu_matmul 100 37 777 11
+emu_mutant "matmul 11's parts of K all start at k = 0" matmul_kernels.cu \
+    's|int k0 = SPLIT ? blockIdx.z \* k_chunk : 0|int k0 = 0|' emu_matmul 300 520 1000 11
 emu_mutant "matmul 9 reads the next step's first k from the wrong stage" matmul_kernels.cu \
     's|smem + next_slot \* T::STAGE_FLOATS, 0, a_off|stage, 0, a_off|' emu_matmul 256 512 200 9
 
