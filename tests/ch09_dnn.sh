@@ -167,9 +167,10 @@ mutant "dnn fused GEMM does not keep the gathered batch" dnn_fused_kernels.cu \
     ./dnn --gradcheck --fused
 # the fused GEMM on CPU threads (tests/emu), GPU or not: each product of the fused step for one
 # layer (forward with the gather, dX with act', [dW; db] and the SGD update), at the plan the GPU
-# would choose (split K at a batch of 32; EMU_SMS=8: other splits); 32 x 2048 -> 2048 is the
-# layer of the side-stream compare-paths gap (NOTES); two planted bugs
-emu_check emu_dnn_fused 32 2048 2048
+# would choose (split K at a batch of 32; EMU_SMS=8: other splits); 32 x 512 -> 2048 has the plans
+# of the side-stream compare-paths gap's layer, 2048 -> 2048 (NOTES), in a quarter of the time;
+# two planted bugs
+emu_check emu_dnn_fused 32 512 2048
 emu_check emu_dnn_fused 100 300 10 sigmoid
 EMU_ENV=EMU_SMS=8 emu_check emu_dnn_fused 17 64 300
 emu_mutant "dnn fused split-K drops its last part" dnn_fused_kernels.cu \

@@ -128,8 +128,8 @@ emu_check emu_attention 1 3 17 64 0
 emu_check emu_attention 3 1 17 128 1
 emu_check emu_attention 1 1 129 128 0
 emu_check emu_attention 2 2 200 64 1
-emu_check emu_attention 1 2 300 128 1
-emu_check emu_attention 1 2 300 64 0 10
+emu_check emu_attention 1 2 300 128 1 2 3 4 5 6
+emu_check emu_attention 1 2 300 64 0 10 3 4 5 6
 # version 6's blocks walking several items each (few SMs): rings, turns and Q's barriers across items
 EMU_ENV=EMU_SMS=3 emu_check emu_attention 2 3 1000 64 1 2 6
 EMU_ENV=EMU_SMS=5 emu_check emu_attention 1 3 700 128 0 2 6

@@ -9,6 +9,25 @@ dim3 blockDim, gridDim;
 
 #define EMU_SMEM_BYTES (232 * 1024) /* an H100/H200 block's most, 227 KiB, and some */
 
+/* A block's shared state made fresh: shared memory poisoned, barriers new */
+static void fresh_block(emu_block *b, int n)
+{
+    memset(b->smem, 0xFF, EMU_SMEM_BYTES); /* NaN, as bf16 and as float */
+    b->block.reset(new std::barrier<>(n));
+    b->warp.clear(), b->wg.clear();
+    for (int w = 0; w < n / 32; w++) b->warp.emplace_back(new std::barrier<>(32));
+    for (int g = 0; g < n / 128; g++) b->wg.emplace_back(new std::barrier<>(128));
+    for (std::unique_ptr<std::barrier<>> &named : b->named) named.reset();
+}
+
+/* The block's threads are made once a launch and run the blocks one after another: at the end
+ * of each block they meet, and the last to arrive makes the block state fresh for the next. */
+struct next_block {
+    emu_block *b;
+    int n;
+    void operator()() noexcept { fresh_block(b, n); }
+};
+
 void emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body)
 {
     int n = (int)(block.x * block.y * block.z);
@@ -21,32 +40,29 @@ void emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body)
         abort();
     }
     static std::vector<uint8_t> buffer(EMU_SMEM_BYTES + 1024);
-    uint8_t *smem_base = (uint8_t *)(((uintptr_t)buffer.data() + 1023) & ~(uintptr_t)1023);
+    std::unique_ptr<emu_block> b(new emu_block);
+    b->smem = (uint8_t *)(((uintptr_t)buffer.data() + 1023) & ~(uintptr_t)1023);
+    fresh_block(b.get(), n);
+    emu_blk = b.get();
     gridDim = grid, blockDim = block;
-    for (unsigned z = 0; z < grid.z; z++)
-        for (unsigned y = 0; y < grid.y; y++)
-            for (unsigned x = 0; x < grid.x; x++) {
-                std::unique_ptr<emu_block> b(new emu_block);
-                b->smem = smem_base;
-                memset(smem_base, 0xFF, EMU_SMEM_BYTES); /* NaN, as bf16 and as float */
-                b->block.reset(new std::barrier<>(n));
-                for (int w = 0; w < n / 32; w++) b->warp.emplace_back(new std::barrier<>(32));
-                for (int g = 0; g < n / 128; g++) b->wg.emplace_back(new std::barrier<>(128));
-                emu_blk = b.get();
-                std::vector<std::thread> threads;
-                for (int t = 0; t < n; t++)
-                    threads.emplace_back([&, t] {
-                        emu_tid = t;
-                        threadIdx = make_uint3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
-                        blockIdx = make_uint3(x, y, z);
-                        body();
-                        if (!emu_groups.empty() || !emu_open_group.empty()) {
-                            fprintf(stderr, "emulation: a thread ended with TMA stores it never waited for\n");
-                            abort();
-                        }
-                    });
-                for (std::thread &t : threads) t.join();
+    long blocks = (long)grid.x * grid.y * grid.z;
+    std::barrier<next_block> block_done(n, next_block{b.get(), n});
+    std::vector<std::thread> threads;
+    for (int t = 0; t < n; t++)
+        threads.emplace_back([&, t] {
+            emu_tid = t;
+            threadIdx = make_uint3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
+            for (long i = 0; i < blocks; i++) {
+                blockIdx = make_uint3(i % grid.x, i / grid.x % grid.y, i / ((long)grid.x * grid.y));
+                body();
+                if (!emu_groups.empty() || !emu_open_group.empty()) {
+                    fprintf(stderr, "emulation: a thread ended with TMA stores it never waited for\n");
+                    abort();
+                }
+                block_done.arrive_and_wait();
             }
+        });
+    for (std::thread &t : threads) t.join();
 }
 
 extern "C" {
