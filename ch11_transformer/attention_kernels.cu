@@ -599,18 +599,28 @@ __device__ __forceinline__ void store_o(uint16_t *O, size_t head, int seq, int r
     }
 }
 
-/* The producer (one thread of warpgroup 0): Q's boxes once on q_full; then each tile's K and V
- * boxes on full[s], once both consumers have released the stage's last use (empty[s]) */
+/* The tiles of 128 keys a block of queries from q0 sees: all of S, or, causal, up to the
+ * diagonal (none above it) */
+__device__ __forceinline__ int att4_tiles(int q0, int seq, int causal)
+{
+    int tiles = (seq + ATT4_KEYS - 1) / ATT4_KEYS;
+    return causal ? min(tiles, (q0 + ATT4_QUERIES - 1) / ATT4_KEYS + 1) : tiles;
+}
+
+/* The producer (one thread of warpgroup 0), for one block of queries: Q's boxes on q_full, then
+ * each tile's K and V boxes on full[s], once both consumers have released the stage's last use
+ * (empty[s]). The ring's uses are counted on from u (version 6 runs one ring through many
+ * blocks of queries); returns the count after this block's tiles. */
 template <int D>
-__device__ __forceinline__ void produce(const CUtensorMap *mapQ, const CUtensorMap *mapK, const CUtensorMap *mapV,
-                                        uint8_t *sQ, uint8_t *sKV, uint64_t *q_full, uint64_t *full, uint64_t *empty,
-                                        int q0, int bh, int tiles)
+__device__ __forceinline__ int produce(const CUtensorMap *mapQ, const CUtensorMap *mapK, const CUtensorMap *mapV,
+                                       uint8_t *sQ, uint8_t *sKV, uint64_t *q_full, uint64_t *full, uint64_t *empty,
+                                       int q0, int bh, int tiles, int u)
 {
     typedef att4_layout<D> L;
     mbar_arrive_expect(q_full, L::Q_BYTES);
     for (int b = 0; b < D / 64; b++) tma_load_3d(sQ + b * ATT4_BOX_BYTES(ATT4_QUERIES), mapQ, 64 * b, q0, bh, q_full);
-    for (int t = 0; t < tiles; t++) {
-        int s = t % ATT4_STAGES, use = t / ATT4_STAGES;
+    for (int t = 0; t < tiles; t++, u++) {
+        int s = u % ATT4_STAGES, use = u / ATT4_STAGES;
         if (use > 0) mbar_wait(&empty[s], (use - 1) & 1);
         uint8_t *sK = sKV + 2 * s * L::KV_BYTES, *sV = sK + L::KV_BYTES;
         mbar_arrive_expect(&full[s], 2 * L::KV_BYTES);
@@ -619,10 +629,11 @@ __device__ __forceinline__ void produce(const CUtensorMap *mapQ, const CUtensorM
             tma_load_3d(sV + b * ATT4_BOX_BYTES(ATT4_KEYS), mapV, 64 * b, t * ATT4_KEYS, bh, &full[s]);
         }
     }
+    return u;
 }
 
-/* Ping-pong (version 5): the two consumers take turns at issuing their products, so that
- * one's softmax runs on the CUDA cores while the other's products run on the tensor cores.
+/* Ping-pong (versions 5 and 6): the two consumers take turns at issuing their products, so
+ * that one's softmax runs on the CUDA cores while the other's products run on the tensor cores.
  * Consumer c waits on named barrier 1 + c until the other has issued (bar.sync: its 128
  * threads and the other's 128 arrivals), issues, then lets the other go (bar.arrive on the
  * other's barrier). Consumer 1 lets consumer 0 start, and skips its very last handoff, so that
@@ -641,115 +652,154 @@ __device__ __forceinline__ void your_turn(int c)
     else
         asm volatile("bar.arrive 1, 256;\n" ::: "memory");
 }
+/* the end of consumer c's turn: the handoff, but for consumer 1's very last (`final`) */
+__device__ __forceinline__ void end_turn(int c, bool final)
+{
+    if (!(final && c == 1)) your_turn(c);
+}
 
-/* Versions 4 and 5: warp-specialised. Warpgroup 0 produces (above); consumer c (warpgroups 1
- * and 2) takes queries q0 + 64c .. and, per tile of 128 keys: S = Q_c K^T, the online softmax on
- * S's 64 registers (a lane holds two rows, as with mma.sync: rows g and g + 8 of its warp's 16,
- * whose other values sit in its quad), P to bf16 registers, O += P V, and the stage released.
- *   version 4 (FA3 0): those steps one after the other; the two consumers share the tensor
- *     cores as the warp schedulers happen to interleave them.
- *   version 5 (FA3 1, FlashAttention-3's schedule): S of tile t is issued together with P V of
- *     tile t - 1, and the consumers take turns at issuing (my_turn / your_turn): one's softmax
- *     runs on the CUDA cores while the other's products run on the tensor cores; O is rescaled
- *     once its product has landed. (A turn for each product separately, without issuing the two
- *     together, does not survive ptxas: it moves the softmax, pure register work, past the turn's
- *     bar.sync, into the turn. NOTES.)
- * setmaxnreg moves registers from the producer, which needs few, to the consumers' S (64), O
- * (D/2) and P (32). */
+/* What a consumer warpgroup of versions 4-6 works on: its 64 queries from q0 + 64c, the tiles
+ * of K and V they see (ring uses u .. u + tiles - 1), and what it needs to know of them */
+template <int D> struct att4_job {
+    const uint8_t *sQ, *sKV; /* Q's boxes; the ring (stage s: K at 2s, V at 2s + 1) */
+    uint64_t *full, *empty;  /* the ring's barriers */
+    int c, q0, bh, tiles, u, seq, causal;
+    __device__ const uint8_t *stage_k(int v) const { return sKV + 2 * (v % ATT4_STAGES) * att4_layout<D>::KV_BYTES; }
+    __device__ const uint8_t *stage_v(int v) const { return stage_k(v) + att4_layout<D>::KV_BYTES; }
+    /* keys past a row's last only where the tile reaches past S or the diagonal */
+    __device__ bool edge(int k0) const { return k0 + ATT4_KEYS > seq || (causal && k0 + ATT4_KEYS > q0 + 64 * c); }
+};
+
+/* Versions 4-6: warp-specialised. Warpgroup 0 produces (above); consumer c (warpgroups 1 and 2)
+ * takes queries q0 + 64c .. and, per tile of 128 keys: S = Q_c K^T, the online softmax on S's 64
+ * registers (a lane holds two rows, as with mma.sync: rows g and g + 8 of its warp's 16, whose
+ * other values sit in its quad), P to bf16 registers, O += P V, and the stage released; at the
+ * end O / l is stored. setmaxnreg moves registers from the producer, which needs few, to the
+ * consumers' S (64), O (D/2) and P (32).
+ *   version 4 (consume_in_order): those steps one after the other; the two consumers share the
+ *     tensor cores as the warp schedulers happen to interleave them.
+ *   versions 5 and 6 (consume_fa3, FlashAttention-3's schedule): S of tile t is issued together
+ *     with P V of tile t - 1, and the consumers take turns at issuing (my_turn / your_turn): one's
+ *     softmax runs on the CUDA cores while the other's products run on the tensor cores; O is
+ *     rescaled once its product has landed. (A turn for each product separately, without
+ *     issuing the two together, does not survive ptxas: it moves the softmax, pure register
+ *     work, past the turn's bar.sync, into the turn. NOTES.) */
+template <int D> __device__ __forceinline__ void consume_in_order(const att4_job<D> &j, uint16_t *O)
+{
+    int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    int row0 = j.q0 + 64 * j.c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
+    int last[2] = {last_key(row0, j.seq, j.causal), last_key(row0 + 8, j.seq, j.causal)};
+    const float scale = LOG2E * rsqrtf((float)D);
+    float o[D / 2] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, sc[64], alpha[2];
+    uint32_t p[8][4];
+    bool releaser = threadIdx.x % 128 == 0; /* one arrival a consumer on a stage's empty barrier */
+    for (int t = 0; t < j.tiles; t++) {
+        int v = j.u + t, k0 = t * ATT4_KEYS;
+        mbar_wait(&j.full[v % ATT4_STAGES], (v / ATT4_STAGES) & 1);
+        issue_qk<D>(sc, j.sQ, j.stage_k(v), j.c);
+        wgmma_wait<0>();
+        settle<64>(sc);
+        softmax_tile(sc, k0, t4, last, j.edge(k0), scale, m, l, alpha);
+        rescale_o<D>(o, alpha);
+        pack_p(p, sc);
+        issue_pv<D>(o, p, j.stage_v(v));
+        wgmma_wait<0>();
+        settle<D / 2>(o);
+        if (releaser) mbar_arrive(&j.empty[v % ATT4_STAGES]);
+    }
+    store_o<D>(O, (size_t)j.bh * j.seq * D, j.seq, row0, t4, o, l);
+}
+
+/* q_empty (version 6): arrived on once the job's last S has landed (Q may be reloaded); final:
+ * this consumer's last job, whose last turn consumer 1 hands to nobody */
+template <int D>
+__device__ __forceinline__ void consume_fa3(const att4_job<D> &j, uint16_t *O, uint64_t *q_empty, bool final)
+{
+    int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4, c = j.c;
+    int row0 = j.q0 + 64 * c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
+    int last[2] = {last_key(row0, j.seq, j.causal), last_key(row0 + 8, j.seq, j.causal)};
+    const float scale = LOG2E * rsqrtf((float)D);
+    float o[D / 2] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, sc[64], alpha[2];
+    uint32_t p[8][4];
+    bool releaser = threadIdx.x % 128 == 0;
+    /* tile 0's S and softmax alone (O is still zero: nothing to rescale) */
+    mbar_wait(&j.full[j.u % ATT4_STAGES], (j.u / ATT4_STAGES) & 1);
+    my_turn(c);
+    issue_qk<D>(sc, j.sQ, j.stage_k(j.u), c);
+    end_turn(c, false);
+    wgmma_wait<0>();
+    settle<64>(sc);
+    if (q_empty && j.tiles == 1 && releaser) mbar_arrive(q_empty); /* the only S has landed */
+    softmax_tile(sc, 0, t4, last, j.edge(0), scale, m, l, alpha);
+    pack_p(p, sc);
+    for (int t = 1; t < j.tiles; t++) {
+        int v = j.u + t, k0 = t * ATT4_KEYS;
+        mbar_wait(&j.full[v % ATT4_STAGES], (v / ATT4_STAGES) & 1);
+        my_turn(c);
+        issue_qk<D>(sc, j.sQ, j.stage_k(v), c); /* S of tile t ... */
+        issue_pv<D>(o, p, j.stage_v(v - 1));    /* ... and P V of tile t - 1, queued behind it */
+        end_turn(c, false);
+        wgmma_wait<1>(); /* S has landed; P V may still run */
+        settle<64>(sc);
+        if (q_empty && t == j.tiles - 1 && releaser) mbar_arrive(q_empty); /* the last S: Q is free */
+        softmax_tile(sc, k0, t4, last, j.edge(k0), scale, m, l, alpha);
+        settle<64>(sc);  /* the softmax before the wait, for nvcc's front end (ptxas: NOTES) */
+        wgmma_wait<0>(); /* P V has landed: O and p are free again */
+        settle<D / 2>(o);
+        if (releaser) mbar_arrive(&j.empty[(v - 1) % ATT4_STAGES]);
+        rescale_o<D>(o, alpha);
+        pack_p(p, sc);
+    }
+    int v = j.u + j.tiles - 1;
+    my_turn(c);
+    issue_pv<D>(o, p, j.stage_v(v)); /* the last tile's P V */
+    end_turn(c, final);
+    wgmma_wait<0>();
+    settle<D / 2>(o);
+    if (releaser) mbar_arrive(&j.empty[v % ATT4_STAGES]);
+    store_o<D>(O, (size_t)j.bh * j.seq * D, j.seq, row0, t4, o, l);
+}
+
+/* The block's barriers, made by one thread before anyone uses them: Q's (q_full; q_empty for
+ * version 6, which reloads Q), and each stage's full (the producer's arrival and the bytes) and
+ * empty (one arrival per consumer) */
+__device__ __forceinline__ void init_barriers(uint64_t *q_full, uint64_t *q_empty, uint64_t *full, uint64_t *empty)
+{
+    if (threadIdx.x == 0) {
+        mbar_init(q_full, 1), mbar_init(q_empty, 2);
+        for (int s = 0; s < ATT4_STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 2);
+        mbar_fence_init();
+    }
+    __syncthreads();
+}
+
+/* Versions 4 and 5: one block of 128 queries a block of threads (causal: the longest rows first) */
 template <int D, bool FA3>
 __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const CUtensorMap *mapK,
                                                  const CUtensorMap *mapV, uint16_t *O, int seq, int causal)
 {
     typedef att4_layout<D> L;
     extern __shared__ uint8_t smem4_raw[];
-    uint8_t *sQ = aligned_smem(smem4_raw), *sKV = sQ + L::Q_BYTES; /* stage s: K at 2s, V at 2s + 1 */
-    __shared__ uint64_t q_full, full[ATT4_STAGES], empty[ATT4_STAGES];
+    uint8_t *sQ = aligned_smem(smem4_raw), *sKV = sQ + L::Q_BYTES;
+    __shared__ uint64_t q_full, q_empty, full[ATT4_STAGES], empty[ATT4_STAGES];
     int qblock = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-    int q0 = qblock * ATT4_QUERIES, bh = blockIdx.y;
-    int tiles = (seq + ATT4_KEYS - 1) / ATT4_KEYS;
-    if (causal) tiles = min(tiles, (q0 + ATT4_QUERIES - 1) / ATT4_KEYS + 1);
-    if (threadIdx.x == 0) {
-        mbar_init(&q_full, 1);
-        for (int s = 0; s < ATT4_STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 2);
-        mbar_fence_init();
-    }
-    __syncthreads();
-
+    int q0 = qblock * ATT4_QUERIES, bh = blockIdx.y, tiles = att4_tiles(q0, seq, causal);
+    init_barriers(&q_full, &q_empty, full, empty);
     int wg = threadIdx.x / 128;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0) produce<D>(mapQ, mapK, mapV, sQ, sKV, &q_full, full, empty, q0, bh, tiles);
+        if (threadIdx.x == 0) produce<D>(mapQ, mapK, mapV, sQ, sKV, &q_full, full, empty, q0, bh, tiles, 0);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    int c = wg - 1, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
-    int row0 = q0 + 64 * c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
-    int last[2] = {last_key(row0, seq, causal), last_key(row0 + 8, seq, causal)};
-    const float scale = LOG2E * rsqrtf((float)D);
-    float o[D / 2] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, sc[64], alpha[2];
-    uint32_t p[8][4];
-    bool releaser = threadIdx.x % 128 == 0; /* one arrival a consumer on a stage's empty barrier */
-#define ATT4_STAGE_K(t) (sKV + 2 * ((t) % ATT4_STAGES) * L::KV_BYTES)
-#define ATT4_EDGE(k0) ((k0) + ATT4_KEYS > seq || (causal && (k0) + ATT4_KEYS > q0 + 64 * c))
-/* a turn at the tensor cores (version 5); `final`: this consumer's last issue */
-#define ATT4_TURN(issue, final)                 \
-    do {                                        \
-        my_turn(c);                             \
-        issue;                                  \
-        if (!((final) && c == 1)) your_turn(c); \
-    } while (0)
+    att4_job<D> j = {sQ, sKV, full, empty, wg - 1, q0, bh, tiles, 0, seq, causal};
     mbar_wait(&q_full, 0);
     if (!FA3) {
-        for (int t = 0; t < tiles; t++) {
-            const uint8_t *sK = ATT4_STAGE_K(t), *sV = sK + L::KV_BYTES;
-            int k0 = t * ATT4_KEYS;
-            mbar_wait(&full[t % ATT4_STAGES], (t / ATT4_STAGES) & 1);
-            issue_qk<D>(sc, sQ, sK, c);
-            wgmma_wait<0>();
-            settle<64>(sc);
-            softmax_tile(sc, k0, t4, last, ATT4_EDGE(k0), scale, m, l, alpha);
-            rescale_o<D>(o, alpha);
-            pack_p(p, sc);
-            issue_pv<D>(o, p, sV);
-            wgmma_wait<0>();
-            settle<D / 2>(o);
-            if (releaser) mbar_arrive(&empty[t % ATT4_STAGES]);
-        }
+        consume_in_order<D>(j, O);
     } else {
-        if (c == 1) your_turn(c); /* consumer 0 goes first */
-        /* tile 0's S and softmax alone (O is still zero: nothing to rescale) */
-        mbar_wait(&full[0], 0);
-        ATT4_TURN(issue_qk<D>(sc, sQ, ATT4_STAGE_K(0), c), false);
-        wgmma_wait<0>();
-        settle<64>(sc);
-        softmax_tile(sc, 0, t4, last, ATT4_EDGE(0), scale, m, l, alpha);
-        pack_p(p, sc);
-        for (int t = 1; t < tiles; t++) {
-            const uint8_t *sK = ATT4_STAGE_K(t), *sV_prev = ATT4_STAGE_K(t - 1) + L::KV_BYTES;
-            int k0 = t * ATT4_KEYS;
-            mbar_wait(&full[t % ATT4_STAGES], (t / ATT4_STAGES) & 1);
-            ATT4_TURN((issue_qk<D>(sc, sQ, sK, c),  /* S of tile t ... */
-                       issue_pv<D>(o, p, sV_prev)), /* ... and P V of tile t - 1, queued behind it */
-                      false);
-            wgmma_wait<1>(); /* S has landed; P V may still run */
-            settle<64>(sc);
-            softmax_tile(sc, k0, t4, last, ATT4_EDGE(k0), scale, m, l, alpha);
-            settle<64>(sc);  /* the softmax before the wait, for nvcc's front end (ptxas: NOTES) */
-            wgmma_wait<0>(); /* P V has landed: O and p are free again */
-            settle<D / 2>(o);
-            if (releaser) mbar_arrive(&empty[(t - 1) % ATT4_STAGES]);
-            rescale_o<D>(o, alpha);
-            pack_p(p, sc);
-        }
-        ATT4_TURN(issue_pv<D>(o, p, ATT4_STAGE_K(tiles - 1) + L::KV_BYTES), true); /* the last tile's P V */
-        wgmma_wait<0>();
-        settle<D / 2>(o);
-        if (releaser) mbar_arrive(&empty[(tiles - 1) % ATT4_STAGES]);
+        if (j.c == 1) your_turn(j.c); /* consumer 0 goes first */
+        consume_fa3<D>(j, O, NULL, true);
     }
-#undef ATT4_STAGE_K
-#undef ATT4_EDGE
-#undef ATT4_TURN
-    store_o<D>(O, (size_t)bh * seq * D, seq, row0, t4, o, l);
 }
 
 /* version 4: warp-specialised, each consumer's steps one after the other */
@@ -784,53 +834,16 @@ __device__ __forceinline__ int att6_item(int round, int block, int blocks)
 {
     return round * blocks + (round % 2 ? blocks - 1 - block : block);
 }
-__device__ __forceinline__ void att6_decode(int item, int qblocks, int heads, int causal, int *qblock, int *bh)
+__device__ __forceinline__ void att6_decode(int item, int qblocks, int heads, int causal, int *q0, int *bh)
 {
-    if (causal)
-        *qblock = qblocks - 1 - item / heads, *bh = item % heads;
-    else
-        *qblock = item % qblocks, *bh = item / qblocks;
+    int qblock = causal ? qblocks - 1 - item / heads : item % qblocks;
+    *q0 = qblock * ATT4_QUERIES, *bh = causal ? item % heads : item / qblocks;
 }
 
-/* The producer: for each of the block's items, Q once its consumers are done with the last one
- * (q_empty), then the item's K and V tiles through the ring, whose stage uses run on from item
- * to item (u). */
-template <int D>
-__device__ __forceinline__ void
-produce_persistent(const CUtensorMap *mapQ, const CUtensorMap *mapK, const CUtensorMap *mapV, uint8_t *sQ, uint8_t *sKV,
-                   uint64_t *q_full, uint64_t *q_empty, uint64_t *full, uint64_t *empty, int seq, int heads, int causal)
-{
-    typedef att4_layout<D> L;
-    const int qblocks = (seq + ATT4_QUERIES - 1) / ATT4_QUERIES, items = qblocks * heads;
-    int u = 0;
-    for (int round = 0;; round++) {
-        int item = att6_item(round, blockIdx.x, gridDim.x);
-        if (item >= items) break;
-        int qblock, bh;
-        att6_decode(item, qblocks, heads, causal, &qblock, &bh);
-        int q0 = qblock * ATT4_QUERIES, tiles = (seq + ATT4_KEYS - 1) / ATT4_KEYS;
-        if (causal) tiles = min(tiles, (q0 + ATT4_QUERIES - 1) / ATT4_KEYS + 1);
-        if (round > 0) mbar_wait(q_empty, (round - 1) & 1); /* both consumers' last S of the last item */
-        mbar_arrive_expect(q_full, L::Q_BYTES);
-        for (int b = 0; b < D / 64; b++)
-            tma_load_3d(sQ + b * ATT4_BOX_BYTES(ATT4_QUERIES), mapQ, 64 * b, q0, bh, q_full);
-        for (int t = 0; t < tiles; t++, u++) {
-            int s = u % ATT4_STAGES, use = u / ATT4_STAGES;
-            if (use > 0) mbar_wait(&empty[s], (use - 1) & 1);
-            uint8_t *sK = sKV + 2 * s * L::KV_BYTES, *sV = sK + L::KV_BYTES;
-            mbar_arrive_expect(&full[s], 2 * L::KV_BYTES);
-            for (int b = 0; b < D / 64; b++) {
-                tma_load_3d(sK + b * ATT4_BOX_BYTES(ATT4_KEYS), mapK, 64 * b, t * ATT4_KEYS, bh, &full[s]);
-                tma_load_3d(sV + b * ATT4_BOX_BYTES(ATT4_KEYS), mapV, 64 * b, t * ATT4_KEYS, bh, &full[s]);
-            }
-        }
-    }
-}
-
-/* Version 6's consumers: version 5's steps for each item (S of tile t with P V of tile t - 1, in
- * turns), O and the row statistics started afresh, Q released (q_empty) as soon as the item's
- * last S has landed, O stored at the item's end. The turns run on across items, so consumer 1
- * skips its handoff only at its very last item. */
+/* The block walks its items: the producer loads each one's Q once both consumers are done with
+ * the last one's (q_empty) and runs the ring on from item to item; the consumers do version 5's
+ * work on each, their turns running on across items (consumer 1 skips its handoff only at its
+ * very last item). */
 template <int D>
 __global__ void __launch_bounds__(ATT4_THREADS, 1)
     attention_kernel6(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
@@ -841,85 +854,32 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
     extern __shared__ uint8_t smem6_raw[];
     uint8_t *sQ = aligned_smem(smem6_raw), *sKV = sQ + L::Q_BYTES;
     __shared__ uint64_t q_full, q_empty, full[ATT4_STAGES], empty[ATT4_STAGES];
-    if (threadIdx.x == 0) {
-        mbar_init(&q_full, 1), mbar_init(&q_empty, 2);
-        for (int s = 0; s < ATT4_STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 2);
-        mbar_fence_init();
-    }
-    __syncthreads();
-
-    int wg = threadIdx.x / 128;
+    const int qblocks = (seq + ATT4_QUERIES - 1) / ATT4_QUERIES, items = qblocks * heads;
+    init_barriers(&q_full, &q_empty, full, empty);
+    int wg = threadIdx.x / 128, u = 0; /* u: ring uses so far, counted alike by producer and consumers */
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0)
-            produce_persistent<D>(&mapQ, &mapK, &mapV, sQ, sKV, &q_full, &q_empty, full, empty, seq, heads, causal);
+        for (int round = 0; threadIdx.x == 0; round++) {
+            int item = att6_item(round, blockIdx.x, gridDim.x), q0, bh;
+            if (item >= items) break;
+            att6_decode(item, qblocks, heads, causal, &q0, &bh);
+            if (round > 0) mbar_wait(&q_empty, (round - 1) & 1); /* both consumers' last S of the last item */
+            u = produce<D>(&mapQ, &mapK, &mapV, sQ, sKV, &q_full, full, empty, q0, bh, att4_tiles(q0, seq, causal), u);
+        }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int c = wg - 1, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
-    const int qblocks = (seq + ATT4_QUERIES - 1) / ATT4_QUERIES, items = qblocks * heads;
-    const float scale = LOG2E * rsqrtf((float)D);
-    const bool releaser = threadIdx.x % 128 == 0;
-    float o[D / 2], m[2], l[2], sc[64], alpha[2];
-    uint32_t p[8][4];
-    int u = 0; /* ring uses so far, as the producer counts them */
-#define ATT6_STAGE_K(v) (sKV + 2 * ((v) % ATT4_STAGES) * L::KV_BYTES)
-#define ATT6_EDGE(k0) ((k0) + ATT4_KEYS > seq || (causal && (k0) + ATT4_KEYS > q0 + 64 * c))
-#define ATT6_TURN(issue, final)                 \
-    do {                                        \
-        my_turn(c);                             \
-        issue;                                  \
-        if (!((final) && c == 1)) your_turn(c); \
-    } while (0)
+    int c = wg - 1;
     if (c == 1) your_turn(c); /* consumer 0 goes first */
     for (int round = 0;; round++) {
-        int item = att6_item(round, blockIdx.x, gridDim.x);
+        int item = att6_item(round, blockIdx.x, gridDim.x), q0, bh;
         if (item >= items) break;
-        bool last_item = att6_item(round + 1, blockIdx.x, gridDim.x) >= items;
-        int qblock, bh;
-        att6_decode(item, qblocks, heads, causal, &qblock, &bh);
-        int q0 = qblock * ATT4_QUERIES, tiles = (seq + ATT4_KEYS - 1) / ATT4_KEYS;
-        if (causal) tiles = min(tiles, (q0 + ATT4_QUERIES - 1) / ATT4_KEYS + 1);
-        int row0 = q0 + 64 * c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
-        int last[2] = {last_key(row0, seq, causal), last_key(row0 + 8, seq, causal)};
-#pragma unroll
-        for (int i = 0; i < D / 2; i++) o[i] = 0.0f;
-        m[0] = m[1] = -INFINITY, l[0] = l[1] = 0.0f;
-
+        att6_decode(item, qblocks, heads, causal, &q0, &bh);
+        att4_job<D> j = {sQ, sKV, full, empty, c, q0, bh, att4_tiles(q0, seq, causal), u, seq, causal};
         mbar_wait(&q_full, round & 1);
-        mbar_wait(&full[u % ATT4_STAGES], (u / ATT4_STAGES) & 1);
-        ATT6_TURN(issue_qk<D>(sc, sQ, ATT6_STAGE_K(u), c), false);
-        wgmma_wait<0>();
-        settle<64>(sc);
-        if (tiles == 1 && releaser) mbar_arrive(&q_empty); /* the item's only S has landed */
-        softmax_tile(sc, 0, t4, last, ATT6_EDGE(0), scale, m, l, alpha);
-        pack_p(p, sc);
-        for (int t = 1; t < tiles; t++) {
-            int v = u + t, k0 = t * ATT4_KEYS;
-            mbar_wait(&full[v % ATT4_STAGES], (v / ATT4_STAGES) & 1);
-            ATT6_TURN((issue_qk<D>(sc, sQ, ATT6_STAGE_K(v), c), issue_pv<D>(o, p, ATT6_STAGE_K(v - 1) + L::KV_BYTES)),
-                      false);
-            wgmma_wait<1>(); /* S has landed; P V may still run */
-            settle<64>(sc);
-            if (t == tiles - 1 && releaser) mbar_arrive(&q_empty); /* the item's last S: Q is free */
-            softmax_tile(sc, k0, t4, last, ATT6_EDGE(k0), scale, m, l, alpha);
-            settle<64>(sc);
-            wgmma_wait<0>();
-            settle<D / 2>(o);
-            if (releaser) mbar_arrive(&empty[(v - 1) % ATT4_STAGES]);
-            rescale_o<D>(o, alpha);
-            pack_p(p, sc);
-        }
-        ATT6_TURN(issue_pv<D>(o, p, ATT6_STAGE_K(u + tiles - 1) + L::KV_BYTES), last_item);
-        wgmma_wait<0>();
-        settle<D / 2>(o);
-        if (releaser) mbar_arrive(&empty[(u + tiles - 1) % ATT4_STAGES]);
-        store_o<D>(O, (size_t)bh * seq * D, seq, row0, t4, o, l);
-        u += tiles;
+        consume_fa3<D>(j, O, &q_empty, att6_item(round + 1, blockIdx.x, gridDim.x) >= items);
+        u += j.tiles;
     }
-#undef ATT6_STAGE_K
-#undef ATT6_EDGE
-#undef ATT6_TURN
 #endif
 }
 

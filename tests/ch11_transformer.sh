@@ -133,8 +133,8 @@ emu_check emu_attention 1 2 300 64 0 10 3 4 5 6
 # version 6's blocks walking several items each (few SMs): rings, turns and Q's barriers across items
 EMU_ENV=EMU_SMS=3 emu_check emu_attention 2 3 1000 64 1 2 6
 EMU_ENV=EMU_SMS=5 emu_check emu_attention 1 3 700 128 0 2 6
-EMU_ENV=EMU_SMS=3 emu_mutant "attention version 6 carries O over from a block's last item" attention_kernels.cu \
-    's/for (int i = 0; i < D \/ 2; i++) o\[i\] = 0.0f;/;/' emu_attention 1 3 700 128 0 2 6
+EMU_ENV=EMU_SMS=3 emu_mutant "attention version 6 deals its items to the wrong heads" attention_kernels.cu \
+    's/\*bh = causal ? item % heads : item \/ qblocks;/*bh = item % heads;/' emu_attention 1 3 700 128 0 2 6
 emu_mutant "attention versions 4-6 read V's second 64 columns from the first" attention_kernels.cu \
     's/wgmma_desc_mn(sV + ks \* 16 \* 128, ATT4_BOX_BYTES(ATT4_KEYS))/wgmma_desc_mn(sV + ks * 16 * 128, 0)/' \
     emu_attention 1 1 300 128 0 2 4 5
@@ -167,7 +167,7 @@ gpu_check_large ./attention --check-only --size 4097 --batch 1 --heads 1 --dim 1
 gpu_check_large ./attention --check-only --size 1024 --batch 8 --heads 16 --dim 64 --causal
 # planted bugs: O not rescaled when a row's max grows (versions 2 and 3), the last partial tile of
 # keys skipped (3: 1000 keys are 15 tiles of 64 and 40), wgmma reading V's columns 64-127 from its
-# first box (4-6 share the descriptor; D = 128 only), version 6's O carried from item to item
+# first box (4-6 share the descriptor; D = 128 only), version 6's items dealt to the wrong heads
 # (2048 x 16 heads: 256 items, more than the SMs), the causal mask one key too far (every
 # version shares last_key; version 3 runs it)
 mutant "attention version 3 without the rescale of O" attention_kernels.cu \
@@ -182,8 +182,8 @@ mutant "attention version 3 skips the last partial tile of keys" attention_kerne
 mutant "attention versions 4-6 read V's second 64 columns from the first" attention_kernels.cu \
     's/wgmma_desc_mn(sV + ks \* 16 \* 128, ATT4_BOX_BYTES(ATT4_KEYS))/wgmma_desc_mn(sV + ks * 16 * 128, 0)/' \
     ./attention 5 --check-only --size 300 --batch 1 --heads 2 --dim 128
-mutant "attention version 6 carries O over from a block's last item" attention_kernels.cu \
-    's/for (int i = 0; i < D \/ 2; i++) o\[i\] = 0.0f;/;/' \
+mutant "attention version 6 deals its items to the wrong heads" attention_kernels.cu \
+    's/\*bh = causal ? item % heads : item \/ qblocks;/*bh = item % heads;/' \
     ./attention 6 --check-only --size 2048 --batch 2 --heads 8 --dim 64
 mutant "attention causal mask one key too far" attention_kernels.cu \
     's/return causal ? min(query, seq - 1) : seq - 1;/return causal ? min(query + 1, seq - 1) : seq - 1;/' \
