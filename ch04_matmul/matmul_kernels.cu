@@ -843,15 +843,16 @@ __global__ void __launch_bounds__(K8_THREADS, MINB)
     tile8_body<BM, BN, VEC, true, SPLIT>(A, B, C, M, N, K, k_chunk);
 }
 
-/* Launch one of versions 8-10's kernels for one tiling: kernels[vec][split] (split: K in parts
- * added into C). Shared memory is dynamic (3 stages of the 128x256 tile: 37 KB; more than
- * 48 KB must be asked for once per kernel: configured[vec][split] remembers). */
+/* Launch one of versions 8-11's kernels for one tiling: kernels[vec][split] (split: K in parts
+ * added into C). Versions 8-10's shared memory is dynamic, BYTES (3 stages of the 128x256 tile:
+ * 37 KB; more than 48 KB must be asked for once per kernel: configured[vec][split] remembers);
+ * version 11's is static (BYTES 0). */
 typedef void (*tile_kernel)(const float *, const float *, float *, int, int, int, int);
-template <int BM, int BN>
+template <int BM, int BN, size_t BYTES = sizeof(float) * K8_STAGES *Tile8<BM, BN>::STAGE_FLOATS>
 static cudaError_t launch_tile8(tile_kernel const kernels[2][2], bool configured[2][2], const float *d_a,
                                 const float *d_b, float *d_c, int m, int n, int k, int splits)
 {
-    size_t bytes = sizeof(float) * K8_STAGES * Tile8<BM, BN>::STAGE_FLOATS;
+    size_t bytes = BYTES;
     bool vec = n % 4 == 0; /* 16-byte copies of B need every row of B 16-byte aligned */
     bool split = splits > 1;
     int k_chunk = split ? ((k + splits - 1) / splits + K8_BK - 1) / K8_BK * K8_BK : k;
@@ -859,7 +860,7 @@ static cudaError_t launch_tile8(tile_kernel const kernels[2][2], bool configured
     dim3 grid((n + BN - 1) / BN, (m + BM - 1) / BM, splits);
     tile_kernel kernel = kernels[vec][split];
     if (!kernel) return cudaErrorInvalidValue; /* no split version of this kernel */
-    if (!configured[vec][split]) {
+    if (bytes && !configured[vec][split]) {
         cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
         if (e != cudaSuccess) return e;
         configured[vec][split] = true;
@@ -1142,23 +1143,10 @@ static cudaError_t launch11(const float *d_a, const float *d_b, float *d_c, int 
         if (splits > k / K10_MIN_CHUNK) splits = k / K10_MIN_CHUNK;
         if (splits < 1) splits = 1;
     }
-    int k_chunk = cdiv(cdiv(k, (int)splits), 8) * 8; /* whole steps of 8, the last part takes the rest */
-    splits = cdiv(k, k_chunk);                       /* no empty parts */
-    dim3 grid(cdiv(n, K11_BN), cdiv(m, K11_BM), (unsigned)splits);
-    bool vec = n % 4 == 0; /* 16-byte copies of B need every row of B 16-byte aligned */
-    if (splits > 1) {      /* the parts are added into C: it starts at zero */
-        cudaError_t e = cudaMemsetAsync(d_c, 0, sizeof(float) * (size_t)m * n);
-        if (e != cudaSuccess) return e;
-    }
-    if (vec && splits > 1)
-        matmul_kernel11<true, true><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k, k_chunk);
-    else if (vec)
-        matmul_kernel11<true, false><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k, k_chunk);
-    else if (splits > 1)
-        matmul_kernel11<false, true><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k, k_chunk);
-    else
-        matmul_kernel11<false, false><<<grid, K8_THREADS>>>(d_a, d_b, d_c, m, n, k, k_chunk);
-    return cudaGetLastError();
+    static tile_kernel const kernels[2][2] = {{matmul_kernel11<false, false>, matmul_kernel11<false, true>},
+                                              {matmul_kernel11<true, false>, matmul_kernel11<true, true>}};
+    static bool configured[2][2];
+    return launch_tile8<K11_BM, K11_BN, 0>(kernels, configured, d_a, d_b, d_c, m, n, k, (int)splits);
 }
 
 /* ---------------------------------------------------------------- launchers */

@@ -371,14 +371,13 @@ __device__ __forceinline__ void tile_origin(int item, int tiles_m, int tiles_n, 
     *m0 += rank * TGW_BM;
 }
 
-/* Consumer c's 128 threads wait for each other (named barrier 1 + c; 0 is __syncthreads'). The
- * number spelled out: a barrier number in a register makes ptxas reserve all 16. */
+/* Consumer c's 128 threads wait for each other (named barrier 1 + c) */
 __device__ __forceinline__ void consumer_sync(int c)
 {
     if (c == 0)
-        asm volatile("bar.sync 1, 128;\n" ::: "memory");
+        bar_sync<1, 128>();
     else
-        asm volatile("bar.sync 2, 128;\n" ::: "memory");
+        bar_sync<2, 128>();
 }
 
 /* Version 9's epilogue: a consumer's 64 x 256 accumulators (rows m0.., columns n0..) leave
@@ -454,7 +453,7 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
     int first = PERSISTENT ? blockIdx.x / CLUSTER : 0, step = PERSISTENT ? gridDim.x / CLUSTER : 1;
     int wg = threadIdx.x / TG_WG_THREADS;
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n"); /* the producer gives registers back */
+        setmaxnreg_dec<40>(); /* the producer gives registers back */
         if (threadIdx.x == 0) {
             int u = 0; /* stage uses so far: stage u % STAGES, its (u / STAGES)-th use */
             for (int item = first; item < items; item += step) {
@@ -477,8 +476,8 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
             }
         }
     } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n"); /* the consumers take them */
-        int c = wg - 1;                                         /* rows 64c..64c+63 of the block's tile */
+        setmaxnreg_inc<232>(); /* the consumers take them */
+        int c = wg - 1;        /* rows 64c..64c+63 of the block's tile */
         int u = 0;
         for (int item = first; item < items; item += step) {
             int m0, n0;

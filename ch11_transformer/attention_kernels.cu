@@ -640,17 +640,17 @@ __device__ __forceinline__ int produce(const CUtensorMap *mapQ, const CUtensorMa
  * every barrier completes as often as it is waited on. Named barrier 0 is __syncthreads'. */
 __device__ __forceinline__ void my_turn(int c)
 {
-    if (c == 0) /* the barrier's number spelled out: a number in a register makes ptxas reserve all 16 */
-        asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    if (c == 0)
+        bar_sync<1, 256>();
     else
-        asm volatile("bar.sync 2, 256;\n" ::: "memory");
+        bar_sync<2, 256>();
 }
 __device__ __forceinline__ void your_turn(int c)
 {
     if (c == 0)
-        asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+        bar_arrive<2, 256>();
     else
-        asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+        bar_arrive<1, 256>();
 }
 /* the end of consumer c's turn: the handoff, but for consumer 1's very last (`final`) */
 __device__ __forceinline__ void end_turn(int c, bool final)
@@ -787,11 +787,11 @@ __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const 
     init_barriers(&q_full, &q_empty, full, empty);
     int wg = threadIdx.x / 128;
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        setmaxnreg_dec<40>();
         if (threadIdx.x == 0) produce<D>(mapQ, mapK, mapV, sQ, sKV, &q_full, full, empty, q0, bh, tiles, 0);
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    setmaxnreg_inc<232>();
     att4_job<D> j = {sQ, sKV, full, empty, wg - 1, q0, bh, tiles, 0, seq, causal};
     mbar_wait(&q_full, 0);
     if (!FA3) {
@@ -858,7 +858,7 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
     init_barriers(&q_full, &q_empty, full, empty);
     int wg = threadIdx.x / 128, u = 0; /* u: ring uses so far, counted alike by producer and consumers */
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        setmaxnreg_dec<40>();
         for (int round = 0; threadIdx.x == 0; round++) {
             int item = att6_item(round, blockIdx.x, gridDim.x), q0, bh;
             if (item >= items) break;
@@ -868,7 +868,7 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
         }
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    setmaxnreg_inc<232>();
     int c = wg - 1;
     if (c == 1) your_turn(c); /* consumer 0 goes first */
     for (int round = 0;; round++) {

@@ -175,6 +175,18 @@ __device__ __forceinline__ void fence_proxy_async_shared()
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+/* ---- named barriers (0 is __syncthreads'): `threads` threads (whole warps) meet at barrier
+ * `id`; bar_arrive counts the warp in without waiting. The numbers are immediates: a barrier
+ * number in a register makes ptxas reserve all 16. */
+template <int id, int threads> __device__ __forceinline__ void bar_sync()
+{
+    asm volatile("bar.sync %0, %1;\n" ::"n"(id), "n"(threads) : "memory");
+}
+template <int id, int threads> __device__ __forceinline__ void bar_arrive()
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"n"(id), "n"(threads) : "memory");
+}
+
 /* Dynamic shared memory, rounded up to the 1024-byte alignment the 128-byte swizzle needs (the
  * launch asks for 1 KiB more than the tiles take). */
 __device__ __forceinline__ uint8_t *aligned_smem(uint8_t *smem)
@@ -224,6 +236,17 @@ __device__ __forceinline__ uint64_t wgmma_desc_mn(const void *smem, uint32_t n_c
     d |= (uint64_t)(1024 >> 4) << 32;
     d |= (uint64_t)1 << 62;
     return d;
+}
+
+/* setmaxnreg (sm_90a): a warpgroup gives back registers it does not need (a producer) or takes
+ * them (consumers with large accumulators); every thread of the warpgroup executes it */
+template <int regs> __device__ __forceinline__ void setmaxnreg_dec()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(regs));
+}
+template <int regs> __device__ __forceinline__ void setmaxnreg_inc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(regs));
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }

@@ -87,8 +87,11 @@ inline std::barrier<> *emu_named(int id, int threads)
     if (!emu_blk->named[id]) emu_blk->named[id].reset(new std::barrier<>(threads));
     return emu_blk->named[id].get();
 }
-inline void emu_bar_sync(int id, int threads) { emu_named(id, threads)->arrive_and_wait(); }
-inline void emu_bar_arrive(int id, int threads) { (void)emu_named(id, threads)->arrive(); }
+template <int id, int threads> inline void bar_sync() { emu_named(id, threads)->arrive_and_wait(); }
+template <int id, int threads> inline void bar_arrive() { (void)emu_named(id, threads)->arrive(); }
+/* registers are no warpgroup's here */
+template <int regs> inline void setmaxnreg_dec() {}
+template <int regs> inline void setmaxnreg_inc() {}
 
 /* ================================================================ arithmetic and conversions */
 

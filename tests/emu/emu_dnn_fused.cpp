@@ -16,10 +16,12 @@
 
 #include <random>
 
+/* the multiprocessors the plans fill: the emulated GPU's (EMU_SMS, emu_runtime.cpp) */
 static int sms()
 {
-    const char *e = getenv("EMU_SMS");
-    return e && atoi(e) > 0 ? atoi(e) : 132;
+    int n = 0;
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0);
+    return n;
 }
 
 /* got (rows x cols, ld) against want, each element within its bound */

@@ -29,15 +29,12 @@ RULES = {
         'template <> __device__ __forceinline__ void wgmma_pv<64>(float *d, const uint32_t a[4], uint64_t dv)':
             'emu_wgmma(d, 64, 0, a, dv, 1, 1);',
         'template <int N> __device__ __forceinline__ void settle(float *r)': '(void)r;',
-        '__device__ __forceinline__ void my_turn(int c)': 'emu_bar_sync(c == 0 ? 1 : 2, 256);',
-        '__device__ __forceinline__ void your_turn(int c)': 'emu_bar_arrive(c == 0 ? 2 : 1, 256);',
     },
     'tensor_gemm_kernels.cu': {
         'template <> __device__ __forceinline__ void wgmma_256<__nv_bfloat16>(float d[128], uint64_t da, uint64_t db)':
             'emu_wgmma(d, 256, da, nullptr, db, 0, 1, 2);',
         'template <> __device__ __forceinline__ void wgmma_256<float>(float d[128], uint64_t da, uint64_t db)':
             'emu_wgmma(d, 256, da, nullptr, db, 0, 1, 4);',
-        '__device__ __forceinline__ void consumer_sync(int c)': 'emu_bar_sync(1 + c, 128);',
     },
     'dnn_fused_kernels.cu': {
         '__device__ __forceinline__ unsigned to_tf32(float x)': 'return __float_as_uint(x); /* TF32: not emulated */',
@@ -53,14 +50,13 @@ RULES = {
         'template <int N> __device__ __forceinline__ void cp_async_wait()': None,
     },
 }
-# statements that become nothing: register moves between warpgroups (no meaning here); the
-# macro of matmul's cp.async helpers (emu_cuda.h's replace them: a use left fails to compile)
+# text that becomes nothing: the macro of matmul's cp.async helpers (emu_cuda.h's replace them: a
+# use left fails to compile), tensor_gemm's wgmma macro (its uses are replaced above)
 DROP = {
     'dnn_fused_kernels.cu': [],
-    'attention_kernels.cu': [r'asm volatile\("setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 \d+;\\n"\);'],
+    'attention_kernels.cu': [],
     'matmul_kernels.cu': [r'#define MATMUL_CP_ASYNC\(\.\.\.\) asm volatile\(__VA_ARGS__\)'],
-    'tensor_gemm_kernels.cu': [r'asm volatile\("setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 \d+;\\n"\);',
-                               r'#define TG_WGMMA_256\(INSTR, TAIL\)(?:[^\n]*\\\n)*[^\n]*\n'],
+    'tensor_gemm_kernels.cu': [r'#define TG_WGMMA_256\(INSTR, TAIL\)(?:[^\n]*\\\n)*[^\n]*\n'],
 }
 # macros of the kernels file, defined as on an sm_90a build
 DEFINES = {'attention_kernels.cu': ['ATT_SM80', 'ATT_SM90A', 'ATT_HOPPER'], 'matmul_kernels.cu': [],
