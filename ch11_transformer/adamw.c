@@ -48,13 +48,18 @@ static int parse_sizes(const char *text, long long *n)
     char buf[8192];
     if (strlen(text) >= sizeof buf) return -1;
     strcpy(buf, text);
+    /* field by field with strchr, not strtok: strtok would fold an empty field ("3,,4", ",3",
+     * "3,") into its neighbours and accept it */
     int k = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    for (char *tok = buf;; k++) {
+        char *comma = strchr(tok, ',');
+        if (comma) *comma = '\0';
         long long v;
-        if (k == ADAMW_MAX_TENSORS || lb_parse_i64(tok, &v) || v < 1 || v > (1LL << 31)) return -1;
-        n[k++] = v;
+        if (k == ADAMW_MAX_TENSORS || *tok == '\0' || lb_parse_i64(tok, &v) || v < 1 || v > (1LL << 31)) return -1;
+        n[k] = v;
+        if (!comma) return k + 1;
+        tok = comma + 1;
     }
-    return k ? k : -1;
 }
 
 /* ---------------------------------------------------------------- CPU reference and check */

@@ -192,7 +192,16 @@ void lb_check_block(const lb_program *prog, const lb_gpu *gpu, int block)
 
 /* ================================================================ data */
 
-void lb_rng_seed(lb_rng *r, unsigned long long seed) { r->s = seed * 0x9E3779B97F4A7C15ull + 1; }
+/* The seed goes through splitmix64's mixer before it becomes the counter: with the counter set
+ * to seed * step, seed s + 1's stream would be seed s's one draw later (and --seeds' runs would
+ * share their data). Mixed, neighbouring seeds start far apart on the counter's circle. */
+void lb_rng_seed(lb_rng *r, unsigned long long seed)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    r->s = z ^ (z >> 31);
+}
 
 uint64_t lb_rng_next(lb_rng *r)
 {
@@ -620,15 +629,17 @@ static void report_result(lb_report *r, int ver, const char *name, const char *l
     if (!verdict) verdict = pass > 0 ? "PASS" : pass == 0 ? "FAIL" : "-";
     if (pass == 0) r->failures++;
     report_head(r); /* before the baseline is known: the ceiling's row has no ratio to it */
-    /* the first row of a table is its baseline unless the program set one (< 0: none) */
-    if (r->base_value == 0 && !r->args->check_only) r->base_value = value;
+    /* the baseline's own row: version 0, or the row named base */
+    int is_base = ver == 0 || (r->base && !strcmp(name, r->base));
+    /* it sets the table's baseline unless the program set one (< 0: none); a run without it
+     * (./attention 4) has no ratio at all, rather than one against itself */
+    if (r->base_value == 0 && is_base && !r->args->check_only) r->base_value = value;
     report_line(r, ver, label, ms, value, verdict);
     if (r->args->check_only) return;
     double ratio = r->base_value > 0 ? value / r->base_value : 0.0;
-    lb_result res = {r->prog->name, ver, name, r->size, ms, r->unit, value, r->base, ratio, pass};
+    lb_result res = {r->prog->name, ver, name, r->size, ms, r->unit, value, r->base_value > 0 ? r->base : NULL, ratio, pass};
     lb_print_result(&res, r->args->quiet);
-    /* the best row that passed, other than the baseline (version 0, or the row named base) */
-    int is_base = ver == 0 || (r->base && !strcmp(name, r->base));
+    /* the best row that passed, other than the baseline */
     /* best by the ratio to the baseline (comparable across tables), else by the value */
     int better = r->base_value > 0 ? ratio > r->best_ratio : value > r->best_value;
     if (!is_base && pass != 0 && (!r->have_best || better)) {
@@ -663,7 +674,7 @@ int lb_report_finish(lb_report *r)
         else if (r->have_best)
             printf("best ");
         if (r->have_best) printf("%s %.4g %s", r->best_name, r->best_value, r->unit_head);
-        if (r->have_best && r->base) printf(" = %.2fx %s", r->best_ratio, r->base);
+        if (r->have_best && r->base && r->best_ratio > 0) printf(" = %.2fx %s", r->best_ratio, r->base);
         if (r->have_best) printf(", ");
         printf("%s\n", r->failures ? "FAIL" : "all PASS");
     }

@@ -192,16 +192,25 @@ static const char *take_value(const lb_program *prog, const char *flag, const ch
     return argv[++*i];
 }
 
-/* Why a value that lb_parse_i64 refused is wrong: written like a number (digits, ^, e, k/M/G, +
- * and -) but beyond what it can hold, or not a number at all */
+/* Why a value that lb_parse_i64 refused is wrong: written in its grammar ([-]term, then +term or
+ * -term, each term digits with ^digits, e/Edigits or one of kKmMgG) but beyond what it can hold,
+ * or not a number at all ("2^-1", "1e", "4kk" are not numbers, however numeric their letters) */
 static int looks_numeric(const char *s, size_t len)
 {
-    size_t digits = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (!strchr("0123456789^eEkKmMgG+-", s[i])) return 0;
-        digits += isdigit((unsigned char)s[i]) != 0;
+    const char *end = s + len;
+    if (s < end && *s == '-') s++;
+    for (;;) {
+        if (s == end || !isdigit((unsigned char)*s)) return 0;
+        while (s < end && isdigit((unsigned char)*s)) s++;
+        if (s < end && strchr("^eE", *s)) {
+            if (++s == end || !isdigit((unsigned char)*s)) return 0;
+            while (s < end && isdigit((unsigned char)*s)) s++;
+        } else if (s < end && strchr("kKmMgG", *s))
+            s++;
+        if (s == end) return 1;
+        if (*s != '+' && *s != '-') return 0;
+        s++;
     }
-    return digits > 0;
 }
 static const char *not_a_value(const char *s) { return looks_numeric(s, strlen(s)) ? "is too large" : "is not a number"; }
 
@@ -324,7 +333,8 @@ void lb_parse_args(const lb_program *prog, lb_args *a, int argc, char **argv)
         } else if ((u & LB_USE_SEED) && !strcmp(flag, "--seed")) {
             const char *v = take_value(prog, flag, inline_val, argc, argv, &i);
             long long s;
-            if (lb_parse_i64(v, &s)) lb_usage_error(prog, "--seed: '%s' %s (at most 2^62)", v, not_a_value(v));
+            if (lb_parse_i64(v, &s)) lb_usage_error(prog, "--seed: '%s' %s", v,
+                               looks_numeric(v, strlen(v)) ? "is too large (at most 2^62)" : "is not a number");
             if (s < 0) lb_usage_error(prog, "--seed must be 0 or more (got %s)", v);
             a->seed = (unsigned long long)s;
         } else if ((u & LB_USE_CHECK_ONLY) && !strcmp(flag, "--check-only")) {

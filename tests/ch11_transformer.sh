@@ -74,6 +74,9 @@ bad_input 2 "unknown argument '--size'" ./adamw --size 5
 bad_input 0 'usage: adamw ' ./adamw --help
 bad_input 2 "--sizes '1,x': 1 to 4096 sizes N,N,..., each 1..2^31" ./adamw --sizes 1,x
 bad_input 2 "--sizes '0': 1 to 4096 sizes" ./adamw --sizes 0
+bad_input 2 "--sizes '3,,4': 1 to 4096 sizes" ./adamw --sizes 3,,4
+bad_input 2 "--sizes ',3': 1 to 4096 sizes" ./adamw --sizes ,3
+bad_input 2 "--sizes '3,': 1 to 4096 sizes" ./adamw --sizes 3,
 bad_input 2 '--sizes: at most 2^31 parameters in all' ./adamw --sizes 2147483648,2
 bad_input 2 '--steps must be 1..100' ./adamw --steps 0
 no_gpu ./adamw
@@ -146,6 +149,8 @@ bad_input 0 'usage: attention ' ./attention --help
 bad_input 2 '--dim must be 64 or 128 (got 96)' ./attention --dim 96
 bad_input 2 '--size: S must be 1..65536 (got 65537)' ./attention --size 65537
 bad_input 2 '--batch and --heads must be positive, B x H at most 65535 (got 300 x 300)' ./attention --batch 300 --heads 300
+bad_input 2 "--size: '2^-1' is not a size" ./attention --size 2^-1
+bad_input 2 "--seed: '1e' is not a number" ./attention --seed 1e
 bad_input 2 '--amplitude must be in (0, 100]' ./attention --amplitude 0
 bad_input 2 'B x H x S x D must be at most 2^31' ./attention --batch 64 --heads 64 --size 65536 --dim 128
 bad_input 2 "version '7' does not exist (0..6)" ./attention 7

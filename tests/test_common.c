@@ -313,6 +313,14 @@ static void test_report(void)
     lb_report_item(&r, "other", "not a version", 1.0, 50.0, 1, NULL); /* items race too */
     CHECK(r.have_best && r.best == -1 && strcmp(r.best_name, "other") == 0 && r.failures == 1);
 
+    /* one version asked for (./prog 2): no baseline in the run, so no ratio against it */
+    lb_args one_args = {.quiet = 1, .version = 2};
+    lb_report o = {
+        .prog = &prog, .args = &one_args, .unit = "gbps", .unit_head = "GB/s", .base = "base", .base_head = "vs base"};
+    lb_report_table(&o, "100", NULL);
+    lb_report_row(&o, 2, NULL, 1.0, 20.0, 1, NULL);
+    CHECK(o.base_value == 0.0 && o.have_best && o.best_ratio == 0.0);
+
     lb_args ok_args = {.quiet = 1, .check_only = 1, .version = -1};
     lb_report c = {.prog = &prog, .args = &ok_args, .unit = "gbps", .unit_head = "GB/s"};
     lb_report_table(&c, "1", NULL);
@@ -335,6 +343,16 @@ static void test_rng(void)
         differs |= x != z;
     }
     CHECK(same && differs);
+    /* neighbouring seeds are not one stream shifted: no draw of seed 8 among seed 7's first 1000 */
+    lb_rng_seed(&a, 7);
+    uint64_t seen[1000];
+    for (int i = 0; i < 1000; i++) seen[i] = lb_rng_next(&a);
+    int shifted = 0;
+    for (int j = 0; j < 10; j++) {
+        uint64_t z = lb_rng_next(&c);
+        for (int i = 0; i < 1000; i++) shifted |= seen[i] == z;
+    }
+    CHECK(!shifted);
     float v[10000];
     lb_fill_uniform(v, 10000, -1.0f, 1.0f, &a);
     double mean = 0;
@@ -599,7 +617,7 @@ static void test_rows_cols_tile(void)
     int seen = 0;
     for (unsigned long long seed = 1; seed <= 30; seed++) {
         lb_rng rng;
-        lb_rng_seed(&rng, seed * 1000); /* apart: seed s's stream is seed s-1's, one draw later */
+        lb_rng_seed(&rng, seed);
         seen += lb_check_rows_cols("C", C, M, N, ten_r_plus_c, NULL, 1e-3, 0.0, &rng, 1).n_bad > 0;
     }
     CHECK(seen == 30);
