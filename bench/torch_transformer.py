@@ -20,8 +20,8 @@ way PyTorch runs it, and the one our goals are measured against):
                       F.scaled_dot_product_attention(q, k, v) in bf16, B x H x S x D, forward,
                       once with the flash backend (FlashAttention-2: name=torch_flash) and once
                       with cuDNN's (name=torch_cudnn); TFLOP/s counts 4 B H S^2 D, halved when
-                      causal, as ch11's attention does. Eager calls only: each is one kernel of
-                      0.1 ms or more, longer than its launch.
+                      causal, as ch11's attention does. Each eager and as a graph's replay
+                      (torch_flash_graph, torch_cudnn_graph), as the other operations.
 
 GB/s counts the bytes the operation must move (softmax: x read once, y written once; the
 cross-entropy: the logits read once, their gradient written once; LayerNorm and RMSNorm: x read,
@@ -106,8 +106,12 @@ def time_attention(torch, shape, iters):
             except RuntimeError as e:
                 print(f"torch_transformer: {name} skipped ({str(e).splitlines()[0][:120]})")
                 continue
-            ms = time_ms(torch, fn, iters)
-        print(f"RESULT prog=attention name={name} size={size} ms={ms:.4f} tflops={flops / (ms * 1e9):.1f} check=none")
+            # eager, and captured once in a CUDA graph: at 8x16x1024x64 a call is ~50 us, where
+            # Python's and the dispatcher's share can show; the replay has none of it
+            for label, call in ((name, fn), (name + "_graph", torch_common.capture(torch, fn).replay)):
+                ms = time_ms(torch, call, iters)
+                print(f"RESULT prog=attention name={label} size={size} ms={ms:.4f} "
+                      f"tflops={flops / (ms * 1e9):.1f} check=none")
 
 
 MIN_SAMPLE_MS = 1.0  # common/labbook.h's LB_MIN_SAMPLE_MS

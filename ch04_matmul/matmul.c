@@ -94,8 +94,8 @@ static void sweep(cublasHandle_t handle, int iters)
         lb_rng rng;
         lb_rng_seed(&rng, 1);
         lb_fill_uniform(h, (size_t)n * n, -1.0f, 1.0f, &rng);
-        CUDA_CHECK(cudaMalloc((void **)&d_a, bytes));
-        CUDA_CHECK(cudaMalloc((void **)&d_b, bytes));
+        CUDA_CHECK(lb_malloc_guarded((void **)&d_a, bytes)); /* NaN past the end: an over-read fails */
+        CUDA_CHECK(lb_malloc_guarded((void **)&d_b, bytes));
         CUDA_CHECK(cudaMalloc((void **)&d_c, bytes));
         CUDA_CHECK(cudaMemcpy(d_a, h, bytes, cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemcpy(d_b, h, bytes, cudaMemcpyHostToDevice));
@@ -207,8 +207,9 @@ int main(int argc, char **argv)
     lb_fill_uniform(h_a, a_n, -1.0f, 1.0f, &rng);
     lb_fill_uniform(h_b, b_n, -1.0f, 1.0f, &rng);
     float *d_a, *d_b, *d_c;
-    CUDA_CHECK(cudaMalloc((void **)&d_a, sizeof(float) * a_n));
-    CUDA_CHECK(cudaMalloc((void **)&d_b, sizeof(float) * b_n));
+    /* A and B with NaN after their ends: a kernel that reads past one gets NaN, and fails */
+    CUDA_CHECK(lb_malloc_guarded((void **)&d_a, sizeof(float) * a_n));
+    CUDA_CHECK(lb_malloc_guarded((void **)&d_b, sizeof(float) * b_n));
     CUDA_CHECK(cudaMalloc((void **)&d_c, sizeof(float) * c_n));
     CUDA_CHECK(cudaMemcpy(d_a, h_a, sizeof(float) * a_n, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_b, h_b, sizeof(float) * b_n, cudaMemcpyHostToDevice));

@@ -24,15 +24,18 @@ void net_alloc(network *net, int max_rows)
 {
     layout(net);
     net->max_rows = max_rows;
-    CUDA_CHECK(cudaMalloc((void **)&net->d_params, sizeof(float) * net->n_params));
-    CUDA_CHECK(cudaMalloc((void **)&net->d_grads, sizeof(float) * net->n_params));
+    /* the GEMMs' operands (weights, activations, deltas, the data) with NaN after their ends
+     * (lb_malloc_guarded): a kernel that reads past one fails the checks instead of reading the
+     * allocator's padding */
+    CUDA_CHECK(lb_malloc_guarded((void **)&net->d_params, sizeof(float) * net->n_params));
+    CUDA_CHECK(lb_malloc_guarded((void **)&net->d_grads, sizeof(float) * net->n_params));
     CUDA_CHECK(cudaMalloc((void **)&net->d_opt1, sizeof(float) * net->n_params));
     CUDA_CHECK(cudaMalloc((void **)&net->d_opt2, sizeof(float) * net->n_params));
     CUDA_CHECK(cudaMemset(net->d_opt1, 0, sizeof(float) * net->n_params));
     CUDA_CHECK(cudaMemset(net->d_opt2, 0, sizeof(float) * net->n_params));
     for (int l = 0; l <= net->n_layers; l++) {
-        CUDA_CHECK(cudaMalloc((void **)&net->d_a[l], sizeof(float) * (size_t)max_rows * net->size[l]));
-        CUDA_CHECK(cudaMalloc((void **)&net->d_d[l], sizeof(float) * (size_t)max_rows * net->size[l]));
+        CUDA_CHECK(lb_malloc_guarded((void **)&net->d_a[l], sizeof(float) * (size_t)max_rows * net->size[l]));
+        CUDA_CHECK(lb_malloc_guarded((void **)&net->d_d[l], sizeof(float) * (size_t)max_rows * net->size[l]));
         /* zeros, not garbage: --tune-gemms times the GEMMs on these buffers before any step has
          * written them (compute-sanitizer's initcheck reads every such byte as a bug) */
         CUDA_CHECK(cudaMemset(net->d_a[l], 0, sizeof(float) * (size_t)max_rows * net->size[l]));
@@ -250,7 +253,7 @@ void trainer_create(trainer *t, network *net, int rows, const dataset *train, in
     size_t n = (size_t)train->n, F = (size_t)train->features;
     trainer z = {net, rows, NULL, NULL, NULL, NULL, NULL, adam, momentum, weight_decay};
     *t = z;
-    CUDA_CHECK(cudaMalloc((void **)&t->d_x, sizeof(float) * n * F));
+    CUDA_CHECK(lb_malloc_guarded((void **)&t->d_x, sizeof(float) * n * F)); /* NaN past the end */
     CUDA_CHECK(cudaMalloc((void **)&t->d_y, sizeof(int) * n));
     CUDA_CHECK(cudaMalloc((void **)&t->d_perm, sizeof(int) * n));
     /* the batch's labels for up to max_rows rows: gradcheck takes more rows than a batch */

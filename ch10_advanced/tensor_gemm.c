@@ -101,12 +101,13 @@ static void fill_inputs(float *h, size_t n, tg_type type, lb_rng *rng)
     for (size_t i = 0; i < n; i++) h[i] = type == TG_BF16 ? lb_bf16_value(lb_bf16_bits(h[i])) : tf32_value(h[i]);
 }
 
-/* rows x cols of h into a zeroed device buffer of rows_p x cols_p (bf16 bits or fp32). */
+/* rows x cols of h into a zeroed device buffer of rows_p x cols_p (bf16 bits or fp32), NaN after
+ * its end (lb_malloc_guarded): the pads are for reading, what lies past them is not. */
 static void *upload_padded(const float *h, int rows, int cols, int rows_p, int cols_p, tg_type type)
 {
     size_t elem = type == TG_BF16 ? 2 : 4, pitch = elem * (size_t)cols_p;
     void *d;
-    CUDA_CHECK(cudaMalloc(&d, pitch * (size_t)rows_p));
+    CUDA_CHECK(lb_malloc_guarded(&d, pitch * (size_t)rows_p));
     CUDA_CHECK(cudaMemset(d, 0, pitch * (size_t)rows_p)); /* the pads add zero products */
     void *packed = lb_host_alloc(elem * (size_t)rows * cols, "the packed input");
     for (size_t i = 0; i < (size_t)rows * cols; i++) {

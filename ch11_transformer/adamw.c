@@ -196,7 +196,8 @@ int main(int argc, char **argv)
     lb_gpu gpu;
     lb_gpu_init(&gpu);
     /* p, g, m, v of every tensor; the floor's two buffers (28 bytes a parameter) when timing */
-    lb_require_device_memory(16 * total + (args.check_only ? 0 : 28 * total), "the tensors");
+    lb_require_device_memory(16 * total + 4 * LB_GUARD_BYTES * (size_t)count + (args.check_only ? 0 : 28 * total),
+                             "the tensors");
     if (!args.quiet)
         printf("adamw: one AdamW step, fp32, %d tensors, %zu parameters (%s), lr %g, weight decay %g, chunks of %d, "
                "%s (%s), seed %llu\n",
@@ -212,11 +213,12 @@ int main(int argc, char **argv)
         lb_fill_uniform(h_init[a], total, lo[a], hi[a], &rng);
     }
     /* a cudaMalloc each, as a framework's tensors are: every pointer 256-byte aligned, no two
-     * tensors side by side on purpose */
+     * tensors side by side on purpose; each with NaN after its end, so that a kernel reading past
+     * a tensor fails instead of reading the allocator's padding */
     adamw_tensor *h_t = lb_host_alloc(sizeof(adamw_tensor) * count, "the tensor table");
     for (int k = 0; k < count; k++) {
         float *buf[4];
-        for (int a = 0; a < 4; a++) CUDA_CHECK(cudaMalloc((void **)&buf[a], sizeof(float) * n[k]));
+        for (int a = 0; a < 4; a++) CUDA_CHECK(lb_malloc_guarded((void **)&buf[a], sizeof(float) * n[k]));
         h_t[k] = (adamw_tensor){buf[0], buf[1], buf[2], buf[3], n[k]};
     }
     int n_chunks = adamw_chunks(h_t, count, NULL);

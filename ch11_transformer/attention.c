@@ -14,80 +14,22 @@
  * ./attention --help; the kernels are in
  * attention_kernels.cu. TFLOP/s counts 4 B H S^2 D, halved when causal (the products a causal
  * attention needs), for every version alike.
- * Checked: rows of O (all of them when the CPU can afford it, else an even sample with the
- * first row of every head it touches) against the CPU in double, within a bound from the bf16
- * and fp32 arithmetic (below); and where version 0 ran, every element against version 0's O.
+ * Checked: rows of O (all of them when the CPU can afford it, else a random row in every band
+ * of 64 queries of every head, and each head's first row) against the CPU in double, within a
+ * bound from the bf16 and fp32 arithmetic (below); and where version 0 ran, every element
+ * against version 0's O.
  */
 #include <cublas_v2.h> /* before labbook.h: CUBLAS_CHECK */
 #include "labbook.h"
 #include "attention_kernels.h"
+#include "attention_cpu.h" /* the CPU reference and the bound (host-only: tests/emu uses it too) */
 
 #include <math.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- CPU reference */
 
-typedef struct {
-    const float *q, *k, *v; /* the bf16 inputs as floats */
-    int batch, heads, seq, dim, causal;
-} attention_cpu_inputs;
-
-/* One row of O in double: query `row` (0 .. B H S - 1) against the keys its head lets it see.
- * o[d] = sum_j p_j v[j][d] with p = softmax(s), s_j = q . k_j / sqrt(D). Also, for the bound:
- * mag[d] = sum_j p_j |v[j][d]| (the size of the terms, which the roundings of p scale), and
- * *logit_err, the float rounding of the worst logit: ulps of what its D products add up to. */
-static void attention_row_cpu(const attention_cpu_inputs *in, size_t row, double *o, double *mag, double *logit_err,
-                              double *s)
-{
-    int S = in->seq, D = in->dim;
-    size_t head = row / (size_t)S;
-    int i = (int)(row % (size_t)S), keys = in->causal ? i + 1 : S;
-    const float *q = in->q + row * D, *k = in->k + head * S * D, *v = in->v + head * S * D;
-    double scale = 1.0 / sqrt((double)D), m = -INFINITY, worst = 0.0;
-    for (int j = 0; j < keys; j++) {
-        double dot = 0.0, size = 0.0;
-        for (int d = 0; d < D; d++) {
-            dot += (double)q[d] * k[(size_t)j * D + d];
-            size += fabs((double)q[d] * k[(size_t)j * D + d]);
-        }
-        s[j] = dot * scale;
-        m = fmax(m, s[j]);
-        worst = fmax(worst, size * scale + fabs(s[j]));
-    }
-    double l = 0.0;
-    for (int d = 0; d < D; d++) o[d] = mag[d] = 0.0;
-    for (int j = 0; j < keys; j++) {
-        double p = exp(s[j] - m);
-        l += p;
-        for (int d = 0; d < D; d++) {
-            o[d] += p * v[(size_t)j * D + d];
-            mag[d] += p * fabs((double)v[(size_t)j * D + d]);
-        }
-    }
-    for (int d = 0; d < D; d++) o[d] /= l, mag[d] /= l;
-    *logit_err = worst;
-}
-
-/* The bound on one element of O, from where a kernel's arithmetic differs from the CPU's:
- *   - each logit is a sum of D bf16 products in fp32 (exact products, rounded sums, in an order
- *     the tensor cores choose), then scaled and, for exp2, multiplied by log2(e): an absolute
- *     error of a few ulps of the sizes involved (16 sqrt(D) ulps of `logit_err`), which exp turns
- *     into the same relative error of p; p enters O's numerator and its sum l: twice that, times
- *     mag (the sum of p |v|);
- *   - the exponential itself (ex2.approx, 2 ulps) and l's float sum (4 sqrt(S) ulps);
- *   - versions 0, 3 and 4 round p to bf16 before the product with V: bf16 keeps 8 significant
- *     bits, so a rounding moves a value by at most u = 2^-8 of it, and the p v terms by at most
- *     u mag in all;
- *   - O is written in bf16: u |o|, and a bit more for its own error.
- * Both roundings can fall the same way (the float emulation in tests/test_attention.c comes to
- * half the bound on a row of 4 keys, where they did). A lost key (a tile skipped, the causal mask one off) moves
- * O by that key's p (v - o), far beyond this at the tested sizes, and so does a missing rescale. */
-static double attention_bound(double o, double mag, double logit_err, int dim, int seq)
-{
-    const double ulp = 0x1.0p-24, u_bf16 = 0x1.0p-8;
-    double p_rel = (16.0 * sqrt((double)dim) * logit_err + 4.0 + 4.0 * sqrt((double)seq)) * ulp;
-    return 1.25 * u_bf16 * fabs(o) + (1.25 * u_bf16 + 2.0 * p_rel) * mag + 0x1.0p-125;
-}
+/* attention_row_cpu, attention_rows_cpu and attention_bound: attention_cpu.c */
 
 /* ---------------------------------------------------------------- the versions */
 
@@ -150,45 +92,68 @@ static void make_bf16(uint16_t *bits, float *values, size_t n, float a, lb_rng *
     }
 }
 
-/* The CPU's rows of O: every row when that costs at most ~2^29 multiply-adds, else a sample
- * (lb_sample_next: evenly spread, the last row always) and the first row of each head it
- * touches (causal, that row sees one key: O is V's first row). */
+/* The CPU's rows of O: every row when that costs at most ~2^29 multiply-adds; else, in every
+ * head, one random row in each band of ATT_CHECK_BAND queries, and the head's first row
+ * (causal, that row sees one key: O is V's first row). 64 queries is the smallest block of any
+ * version (2 and 3; versions 4-6 take 128, a consumer warpgroup 64), so every block of every
+ * version holds a checked row: a block lost, skipped or dealt to the wrong head fails, as
+ * lb_check_rows_cols makes sure for a GEMM's tiles. Computed ATT_GROUP rows at a time. */
+#define ATT_CHECK_BAND 64
 typedef struct {
     size_t n_rows, *rows; /* which rows of O */
     double *want, *bound; /* n_rows x D: the CPU's O and each element's bound */
 } attention_reference;
 
-static attention_reference reference_rows(const attention_cpu_inputs *in)
+static attention_reference reference_rows(const attention_cpu_inputs *in, unsigned long long seed)
 {
-    size_t all = (size_t)in->batch * in->heads * in->seq;
-    double per_row = 2.0 * (in->causal ? in->seq / 2.0 + 1 : in->seq) * in->dim;
-    size_t step = lb_sample_step(all, per_row, 536870912.0), n = 0;
+    size_t S = (size_t)in->seq, heads = (size_t)in->batch * in->heads, all = heads * S;
+    double per_row = 2.0 * (in->causal ? S / 2.0 + 1 : S) * in->dim;
+    int sample = (double)all * per_row > 536870912.0;
+    size_t bands = (S + ATT_CHECK_BAND - 1) / ATT_CHECK_BAND, n = 0;
     attention_reference r = {0};
-    r.rows = lb_host_alloc(sizeof(size_t) * 2 * (all / step + 2), "the sampled rows");
-    size_t last_head = (size_t)-1;
-    for (size_t i = 0; i < all; i = lb_sample_next(i, all, step)) {
-        size_t head = i / in->seq;
-        if (head != last_head && i % in->seq != 0) r.rows[n++] = head * in->seq; /* the head's first row too */
-        last_head = head;
-        r.rows[n++] = i;
+    r.rows = lb_host_alloc(sizeof(size_t) * (sample ? heads * (bands + 1) : all), "the checked rows");
+    lb_rng rng;
+    lb_rng_seed(&rng, seed);
+    for (size_t h = 0; h < heads; h++) {
+        if (!sample) {
+            for (size_t i = 0; i < S; i++) r.rows[n++] = h * S + i;
+            continue;
+        }
+        for (size_t b = 0; b < bands; b++) {
+            size_t first = b * ATT_CHECK_BAND, len = S - first < ATT_CHECK_BAND ? S - first : ATT_CHECK_BAND;
+            size_t i = first + lb_rng_next(&rng) % len;
+            if (b == 0 && i != 0) r.rows[n++] = h * S; /* the head's first row too */
+            r.rows[n++] = h * S + i;
+        }
     }
     r.n_rows = n;
     r.want = lb_host_alloc(sizeof(double) * n * in->dim, "the reference rows");
     r.bound = lb_host_alloc(sizeof(double) * n * in->dim, "their bounds");
+    /* groups of ATT_GROUP rows that stay inside one head (rows ascend, heads in order) */
+    size_t groups = 0, *start = lb_host_alloc(sizeof(size_t) * (n + 1), "the row groups");
+    for (size_t t = 0; t < n; t++)
+        if (t == 0 || t - start[groups - 1] == ATT_GROUP || r.rows[t] / S != r.rows[t - 1] / S) start[groups++] = t;
+    start[groups] = n;
 #pragma omp parallel
     {
-        double *mag = malloc(sizeof(double) * in->dim), *s = malloc(sizeof(double) * in->seq);
+        double *mag = malloc(sizeof(double) * ATT_GROUP * in->dim), *s = malloc(sizeof(double) * ATT_GROUP * S);
         if (!mag || !s) lb_die(LB_EXIT_USAGE, "attention: out of host memory for the CPU reference");
-#pragma omp for schedule(dynamic, 4)
-        for (size_t t = 0; t < n; t++) {
-            double err, *o = r.want + t * in->dim;
-            attention_row_cpu(in, r.rows[t], o, mag, &err, s);
-            for (int d = 0; d < in->dim; d++)
-                r.bound[t * in->dim + d] = attention_bound(o[d], mag[d], err, in->dim, in->seq);
+#pragma omp for schedule(dynamic, 1)
+        for (size_t g = 0; g < groups; g++) {
+            size_t t0 = start[g];
+            int count = (int)(start[g + 1] - t0);
+            double err[ATT_GROUP], *o = r.want + t0 * in->dim;
+            attention_rows_cpu(in, r.rows + t0, count, o, mag, err, s);
+            for (int t = 0; t < count; t++)
+                for (int d = 0; d < in->dim; d++) {
+                    size_t e = (size_t)t * in->dim + d;
+                    r.bound[t0 * in->dim + e] = attention_bound(o[e], mag[e], err[t], in->dim, in->seq);
+                }
         }
         free(mag);
         free(s);
     }
+    free(start);
     return r;
 }
 
@@ -320,7 +285,7 @@ int main(int argc, char **argv)
     lb_rng_seed(&rng, args.seed);
     for (int t = 0; t < 3; t++) {
         make_bf16(h_bits, h_in[t], n, t < 2 ? (float)amplitude : 1.0f, &rng);
-        CUDA_CHECK(cudaMalloc((void **)&d_in[t], 2 * n));
+        CUDA_CHECK(lb_malloc_guarded((void **)&d_in[t], 2 * n)); /* NaN past the end: an over-read fails */
         CUDA_CHECK(cudaMemcpy(d_in[t], h_bits, 2 * n, cudaMemcpyHostToDevice));
     }
     job.p.q = d_in[0], job.p.k = d_in[1], job.p.v = d_in[2];
@@ -329,12 +294,17 @@ int main(int argc, char **argv)
         CUBLAS_CHECK(cublasCreate(&job.handle));
         CUDA_CHECK(cudaMalloc((void **)&job.scores, 4 * scores));
         CUDA_CHECK(cudaMalloc((void **)&job.probs, 2 * scores));
+        /* NaN until written: a score cuBLAS never wrote fails the check. (It also shows
+         * compute-sanitizer's initcheck that the bytes were set before the softmax reads them:
+         * at some shapes cuBLAS writes S with TMA stores, which initcheck does not see: NOTES.) */
+        lb_poison_device(job.scores, 4 * scores);
+        lb_poison_device(job.probs, 2 * scores);
         h_o0 = lb_host_alloc(2 * n, "version 0's O");
     }
     CUDA_CHECK(attention_prepare(&job.p)); /* versions 4-6's tensor maps: once, outside the timing */
 
     attention_cpu_inputs in = {h_q, h_k, h_v, (int)batch, (int)heads, (int)seq, (int)dim, causal};
-    attention_reference ref = reference_rows(&in);
+    attention_reference ref = reference_rows(&in, args.seed);
     double worst_bound = 0.0; /* the bound of an element with mag = 1 at the sampled rows' worst logit error */
     for (size_t i = 0; i < ref.n_rows * dim; i++) worst_bound = fmax(worst_bound, ref.bound[i]);
 

@@ -159,12 +159,12 @@ int main(int argc, char **argv)
 
     float *d_x, *d_grad, *d_probs, *d_row_loss, *d_loss;
     int *d_y;
-    CUDA_CHECK(cudaMalloc((void **)&d_x, bytes));
+    CUDA_CHECK(lb_malloc_guarded((void **)&d_x, bytes)); /* NaN past the end: an over-read fails */
     CUDA_CHECK(cudaMalloc((void **)&d_grad, bytes));
     CUDA_CHECK(cudaMalloc((void **)&d_probs, bytes));
     CUDA_CHECK(cudaMalloc((void **)&d_row_loss, sizeof(float) * rows));
     CUDA_CHECK(cudaMalloc((void **)&d_loss, sizeof(float)));
-    CUDA_CHECK(cudaMalloc((void **)&d_y, sizeof(int) * rows));
+    CUDA_CHECK(lb_malloc_guarded((void **)&d_y, sizeof(int) * rows)); /* -1 past the end */
     CUDA_CHECK(cudaMemcpy(d_x, h_x, bytes, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_y, h_y, sizeof(int) * rows, cudaMemcpyHostToDevice));
 

@@ -220,12 +220,13 @@ int main(int argc, char **argv)
     layernorm_backward_cpu(&d, h_dx, dx_tol, h_dg, h_db, dg_tol, db_tol);
 
     float *d_x, *d_y, *d_dy, *d_dx, *d_gamma, *d_beta, *d_mean, *d_rstd, *d_dg, *d_db, *d_partial;
-    CUDA_CHECK(cudaMalloc((void **)&d_x, bytes));
+    /* the inputs with NaN past their ends: a kernel that reads past one fails */
+    CUDA_CHECK(lb_malloc_guarded((void **)&d_x, bytes));
     CUDA_CHECK(cudaMalloc((void **)&d_y, bytes));
-    CUDA_CHECK(cudaMalloc((void **)&d_dy, bytes));
+    CUDA_CHECK(lb_malloc_guarded((void **)&d_dy, bytes));
     CUDA_CHECK(cudaMalloc((void **)&d_dx, bytes));
-    CUDA_CHECK(cudaMalloc((void **)&d_gamma, 4 * (size_t)cols));
-    CUDA_CHECK(cudaMalloc((void **)&d_beta, 4 * (size_t)cols));
+    CUDA_CHECK(lb_malloc_guarded((void **)&d_gamma, 4 * (size_t)cols));
+    CUDA_CHECK(lb_malloc_guarded((void **)&d_beta, 4 * (size_t)cols));
     CUDA_CHECK(cudaMalloc((void **)&d_dg, 4 * (size_t)cols));
     CUDA_CHECK(cudaMalloc((void **)&d_db, 4 * (size_t)cols));
     CUDA_CHECK(cudaMalloc((void **)&d_mean, 4 * (size_t)rows));

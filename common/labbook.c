@@ -263,6 +263,15 @@ void lb_poison_host(void *p, size_t bytes) { memset(p, 0xFF, bytes); }
 
 void lb_poison_device(void *d, size_t bytes) { CUDA_CHECK(cudaMemset(d, 0xFF, bytes)); }
 
+cudaError_t lb_malloc_guarded(void **d, size_t bytes)
+{
+    cudaError_t err = cudaMalloc(d, bytes + LB_GUARD_BYTES);
+    if (err != cudaSuccess) return err;
+    err = cudaMemset((char *)*d + bytes, 0xFF, LB_GUARD_BYTES);
+    if (err != cudaSuccess) cudaFree(*d);
+    return err;
+}
+
 /* ================================================================ checking */
 
 #define LB_SHOW_MISMATCHES 5

@@ -7,7 +7,8 @@
  *   versions      lb_version: one table row per version of a program's kernel
  *   arguments     lb_parse_args(): --help, -n/--size, --block, --iters, --seed,
  *                 --check-only, --quiet, a version number, and a program's own flags (lb_args.c)
- *   data          lb_rng / lb_fill_uniform (seeded), lb_poison_* (NaN bytes), lb_bf16_*
+ *   data          lb_rng / lb_fill_uniform (seeded), lb_poison_* (NaN bytes), lb_malloc_guarded
+ *                 (an input with NaN after its end), lb_bf16_*
  *   checking      lb_check_f32 (abs + rel tolerance, NaN fails), lb_check_rows_cols (sampled
  *                 rows and columns of a large matrix), lb_check_i32 (exact),
  *                 lb_dot_tolerance (a float sum's rounding)
@@ -346,6 +347,16 @@ float lb_bf16_value(uint16_t b);
  * then fails the check instead of passing with leftover data. */
 void lb_poison_host(void *p, size_t bytes);
 void lb_poison_device(void *d, size_t bytes);
+
+/* cudaMalloc for an input operand, followed by a guard of LB_GUARD_BYTES of 0xFF bytes (NaN as
+ * float and as bf16, -1 as int). A kernel that reads past the operand's end then reads NaN, and
+ * one NaN term makes a sum NaN, so the check fails, instead of adding whatever lies beyond
+ * (cudaMalloc's rounding, often zeros, or the next buffer) and passing by luck. Freed with
+ * cudaFree. The guard is inside the allocation: compute-sanitizer's memcheck no longer sees such
+ * a read, the check does. Returns the first error (nothing allocated then):
+ *     CUDA_CHECK(lb_malloc_guarded((void **)&d_a, sizeof(float) * a_n)); */
+#define LB_GUARD_BYTES ((size_t)64 << 10)
+cudaError_t lb_malloc_guarded(void **d, size_t bytes);
 
 /* ---------------------------------------------------------------- checking */
 

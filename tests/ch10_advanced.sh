@@ -182,6 +182,11 @@ mutant "tensor_gemm 3-9 skip a wgmma k step" tensor_gemm_kernels.cu \
     's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' ./tensor_gemm 8 --check-only --size 256
 mutant "tensor_gemm 2 skips half of each k tile" tensor_gemm_kernels.cu \
     's|for (int kk = 0; kk < TG2_BK; kk += 16)|for (int kk = 0; kk < TG2_BK / 2; kk += 16)|' ./tensor_gemm 2 --check-only --size 256
+# version 2 walks one k tile past the end: at 1 x 256 x 64 the extra tile multiplies A's zero pad
+# rows by B's next rows, and C's last column by what lies past B: NaN (the guard), so the check
+# fails; without the guard it read the allocator's padding and added 0
+mutant "tensor_gemm 2 reads a k tile past the end of B" tensor_gemm_kernels.cu \
+    's|int tiles = kp / TG2_BK;|int tiles = kp / TG2_BK + 1;|' ./tensor_gemm 2 --check-only --size 1,256,64
 mutant "tensor_gemm 9 writes C's chunks unswizzled" tensor_gemm_kernels.cu \
     's|uint32_t r = row + 8 \* h, swizzled = r \* 128 + (col_bytes ^ ((r % 8) << 4));|uint32_t r = row + 8 * h, swizzled = r * 128 + col_bytes;|' \
     ./tensor_gemm 9 --check-only --size 256
@@ -196,6 +201,12 @@ EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 1000 1024 200 bf16 5 7 9
 EMU_ENV=EMU_SMS=2 emu_check emu_tensor_gemm 513 260 64 tf32 5 9
 emu_mutant "tensor_gemm 3-9 skip a wgmma k step" tensor_gemm_kernels.cu \
     's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' emu_tensor_gemm 256 256 128 bf16 5
+emu_mutant "tensor_gemm 2 reads a k tile past the end of B" tensor_gemm_kernels.cu \
+    's|int tiles = kp / TG2_BK;|int tiles = kp / TG2_BK + 1;|' emu_tensor_gemm 1 256 64 bf16 2
+# the consumers read a stage without waiting on its full barrier: the emulation lands a TMA load
+# only at a wait on its barrier, so they read NaN
+emu_mutant "tensor_gemm 4-9 consumers skip the full barrier's wait" tensor_gemm_kernels.cu \
+    's|mbar_wait(&full\[s\], (u / TGW_STAGES) \& 1);|;|' emu_tensor_gemm 256 256 128 bf16 5
 # version 9 writing a buffer again before its last store has read it (the emulation reads a
 # store's shared memory as late as the waits allow, so the race shows as wrong data)
 EMU_ENV=EMU_SMS=3 emu_mutant "tensor_gemm 9 reuses a buffer of C without waiting" tensor_gemm_kernels.cu \

@@ -131,7 +131,7 @@ emu_check emu_attention 1 3 17 64 0
 emu_check emu_attention 3 1 17 128 1
 emu_check emu_attention 1 1 129 128 0
 emu_check emu_attention 2 2 200 64 1
-emu_check emu_attention 1 2 300 128 1 2 3 4 5 6
+emu_check emu_attention 1 2 300 128 1 2 2 3 4 5 6
 emu_check emu_attention 1 2 300 64 0 10 3 4 5 6
 # version 6's blocks walking several items each (few SMs): rings, turns and Q's barriers across items
 EMU_ENV=EMU_SMS=3 emu_check emu_attention 2 3 1000 64 1 2 6
@@ -144,6 +144,15 @@ emu_mutant "attention versions 4-6 read V's second 64 columns from the first" at
 emu_mutant "attention causal mask one key too far" attention_kernels.cu \
     's/return causal ? min(query, seq - 1) : seq - 1;/return causal ? min(query + 1, seq - 1) : seq - 1;/' \
     emu_attention 2 1 300 64 1 2 3
+# a read past K and V's end (NaN there, as on the GPU) and results read before their wait: the
+# emulation lands cp.async copies and wgmma accumulators only at the wait that covers them
+emu_mutant "attention version 3 copies whole tiles past S's end" attention_kernels.cu \
+    's/src + (size_t)(r < valid ? r : 0) \* D + c, r < valid);/src + (size_t)r * D + c, true);/' \
+    emu_attention 1 1 1000 64 0 2 3
+emu_mutant "attention version 3 reads a K/V tile before its cp.async wait" attention_kernels.cu \
+    's|cp_async_wait<1>(); /\* all but the newest group: tile t has landed \*/|;|' emu_attention 1 1 300 64 0 2 3
+emu_mutant "attention version 5 reads S before its wgmma wait" attention_kernels.cu \
+    's|wgmma_wait<1>(); /\* S has landed; P V may still run \*/|;|' emu_attention 1 1 300 128 0 2 5
 bad_input 2 "unknown argument '--bogus'" ./attention --bogus
 bad_input 0 'usage: attention ' ./attention --help
 bad_input 2 '--dim must be 64 or 128 (got 96)' ./attention --dim 96
@@ -193,4 +202,9 @@ mutant "attention version 6 deals its items to the wrong heads" attention_kernel
 mutant "attention causal mask one key too far" attention_kernels.cu \
     's/return causal ? min(query, seq - 1) : seq - 1;/return causal ? min(query + 1, seq - 1) : seq - 1;/' \
     ./attention 3 --check-only --size 300 --batch 2 --heads 1 --dim 64 --causal
+# version 3 copies the last tile's rows past S whole instead of zero-filling them: in the last head
+# they lie past K and V's end, where the guard's NaN (times P's zeros) makes O NaN
+mutant "attention version 3 copies whole tiles past S's end" attention_kernels.cu \
+    's/src + (size_t)(r < valid ? r : 0) \* D + c, r < valid);/src + (size_t)r * D + c, true);/' \
+    ./attention 3 --check-only --size 1000 --batch 1 --heads 1 --dim 64
 bad_input 2 "torch_transformer: '4x16x4096' is not an attention shape BxHxSxD[_causal]" python3 ../bench/torch_transformer.py attention 4x16x4096

@@ -123,7 +123,7 @@ int main(void)
     for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
         attention_cpu_inputs in = make_inputs(shapes[c].batch, shapes[c].heads, shapes[c].seq, shapes[c].dim,
                                               shapes[c].causal, shapes[c].amp, 10 + c);
-        attention_reference r = reference_rows(&in);
+        attention_reference r = reference_rows(&in, 7 + c);
         int tile = shapes[c].tile;
         size_t ok = emulate(&in, &r, tile, EXACT);
         CHECK(ok == 0);
@@ -135,6 +135,26 @@ int main(void)
         size_t firsts = 0;
         for (size_t t = 0; t < r.n_rows; t++) firsts += r.rows[t] % in.seq == 0;
         CHECK(firsts >= (size_t)in.batch * in.heads);
+        /* every band of 64 queries of every head holds a checked row (the sampled shape too) */
+        size_t bands = (size_t)(in.seq + ATT_CHECK_BAND - 1) / ATT_CHECK_BAND, heads = (size_t)in.batch * in.heads;
+        char *seen = calloc(heads * bands, 1);
+        for (size_t t = 0; t < r.n_rows; t++) seen[r.rows[t] / in.seq * bands + r.rows[t] % in.seq / ATT_CHECK_BAND] = 1;
+        size_t covered = 0;
+        for (size_t b = 0; b < heads * bands; b++) covered += seen[b];
+        CHECK(covered == heads * bands);
+        free(seen);
+        /* the rows computed in groups are attention_row_cpu's, to the bit */
+        double *o1 = malloc(sizeof(double) * in.dim), *mag1 = malloc(sizeof(double) * in.dim),
+               *s1 = malloc(sizeof(double) * in.seq), err1;
+        int same = 1;
+        for (size_t t = 0; t < r.n_rows; t += 1 + r.n_rows / 7) {
+            attention_row_cpu(&in, r.rows[t], o1, mag1, &err1, s1);
+            for (int d = 0; d < in.dim; d++)
+                same &= o1[d] == r.want[t * in.dim + d] &&
+                        attention_bound(o1[d], mag1[d], err1, in.dim, in.seq) == r.bound[t * in.dim + d];
+        }
+        CHECK(same);
+        free(o1), free(mag1), free(s1);
         free(r.rows), free(r.want), free(r.bound);
         free_inputs(&in);
     }

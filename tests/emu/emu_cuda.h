@@ -8,11 +8,18 @@
  *     lane leaves its operands in the block's scratch, the lanes meet at a barrier, and each lane
  *     computes its own results from everyone's operands;
  *   - wmma: every lane keeps the whole fragment (its real layout is undocumented);
- *   - cp.async and TMA (loads and stores) copy at once (the waits have nothing left to wait
- *     for); mbarriers keep their phase, arrivals and transaction bytes as the GPU does, so a wrong
- *     parity or a missing arrival hangs here as it would there (a wait gives up, with a message);
+ *   - asynchronous results land only at their wait, as late as the GPU may deliver them, and
+ *     their destination reads as NaN until then: cp.async copies at the issuing thread's
+ *     cp.async.wait_group, TMA loads at the first mbarrier wait on their barrier (the phase
+ *     completes only then), wgmma's accumulators at wgmma.wait_group (computed then, from the
+ *     shared memory as it is then); a missing wait or a buffer released too early shows as NaN or
+ *     wrong data. mbarriers keep their phase, arrivals and transaction bytes as the GPU does, so a
+ *     wrong parity or a missing arrival hangs here as it would there (a wait gives up, with a
+ *     message);
  *   - wgmma reads its operands through the descriptors' addresses, strides and the 128-byte
  *     swizzle, as the PTX manual describes them.
+ * The drivers give every input operand a guard of NaN after its end (emu_guarded, as the programs'
+ * lb_malloc_guarded), so a read past an operand fails.
  * Shared memory that no thread wrote reads as NaN. Clusters are not emulated. This checks the
  * kernels' index arithmetic, fragment layouts, barrier protocol and masks against that reading of
  * the hardware; it cannot see races that need the GPU's timing, nor the speed. The GPU's own run
@@ -134,6 +141,17 @@ inline uint16_t __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x; }
 inline float emu_bf16(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
 /* the low (half 0) or high bf16 of a register */
 inline float emu_half(uint32_t reg, int half) { return emu_bf16((uint16_t)(half ? reg >> 16 : reg & 0xFFFF)); }
+
+/* An input operand of n elements followed by a guard of EMU_GUARD_BYTES of 0xFF bytes (NaN as
+ * float and bf16), as the programs allocate theirs (lb_malloc_guarded, LB_GUARD_BYTES): a kernel
+ * that reads past the end reads NaN, and fails, whatever the host heap holds there. */
+#define EMU_GUARD_BYTES (64 * 1024)
+template <class T> inline std::vector<T> emu_guarded(size_t n)
+{
+    std::vector<T> v(n + EMU_GUARD_BYTES / sizeof(T));
+    memset((void *)(v.data() + n), 0xFF, EMU_GUARD_BYTES);
+    return v;
+}
 
 /* ================================================================ warp-wide: shuffles, ldmatrix, mma.sync */
 
@@ -284,18 +302,42 @@ inline uint8_t *aligned_smem(uint8_t *smem)
     return smem + (((a + 1023) & ~1023u) - a);
 }
 
-/* cp.async: src_bytes of the source, the rest of the size zeros; done at once */
+/* cp.async: src_bytes of the source, the rest of the size zeros. The copy lands at the issuing
+ * thread's cp.async.wait_group that covers its group (as late as the GPU may land it); until
+ * then its destination reads as NaN. Copies not yet committed are in no group: no wait lands
+ * them. */
+struct emu_async_copy {
+    void *dst;
+    const void *src;
+    int size, src_bytes;
+};
+inline thread_local std::vector<emu_async_copy> emu_cp_open;
+inline thread_local std::vector<std::vector<emu_async_copy>> emu_cp_groups; /* committed, oldest first */
 inline void emu_copy(void *dst, const void *src, int size, int src_bytes)
 {
-    memcpy(dst, src, src_bytes);
-    memset((uint8_t *)dst + src_bytes, 0, size - src_bytes);
+    memset(dst, 0xFF, size);
+    emu_cp_open.push_back({dst, src, size, src_bytes});
 }
 inline void cp_async16(void *s, const void *g) { emu_copy(s, g, 16, 16); }
 inline void cp_async16(void *s, const void *g, int src_bytes) { emu_copy(s, g, 16, src_bytes); }
 inline void cp_async16_or_zero(void *s, const void *g, bool valid) { emu_copy(s, g, 16, valid ? 16 : 0); }
 inline void cp_async4(void *s, const void *g, int src_bytes) { emu_copy(s, g, 4, src_bytes); }
-inline void cp_async_commit() {}
-template <int pending> inline void cp_async_wait() {}
+inline void cp_async_commit()
+{
+    emu_cp_groups.push_back(emu_cp_open);
+    emu_cp_open.clear();
+}
+/* the oldest committed groups land until at most `pending` remain */
+template <int pending> inline void cp_async_wait()
+{
+    while (emu_cp_groups.size() > (size_t)pending) {
+        for (const emu_async_copy &c : emu_cp_groups.front()) {
+            memcpy(c.dst, c.src, c.src_bytes);
+            memset((uint8_t *)c.dst + c.src_bytes, 0, c.size - c.src_bytes);
+        }
+        emu_cp_groups.erase(emu_cp_groups.begin());
+    }
+}
 
 /* An mbarrier in its 64 bits: phase (bit 63), arrivals a phase expects (48..62), arrivals still
  * pending (32..47), transaction bytes still pending (0..31, signed). The phase completes, and
@@ -327,10 +369,38 @@ inline void mbar_init(uint64_t *bar, int arrivals)
 inline void mbar_fence_init() {}
 inline void mbar_arrive_expect(uint64_t *bar, uint32_t bytes) { emu_mbar_update(bar, 1, (int32_t)bytes); }
 inline void mbar_arrive(uint64_t *bar) { emu_mbar_update(bar, 1, 0); }
+/* TMA loads in flight: their data and transaction bytes reach shared memory and the barrier at
+ * the first wait on that barrier (emu_tma_land), not when issued; until then the box reads as
+ * NaN. A consumer that reads a stage without waiting on its barrier sees NaN. (The list belongs
+ * to the block that runs: emu_launch empties it between blocks.) */
+struct emu_tma_copy {
+    uint64_t *bar;
+    uint32_t dst; /* shared memory byte address (through the swizzle) */
+    std::vector<uint8_t> bytes;
+};
+inline std::vector<emu_tma_copy> emu_tma_pending;
+inline std::mutex emu_tma_lock;
+inline std::atomic<int> emu_tma_count{0}; /* emu_tma_pending's size, read without the lock */
+inline void emu_tma_land(uint64_t *bar)
+{
+    if (emu_tma_count.load() == 0) return;
+    std::lock_guard<std::mutex> lock(emu_tma_lock);
+    for (size_t i = 0; i < emu_tma_pending.size();) {
+        emu_tma_copy &c = emu_tma_pending[i];
+        if (c.bar != bar) {
+            i++;
+            continue;
+        }
+        memcpy(emu_blk->smem + c.dst, c.bytes.data(), c.bytes.size());
+        emu_mbar_update(bar, 0, -(int32_t)c.bytes.size());
+        emu_tma_pending.erase(emu_tma_pending.begin() + i);
+        emu_tma_count--;
+    }
+}
 /* wait until the phase of this parity has completed (the barrier's phase bit is no longer it) */
 inline void mbar_wait(uint64_t *bar, int parity)
 {
-    for (long spins = 0; (int)(std::atomic_ref<uint64_t>(*bar).load() >> 63) == parity; spins++) {
+    for (long spins = 0; emu_tma_land(bar), (int)(std::atomic_ref<uint64_t>(*bar).load() >> 63) == parity; spins++) {
         std::this_thread::yield();
         if (spins > 200000000L) {
             fprintf(stderr, "emulation: an mbarrier wait never ended (a lost arrival or a wrong parity)\n");
@@ -407,15 +477,25 @@ inline void tma_load_3d(void *dst, const CUtensorMap *map, int x, int y, int z, 
         fprintf(stderr, "emulation: a swizzled TMA box must land 1024-byte aligned\n");
         abort();
     }
+    /* the box as it will land: swizzled, whole 1024-byte blocks of 8 rows (the swizzle stays
+     * inside one), zeros past the tensor's end; NaN in shared memory until the wait lands it */
+    std::vector<uint8_t> box(e.box[1] * row_bytes);
     for (uint32_t r = 0; r < e.box[1]; r++)
         for (uint32_t c = 0; c < e.box[0]; c++) {
             uint64_t gx = (uint64_t)x + c, gy = (uint64_t)y + r, gz = (uint64_t)z;
             uint8_t v[4] = {0, 0, 0, 0};
             if (gx < e.dims[0] && gy < e.dims[1] && gz < e.dims[2])
                 memcpy(v, e.base + gz * e.strides[1] + gy * e.strides[0] + gx * e.elem, e.elem);
-            memcpy(emu_blk->smem + emu_swizzle128(d0 + r * row_bytes + c * e.elem), v, e.elem);
+            memcpy(box.data() + (emu_swizzle128(d0 + r * row_bytes + c * e.elem) - d0), v, e.elem);
         }
-    emu_mbar_update(bar, 0, -(int32_t)(e.box[0] * e.box[1] * e.elem));
+    if (e.box[1] % 8) {
+        fprintf(stderr, "emulation: a swizzled TMA box of whole 8-row (1024-byte) blocks only\n");
+        abort();
+    }
+    memset(emu_blk->smem + d0, 0xFF, box.size());
+    std::lock_guard<std::mutex> lock(emu_tma_lock);
+    emu_tma_pending.push_back({bar, d0, std::move(box)});
+    emu_tma_count++;
 }
 inline void tma_load(void *dst, const CUtensorMap *map, int k, int row, uint64_t *bar)
 {
@@ -436,8 +516,6 @@ inline void tma_load_multicast(void *, const CUtensorMap *, int, int, uint64_t *
 /* ================================================================ wgmma */
 
 inline void wgmma_fence() {}
-inline void wgmma_commit() {}
-template <int pending> inline void wgmma_wait() {}
 
 /* a descriptor's start address, leading and stride byte offsets (128-byte swizzle only) */
 struct emu_desc {
@@ -481,31 +559,122 @@ inline float emu_mnmajor(emu_desc d, int k, int n)
  * (accumulate ? d : 0) + A (64 x K) B (K x N), K = 16 bf16 (bytes 2) or 8 tf32 (bytes 4). A from
  * desc_a (K-major), or from registers a (non-null, bf16: warp w's four registers hold rows 16w..,
  * as mma.sync's A); B from desc_b, K-major or (mn_major_b, bf16) MN-major. Thread (warp w, lane
- * 4g + q) holds d[4j + e] = row 16w + g (+8 when e >= 2), column 8j + 2q + (e & 1). */
+ * 4g + q) holds d[4j + e] = row 16w + g (+8 when e >= 2), column 8j + 2q + (e & 1).
+ *
+ * As on the GPU, the result lands at wgmma.wait_group: issued, a wgmma is recorded (with its
+ * register operands as they are now, and d's value if it accumulates onto registers no earlier
+ * wgmma still owns) and d reads as NaN; the wait that covers its group computes it, reading
+ * shared memory then, so a stage released before the wait is read after the producer refilled
+ * it. Wgmma on the same d in flight chain, as the tensor cores chain them. */
+struct emu_wgmma_op {
+    float *d;
+    int N, accumulate, chained, mn_major_b, bytes;
+    uint64_t desc_a, desc_b;
+    bool reg_a;
+    uint32_t a[32][4];       /* register A: this thread's warp's lanes (its rows are theirs) */
+    std::vector<float> base; /* d when issued, if it accumulates and does not chain */
+};
+inline thread_local std::vector<emu_wgmma_op> emu_wg_open;                   /* issued, not committed */
+inline thread_local std::vector<std::vector<emu_wgmma_op>> emu_wg_groups;    /* committed, oldest first */
+inline bool emu_wgmma_in_flight(const float *d)
+{
+    for (const emu_wgmma_op &op : emu_wg_open)
+        if (op.d == d) return true;
+    for (const std::vector<emu_wgmma_op> &g : emu_wg_groups)
+        for (const emu_wgmma_op &op : g)
+            if (op.d == d) return true;
+    return false;
+}
+/* another wgmma on op's d issued after op and not landed yet */
+inline bool emu_wgmma_in_flight_after(const emu_wgmma_op &op)
+{
+    bool after = false;
+    for (const std::vector<emu_wgmma_op> &g : emu_wg_groups)
+        for (const emu_wgmma_op &o : g) {
+            if (after && o.d == op.d) return true;
+            after |= &o == &op;
+        }
+    for (const emu_wgmma_op &o : emu_wg_open)
+        if (o.d == op.d) return true;
+    return false;
+}
 inline void emu_wgmma(float *d, int N, uint64_t desc_a, const uint32_t *a, uint64_t desc_b, int mn_major_b,
                       int accumulate, int bytes = 2)
 {
-    int wg = emu_tid / 128, t = emu_tid % 128, w = t / 32, l = t % 32, K = 32 / bytes;
-    if (a)
+    int wg = emu_tid / 128, t = emu_tid % 128, w = t / 32;
+    emu_wgmma_op op;
+    op.d = d, op.N = N, op.accumulate = accumulate, op.mn_major_b = mn_major_b, op.bytes = bytes;
+    op.desc_a = desc_a, op.desc_b = desc_b, op.reg_a = a != nullptr;
+    op.chained = accumulate && emu_wgmma_in_flight(d);
+    if (accumulate && !op.chained) op.base.assign(d, d + N / 2);
+    /* the tensor cores start a wgmma once all four warps have issued it: the warpgroup meets here
+     * (so no warp is still waiting for the stage this wgmma reads when another releases it) */
+    if (a) /* the warp's registers, exchanged now: they may change once the wgmma is issued */
         for (int i = 0; i < 4; i++) emu_blk->wg_a[wg][t][i] = a[i];
     emu_wg_sync();
-    emu_desc A = a ? emu_desc{0, 0, 0} : emu_decode(desc_a), B = emu_decode(desc_b);
-    std::vector<float> out(N / 2);
-    for (int j = 0; j < N / 8; j++)
+    if (a) {
+        for (int l = 0; l < 32; l++)
+            for (int i = 0; i < 4; i++) op.a[l][i] = emu_blk->wg_a[wg][32 * w + l][i];
+        emu_wg_sync();
+    }
+    for (int i = 0; i < N / 2; i++) d[i] = NAN; /* the tensor cores own d until the wait */
+    emu_wg_open.push_back(std::move(op));
+}
+/* The accumulators as the tensor cores hold them: each d's latest landed value. A chained wgmma
+ * starts from it (d's registers may read NaN meanwhile: a later wgmma on d was issued). */
+inline thread_local std::vector<std::pair<float *, std::vector<float>>> emu_wg_acc;
+inline std::vector<float> &emu_wg_acc_of(float *d)
+{
+    for (std::pair<float *, std::vector<float>> &a : emu_wg_acc)
+        if (a.first == d) return a.second;
+    emu_wg_acc.emplace_back(d, std::vector<float>());
+    return emu_wg_acc.back().second;
+}
+/* one wgmma's result (this thread's part) into the accumulators, and into d's registers once no
+ * later wgmma on d is in flight */
+inline void emu_wgmma_land(const emu_wgmma_op &op)
+{
+    int t = emu_tid % 128, w = t / 32, l = t % 32, K = 32 / op.bytes;
+    emu_desc A = op.reg_a ? emu_desc{0, 0, 0} : emu_decode(op.desc_a), B = emu_decode(op.desc_b);
+    std::vector<float> &acc = emu_wg_acc_of(op.d);
+    std::vector<float> out(op.N / 2);
+    for (int j = 0; j < op.N / 8; j++)
         for (int e = 0; e < 4; e++) {
             int row = 16 * w + l / 4 + 8 * (e / 2), col = 8 * j + 2 * (l % 4) + (e & 1);
-            float s = accumulate ? d[4 * j + e] : 0.0f;
+            float s = !op.accumulate ? 0.0f : op.chained ? acc[4 * j + e] : op.base[4 * j + e];
             for (int k = 0; k < K; k++) {
-                float av =
-                    a ? emu_half(emu_blk->wg_a[wg][(row / 16) * 32 + emu_a_lane(row, k)][emu_a_reg(row, k)], k % 2)
-                      : emu_kmajor(A, row, k, bytes);
-                float bv = mn_major_b ? emu_mnmajor(B, k, col) : emu_kmajor(B, col, k, bytes);
+                float av = op.reg_a ? emu_half(op.a[emu_a_lane(row, k)][emu_a_reg(row, k)], k % 2)
+                                    : emu_kmajor(A, row, k, op.bytes);
+                float bv = op.mn_major_b ? emu_mnmajor(B, k, col) : emu_kmajor(B, col, k, op.bytes);
                 s += av * bv;
             }
             out[4 * j + e] = s;
         }
-    emu_wg_sync();
-    for (int i = 0; i < N / 2; i++) d[i] = out[i];
+    acc = out;
+    if (emu_wgmma_in_flight_after(op)) return;
+    std::copy(out.begin(), out.end(), op.d);
+}
+inline void wgmma_commit()
+{
+    emu_wg_groups.push_back(std::move(emu_wg_open));
+    emu_wg_open.clear();
+}
+/* the oldest committed groups land, in order, until at most `pending` remain; a wgmma completes
+ * for the whole warpgroup at once, so its threads meet before any goes on (and, say, releases the
+ * stage the others are still reading) */
+template <int pending> inline void wgmma_wait()
+{
+    bool landed = false;
+    while (emu_wg_groups.size() > (size_t)pending) {
+        std::vector<emu_wgmma_op> &group = emu_wg_groups.front();
+        for (emu_wgmma_op &op : group) {
+            emu_wgmma_land(op);
+            op.d = nullptr; /* landed: no longer in flight */
+        }
+        emu_wg_groups.erase(emu_wg_groups.begin());
+        landed = true;
+    }
+    if (landed) emu_wg_sync();
 }
 
 /* ================================================================ TMA stores, bulk groups, fences */

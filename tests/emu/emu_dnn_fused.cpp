@@ -62,15 +62,17 @@ int main(int argc, char **argv)
     }
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    auto fill = [&](std::vector<float> &v, float a) {
-        for (float &x : v) x = a * uniform(rng);
+    auto fill = [&](std::vector<float> &v, size_t n, float a) {
+        for (size_t i = 0; i < n; i++) v[i] = a * uniform(rng);
     };
     int samples = rows + 7; /* the training set the permutation gathers from */
-    std::vector<float> X((size_t)samples * in), Wb((size_t)(in + 1) * out), dZ((size_t)rows * out);
-    std::vector<float> A((size_t)rows * in), V((size_t)(in + 1) * out), Z((size_t)rows * out);
+    /* the inputs with NaN after their ends (emu_guarded): a read past one fails */
+    size_t nX = (size_t)samples * in, nWb = (size_t)(in + 1) * out, nZ = (size_t)rows * out, nA = (size_t)rows * in;
+    std::vector<float> X = emu_guarded<float>(nX), Wb = emu_guarded<float>(nWb), dZ = emu_guarded<float>(nZ);
+    std::vector<float> A = emu_guarded<float>(nA), V((size_t)(in + 1) * out), Z((size_t)rows * out);
     std::vector<float> kept((size_t)rows * in), dX((size_t)rows * in);
-    fill(X, 1.0f), fill(Wb, 0.1f), fill(dZ, 0.01f), fill(V, 0.001f);
-    for (float &a : A) a = act == ACT_RELU ? fmaxf(uniform(rng), 0.0f) : 0.5f + 0.5f * uniform(rng);
+    fill(X, nX, 1.0f), fill(Wb, nWb, 0.1f), fill(dZ, nZ, 0.01f), fill(V, V.size(), 0.001f);
+    for (size_t i = 0; i < nA; i++) A[i] = act == ACT_RELU ? fmaxf(uniform(rng), 0.0f) : 0.5f + 0.5f * uniform(rng);
     std::vector<int> perm(samples);
     for (int i = 0; i < samples; i++) perm[i] = (i * 5 + 3) % samples; /* 5 and rows + 7 coprime or not: any order */
     step_state state = {3, 1, 0.0f, 0, 0.05f};                         /* cursor 3: the batch starts mid-permutation */
@@ -126,13 +128,13 @@ int main(int argc, char **argv)
     }
     /* the update: [dW; db] = [A, 1]^T dZ, then SGD with momentum on [W; b]; and the gradient alone */
     for (int update = 0; update < 2; update++) {
-        std::vector<float> C = update ? Wb : std::vector<float>(Wb.size(), NAN), v = V;
+        std::vector<float> C = update ? Wb : std::vector<float>(nWb, NAN), v = V;
         fused_gemm p = {};
         p.M = in + 1, p.N = out, p.K = rows, p.A = A.data(), p.lda = in, p.a_trans = 1, p.a_ones = 1;
         p.B = dZ.data(), p.ldb = out, p.C = C.data(), p.ldc = out, p.epilogue = update ? FUSED_SGD : FUSED_STORE;
         p.opt1 = v.data(), p.mu = mu, p.wd = wd, p.state = &state;
         fused_gemm_launch(&p, fused_plan_for(p.M, p.N, p.K, sms()), workspace.data(), counters.data(), 0);
-        std::vector<double> want(Wb.size()), bound(Wb.size()), want_v(Wb.size()), bound_v(Wb.size());
+        std::vector<double> want(nWb), bound(nWb), want_v(nWb), bound_v(nWb);
         for (int k = 0; k <= in; k++)
             for (int c = 0; c < out; c++) {
                 double g = 0.0, size = 0.0;

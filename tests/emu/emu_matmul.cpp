@@ -3,7 +3,7 @@
  *
  *   emu_matmul M N K version...
  *
- * A and B uniform in [-1, 1] from a fixed seed. An element passes within 2^-20 K of the sum of
+ * A and B uniform in [-1, 1] from a fixed seed, NaN after their ends. An element passes within 2^-20 K of the sum of
  * its |a b| (fp32 sums of K products, in whatever order the kernel adds them); a lost k, row or
  * column moves it by a product or more. Exit 0 when every version passes, 1 otherwise. */
 #include "emu_cuda.h"
@@ -22,11 +22,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "emu_matmul: M, N, K must be positive\n");
         return 2;
     }
-    std::vector<float> A((size_t)M * K), B((size_t)K * N), C((size_t)M * N);
+    /* A and B with NaN after their ends (emu_guarded): a read past one fails */
+    size_t nA = (size_t)M * K, nB = (size_t)K * N;
+    std::vector<float> A = emu_guarded<float>(nA), B = emu_guarded<float>(nB), C((size_t)M * N);
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    for (float &x : A) x = uniform(rng);
-    for (float &x : B) x = uniform(rng);
+    for (size_t i = 0; i < nA; i++) A[i] = uniform(rng);
+    for (size_t i = 0; i < nB; i++) B[i] = uniform(rng);
     std::vector<double> want((size_t)M * N), size((size_t)M * N);
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {

@@ -18,6 +18,8 @@ static void fresh_block(emu_block *b, int n)
     for (int w = 0; w < n / 32; w++) b->warp.emplace_back(new std::barrier<>(32));
     for (int g = 0; g < n / 128; g++) b->wg.emplace_back(new std::barrier<>(128));
     for (std::unique_ptr<std::barrier<>> &named : b->named) named.reset();
+    emu_tma_pending.clear(); /* loads nobody waited for: this block's, gone with it */
+    emu_tma_count = 0;
 }
 
 /* The block's threads are made once a launch and run the blocks one after another: at the end
@@ -59,6 +61,12 @@ void emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body)
                     fprintf(stderr, "emulation: a thread ended with TMA stores it never waited for\n");
                     abort();
                 }
+                if (!emu_wg_groups.empty() || !emu_wg_open.empty()) {
+                    fprintf(stderr, "emulation: a thread ended with wgmma it never waited for\n");
+                    abort();
+                }
+                emu_cp_open.clear(), emu_cp_groups.clear(); /* copies never waited for: never read */
+                emu_wg_acc.clear();
                 block_done.arrive_and_wait();
             }
         });

@@ -4,10 +4,10 @@
  *   emu_tensor_gemm M N K bf16|tf32 version...
  *
  * As tensor_gemm.c does: A (M x K) and B (stored N x K, K-major) uniform in [-1, 1), rounded to
- * bf16 (or tf32), in buffers zero-padded to whole tiles (tensor_gemm_kernels.h); C exactly M x N.
- * An element passes within K 2^-20 + 2^-16 |want| (every product exact in fp32; only the order
- * of the sums differs), which one lost k step (an error near 2) fails. Versions in clusters (6,
- * 8) cannot run here. Exit 0 when every version passes, 1 otherwise. */
+ * bf16 (or tf32), in buffers zero-padded to whole tiles (tensor_gemm_kernels.h), NaN past the
+ * pads; C exactly M x N. An element passes within K 2^-20 + 2^-16 |want| (every product exact in
+ * fp32; only the order of the sums differs), which one lost k step (an error near 2) fails.
+ * Versions in clusters (6, 8) cannot run here. Exit 0 when every version passes, 1 otherwise. */
 #include "emu_cuda.h"
 #include "tensor_gemm_kernels.h"
 
@@ -29,7 +29,9 @@ int main(int argc, char **argv)
     }
     int mp = round_up(M, TENSOR_GEMM_PAD_MN), np = round_up(N, TENSOR_GEMM_PAD_MN), kp = round_up(K, TENSOR_GEMM_PAD_K);
     size_t elem = type == TG_BF16 ? 2 : 4;
-    std::vector<uint8_t> a((size_t)mp * kp * elem, 0), b((size_t)np * kp * elem, 0);
+    /* zero-padded to whole tiles, then NaN (emu_guarded): the pads are for reading, past them not */
+    std::vector<uint8_t> a = emu_guarded<uint8_t>((size_t)mp * kp * elem), b = emu_guarded<uint8_t>((size_t)np * kp * elem);
+    memset(a.data(), 0, (size_t)mp * kp * elem), memset(b.data(), 0, (size_t)np * kp * elem);
     std::vector<float> av((size_t)M * K), bv((size_t)N * K), C((size_t)M * N);
     std::mt19937 rng(5);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);

@@ -1,0 +1,39 @@
+/* attention_cpu.h - attention's CPU reference and the bound of its check, host-only C (no GPU,
+ * no CUDA headers): attention.c checks every version with them, tests/test_attention.c tests
+ * them, and tests/emu's emu_attention holds the kernels on CPU threads to the same bound. */
+#ifndef ATTENTION_CPU_H
+#define ATTENTION_CPU_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const float *q, *k, *v; /* the bf16 inputs as floats */
+    int batch, heads, seq, dim, causal;
+} attention_cpu_inputs;
+
+/* One row of O in double: query `row` (0 .. B H S - 1) against the keys its head lets it see.
+ * o[d] = sum_j p_j v[j][d] with p = softmax(s), s_j = q . k_j / sqrt(D). Also, for the bound:
+ * mag[d] = sum_j p_j |v[j][d]| (the size of the terms, which the roundings of p scale), and
+ * *logit_err, the float rounding of the worst logit: ulps of what its D products add up to.
+ * s: S doubles of scratch. */
+void attention_row_cpu(const attention_cpu_inputs *in, size_t row, double *o, double *mag, double *logit_err,
+                       double *s);
+
+/* Up to ATT_GROUP rows of one head (ascending) at once, to the bit what attention_row_cpu gives
+ * each, faster: o, mag n x D, logit_err n, s ATT_GROUP x S of scratch. D at most 128. */
+#define ATT_GROUP 16
+void attention_rows_cpu(const attention_cpu_inputs *in, const size_t *rows, int n, double *o, double *mag,
+                        double *logit_err, double *s);
+
+/* The bound on one element of O (o: the CPU's value, mag and logit_err: its row's, above) within
+ * which every version must land: the roundings a kernel's bf16 and fp32 arithmetic may make. */
+double attention_bound(double o, double mag, double logit_err, int dim, int seq);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTENTION_CPU_H */
