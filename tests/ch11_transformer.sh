@@ -148,7 +148,7 @@ emu_mutant "attention causal mask one key too far" attention_kernels.cu \
 # emulation lands cp.async copies and wgmma accumulators only at the wait that covers them
 emu_mutant "attention version 3 copies whole tiles past S's end" attention_kernels.cu \
     's/src + (size_t)(r < valid ? r : 0) \* D + c, r < valid);/src + (size_t)r * D + c, true);/' \
-    emu_attention 1 1 1000 64 0 2 3
+    emu_attention 1 1 300 64 0 2 3
 emu_mutant "attention version 3 reads a K/V tile before its cp.async wait" attention_kernels.cu \
     's|cp_async_wait<1>(); /\* all but the newest group: tile t has landed \*/|;|' emu_attention 1 1 300 64 0 2 3
 emu_mutant "attention version 5 reads S before its wgmma wait" attention_kernels.cu \

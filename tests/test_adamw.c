@@ -22,7 +22,11 @@ int main(void)
     CHECK(count == 148 && total == 124439808);
     long long parsed[ADAMW_MAX_TENSORS];
     CHECK(parse_sizes("1,3,2^20+3", parsed) == 3 && parsed[2] == 1048579);
-    CHECK(parse_sizes("1,,3", parsed) == 2 && parse_sizes("0", parsed) == -1 && parse_sizes("x", parsed) == -1);
+    CHECK(parse_sizes("0", parsed) == -1 && parse_sizes("x", parsed) == -1);
+    /* an empty field is malformed, not skipped (strtok would fold "1,,3" into "1,3") */
+    CHECK(parse_sizes("1,,3", parsed) == -1 && parse_sizes(",3", parsed) == -1 && parse_sizes("3,", parsed) == -1 &&
+          parse_sizes("", parsed) == -1);
+    CHECK(parse_sizes("7", parsed) == 1 && parsed[0] == 7);
 
     lb_rng rng;
     lb_rng_seed(&rng, 9);
