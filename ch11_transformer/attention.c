@@ -296,7 +296,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMalloc((void **)&job.probs, 2 * scores));
         /* NaN until written: a score cuBLAS never wrote fails the check. (It also shows
          * compute-sanitizer's initcheck that the bytes were set before the softmax reads them:
-         * at some shapes cuBLAS writes S with TMA stores, which initcheck does not see: NOTES.) */
+         * at some shapes cuBLAS's sm_90 kernel writes S in a way initcheck does not see: NOTES.) */
         lb_poison_device(job.scores, 4 * scores);
         lb_poison_device(job.probs, 2 * scores);
         h_o0 = lb_host_alloc(2 * n, "version 0's O");
