@@ -271,7 +271,7 @@ int main(int argc, char **argv)
             /* 136 rows: the loss layer's 17 blocks of 8 and the column sums' 3 chunks of 64, so the
              * sums across blocks are checked too */
             double worst = gradcheck(&t, &train_set, train_set.n < 136 ? train_set.n : 136, s, args.quiet);
-            status = worst <= 1e-3 ? LB_EXIT_PASS : LB_EXIT_FAIL;
+            status = worst <= GRADCHECK_TOL ? LB_EXIT_PASS : LB_EXIT_FAIL;
             if (args.quiet)
                 printf("dnn gradcheck: %s, %s path, max relative error %.2e, %s\n", shape_s,
                        dnn_path_name(net.path), worst, status ? "FAIL" : "PASS");

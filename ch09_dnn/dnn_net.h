@@ -111,6 +111,16 @@ double accuracy(network *net, const dataset *d, int *confusion, cudaStream_t s);
 void evaluate(network *net, const dataset *d, double *acc, double *loss, cudaStream_t s);
 /* The mean cross-entropy on n rows, in double on the CPU: the oracle of gradcheck. */
 double loss_cpu(const network *net, const float *params, const float *x, const int *y, int n);
+/* One parameter's analytic gradient `an` against the loss at p + hp (lp), p (l0) and p - hm (lm):
+ * fd the central difference; rel the relative error against it, or, where the one-sided slopes
+ * differ (a ReLU kink within the step) and the gradient is one of them, against that one (kink
+ * 1). rel <= GRADCHECK_TOL passes. */
+#define GRADCHECK_TOL 1e-3
+typedef struct {
+    double fd, rel;
+    int kink;
+} grad_verdict;
+grad_verdict compare_gradient(double an, double lp, double l0, double lm, double hp, double hm);
 /* Analytic gradients of `rows` training rows against finite differences of loss_cpu; returns
  * the largest relative error. */
 double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int quiet);

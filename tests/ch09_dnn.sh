@@ -187,8 +187,10 @@ gpu_check_large ./dnn --quiet --act sigmoid --epochs 300 --min-accuracy 86
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --vs-linear
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --tf32
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --min-accuracy 95 --tf32 --fused
-# several splits: the mean over seeds, and k-fold cross-validation (every row tested once)
-gpu_check_large ./dnn --quiet --seeds 5 --min-accuracy 94
+# several splits: the mean over seeds, and k-fold cross-validation (every row tested once). Iris
+# over seeds 1-5: 92.4% +- 3.6 (H200, 2026-12-06, after the seeding change; 50 test rows a split,
+# so a row is 2 points); 90 is a floor a broken model misses by far (chance is 33%)
+gpu_check_large ./dnn --quiet --seeds 5 --min-accuracy 90
 gpu_check_large ./dnn --quiet --kfold 5 --min-accuracy 93
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --seeds 3 --min-accuracy 96
 gpu_check_large ./dnn --quiet --data ../datasets/digits.csv --seeds 3 --min-accuracy 96 --fused

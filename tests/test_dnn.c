@@ -46,6 +46,28 @@ static void test_loss_cpu(void)
     free(p);
 }
 
+/* gradcheck's comparison: a smooth point, a wrong gradient, and a ReLU kink at p (the loss is
+ * a |z|-like corner: slope -1 on the left, 3 on the right), where the central difference (1) is
+ * neither side and the gradient is one side or wrong */
+static void test_compare_gradient(void)
+{
+    double h = 1e-5, l0 = 2.0;
+    /* smooth: L = 2 + 0.5 p + p^2 around p = 0 */
+    double lp = l0 + 0.5 * h + h * h, lm = l0 - 0.5 * h + h * h;
+    grad_verdict ok = compare_gradient(0.5, lp, l0, lm, h, h);
+    CHECK(ok.rel <= GRADCHECK_TOL && !ok.kink && fabs(ok.fd - 0.5) < 1e-9);
+    CHECK(compare_gradient(0.55, lp, l0, lm, h, h).rel > GRADCHECK_TOL); /* 10% off: caught */
+    /* a kink: slope -1 to the left, 3 to the right */
+    double kp = l0 + 3.0 * h, km = l0 + 1.0 * h;
+    grad_verdict left = compare_gradient(-1.0, kp, l0, km, h, h), right = compare_gradient(3.0, kp, l0, km, h, h);
+    CHECK(left.kink && left.rel <= GRADCHECK_TOL && right.kink && right.rel <= GRADCHECK_TOL);
+    CHECK(fabs(left.fd - 1.0) < 1e-9); /* the central difference: the sides' mean */
+    grad_verdict wrong = compare_gradient(2.0, kp, l0, km, h, h); /* neither side */
+    CHECK(!wrong.kink && wrong.rel > GRADCHECK_TOL);
+    /* a wrong gradient at a smooth point is not excused as a kink */
+    CHECK(!compare_gradient(-0.5, lp, l0, lm, h, h).kink);
+}
+
 /* The fused GEMMs' plans: with a split, the workspace and counters hold every part, each part
  * of K is at least 64 deep; and the plans of the 784-1024-10 step as NOTES.md describes them. */
 static void test_fused_plans(void)
@@ -75,6 +97,7 @@ int main(void)
 {
     test_layers();
     test_loss_cpu();
+    test_compare_gradient();
     test_fused_plans();
     printf("test_dnn: %d checks, %d failed\n", n_checks, n_failed);
     return n_failed ? 1 : 0;
