@@ -8,10 +8,10 @@
  *   3  a sub-histogram per warp, 16-byte loads: each warp has its own 256 bins in shared memory
  *      (8 warps, 8 KB), so only the 32 lanes of one warp contend on a bin; each thread reads 16
  *      bytes at a time (uint4) in a grid-stride loop; a grid that fills the GPU once
- * 0 is cub::DeviceHistogram::HistogramEven (257 levels 0..256, one bin per byte value).
+ * 0 is cub::DeviceHistogram::HistogramEven (257 levels 0..256, one bin per byte value), in
+ * histogram_cub.cu (CUB compiles slowly: apart, an edit here rebuilds in seconds).
  */
 #include "histogram_kernels.h"
-#include <cub/cub.cuh>
 #include "labbook.h"
 
 #define HISTOGRAM_BLOCK 256
@@ -76,20 +76,13 @@ static unsigned int full_grid(const void *kernel) { return lb_resident_blocks(ke
 
 extern "C" size_t histogram_scratch_bytes(int version, size_t n)
 {
-    if (version != 0) return 0;
-    size_t bytes = 0;
-    cub::DeviceHistogram::HistogramEven(NULL, bytes, (const unsigned char *)NULL, (unsigned int *)NULL,
-                                        HISTOGRAM_BINS + 1, 0, HISTOGRAM_BINS, (int64_t)n);
-    return bytes;
+    return version == 0 ? histogram_cub_scratch_bytes(n) : 0; /* histogram_cub.cu */
 }
 
 extern "C" cudaError_t histogram_launch(int version, const unsigned char *d_in, size_t n, unsigned int *d_hist,
                                         void *d_scratch, size_t scratch_bytes)
 {
-    /* levels 0, 1, ..., 256: bin b holds the samples in [b, b + 1) */
-    if (version == 0)
-        return cub::DeviceHistogram::HistogramEven(d_scratch, scratch_bytes, d_in, d_hist, HISTOGRAM_BINS + 1, 0,
-                                                   HISTOGRAM_BINS, (int64_t)n);
+    if (version == 0) return histogram_cub(d_in, n, d_hist, d_scratch, scratch_bytes); /* histogram_cub.cu */
     static const void *const kernels[HISTOGRAM_VERSIONS] = {
         NULL, (const void *)histogram_kernel1, (const void *)histogram_kernel2, (const void *)histogram_kernel3};
     if (version < 1 || version >= HISTOGRAM_VERSIONS) return cudaErrorInvalidValue;

@@ -17,6 +17,11 @@ size_t histogram_scratch_bytes(int version, size_t n);
 cudaError_t histogram_launch(int version, const unsigned char *d_in, size_t n, unsigned int *d_hist, void *d_scratch,
                              size_t scratch_bytes);
 
+/* version 0, in histogram_cub.cu (CUB's headers compiled apart from our kernels) */
+size_t histogram_cub_scratch_bytes(size_t n);
+cudaError_t histogram_cub(const unsigned char *d_in, size_t n, unsigned int *d_hist, void *d_scratch,
+                          size_t scratch_bytes);
+
 #ifdef __cplusplus
 }
 #endif

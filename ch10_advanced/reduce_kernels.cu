@@ -18,10 +18,10 @@
  *   8  one pass, deterministic: 4 float4 loads in flight per thread and 4 accumulators, a
  *      grid sized to fill the GPU once, per-block partials, and the last block to finish
  *      (found with a ticket counter) adds the partials in a fixed order
- * 0 is cub::DeviceReduce::Sum.
+ * 0 is cub::DeviceReduce::Sum, in reduce_cub.cu (CUB compiles slowly: apart, an edit here rebuilds
+ * in seconds).
  */
 #include "reduce_kernels.h"
-#include <cub/cub.cuh>
 #include "labbook.h"
 
 #define REDUCE_BLOCK 256
@@ -222,11 +222,7 @@ static unsigned int full_grid(const void *kernel) { return lb_resident_blocks(ke
 
 extern "C" size_t reduce_scratch_bytes(int version, size_t n)
 {
-    if (version == 0) {
-        size_t bytes = 0;
-        cub::DeviceReduce::Sum(NULL, bytes, (const float *)NULL, (float *)NULL, (int64_t)n);
-        return bytes;
-    }
+    if (version == 0) return reduce_cub_scratch_bytes(n); /* reduce_cub.cu */
     if (version >= 7) return 65536 * sizeof(float) + 256; /* partials and the ticket */
     return sizeof(float) * ((size_t)grid_for(version, n) + grid_for(version, grid_for(version, n)) + 64);
 }
@@ -234,7 +230,7 @@ extern "C" size_t reduce_scratch_bytes(int version, size_t n)
 extern "C" cudaError_t reduce_launch(int version, const float *d_in, size_t n, float *d_out, void *d_scratch,
                                      size_t scratch_bytes)
 {
-    if (version == 0) return cub::DeviceReduce::Sum(d_scratch, scratch_bytes, d_in, d_out, (int64_t)n);
+    if (version == 0) return reduce_cub(d_in, n, d_out, d_scratch, scratch_bytes); /* reduce_cub.cu */
     /* the grids of versions 7 and 8, asked once and kept: the occupancy query is setup, not
      * part of the time of a reduction */
     static unsigned int grid7, grid8;

@@ -17,6 +17,10 @@ size_t reduce_scratch_bytes(int version, size_t n);
 cudaError_t reduce_launch(int version, const float *d_in, size_t n, float *d_out, void *d_scratch,
                           size_t scratch_bytes);
 
+/* version 0, in reduce_cub.cu (CUB's headers compiled apart from our kernels) */
+size_t reduce_cub_scratch_bytes(size_t n);
+cudaError_t reduce_cub(const float *d_in, size_t n, float *d_out, void *d_scratch, size_t scratch_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,11 +19,11 @@
  *   5  the same algorithm, tuned: each warp reads its part of the tile as 16-byte vectors into
  *      registers and scans it there (no shared-memory tile, no block barrier until the warps'
  *      totals), tiles of 8192 (fewer look-backs), and a wait before and between polls.
- * 0 is cub::DeviceScan::InclusiveSum / ExclusiveSum.
+ * 0 is cub::DeviceScan::InclusiveSum / ExclusiveSum, in scan_cub.cu (CUB compiles slowly: apart, an
+ * edit here rebuilds in seconds).
  * Integers are added as unsigned (wrap-around, no undefined overflow); floats in float.
  */
 #include "scan_kernels.h"
-#include <cub/cub.cuh>
 
 #define SCAN_FULL_MASK 0xffffffffu
 
@@ -487,13 +487,13 @@ static cudaError_t scan_propagate(int version, const T *in, T *out, size_t n, in
 }
 
 template <typename T>
-static cudaError_t scan_t(int version, int exclusive, const T *in, T *out, size_t n, void *scratch, size_t bytes)
+static cudaError_t scan_t(int version, int type, int exclusive, const T *in, T *out, size_t n, void *scratch,
+                          size_t bytes)
 {
     size_t tiles = tiles_of(n, SCAN_TILE);
     switch (version) {
-    case 0:
-        return exclusive ? cub::DeviceScan::ExclusiveSum(scratch, bytes, in, out, (int64_t)n)
-                         : cub::DeviceScan::InclusiveSum(scratch, bytes, in, out, (int64_t)n);
+    case 0: /* scan_cub.cu */
+        return scan_cub(type, exclusive, in, out, n, scratch, bytes);
     case 1:
     case 2: return scan_propagate<T>(version, in, out, n, exclusive, (T *)scratch);
     case 3: {
@@ -526,16 +526,7 @@ static cudaError_t scan_t(int version, int exclusive, const T *in, T *out, size_
 
 extern "C" size_t scan_scratch_bytes(int version, size_t n)
 {
-    if (version == 0) {
-        size_t a = 0, b = 0, c = 0, d = 0;
-        cub::DeviceScan::InclusiveSum(NULL, a, (const int *)NULL, (int *)NULL, (int64_t)n);
-        cub::DeviceScan::ExclusiveSum(NULL, b, (const int *)NULL, (int *)NULL, (int64_t)n);
-        cub::DeviceScan::InclusiveSum(NULL, c, (const float *)NULL, (float *)NULL, (int64_t)n);
-        cub::DeviceScan::ExclusiveSum(NULL, d, (const float *)NULL, (float *)NULL, (int64_t)n);
-        size_t m = a > b ? a : b;
-        m = m > c ? m : c;
-        return m > d ? m : d;
-    }
+    if (version == 0) return scan_cub_scratch_bytes(n); /* scan_cub.cu */
     if (version <= 2) return 4 * (tiles_of(n, 1024) + tiles_of(n, 1024 * 1024) + 64);
     if (version <= 4) return tiles_of(n, SCAN_TILE) * sizeof(unsigned long long) + 64;
     return tiles_of(n, SCAN5_TILE) * sizeof(unsigned long long) + 64;
@@ -545,6 +536,6 @@ extern "C" cudaError_t scan_launch(int version, int type, int exclusive, const v
                                    void *d_scratch, size_t scratch_bytes)
 {
     if (type == SCAN_INT)
-        return scan_t<int>(version, exclusive, (const int *)d_in, (int *)d_out, n, d_scratch, scratch_bytes);
-    return scan_t<float>(version, exclusive, (const float *)d_in, (float *)d_out, n, d_scratch, scratch_bytes);
+        return scan_t<int>(version, type, exclusive, (const int *)d_in, (int *)d_out, n, d_scratch, scratch_bytes);
+    return scan_t<float>(version, type, exclusive, (const float *)d_in, (float *)d_out, n, d_scratch, scratch_bytes);
 }

@@ -19,6 +19,11 @@ size_t scan_scratch_bytes(int version, size_t n);
 cudaError_t scan_launch(int version, int type, int exclusive, const void *d_in, void *d_out, size_t n, void *d_scratch,
                         size_t scratch_bytes);
 
+/* version 0, in scan_cub.cu (CUB's headers compiled apart from our kernels) */
+size_t scan_cub_scratch_bytes(size_t n);
+cudaError_t scan_cub(int type, int exclusive, const void *d_in, void *d_out, size_t n, void *d_scratch,
+                     size_t scratch_bytes);
+
 #ifdef __cplusplus
 }
 #endif

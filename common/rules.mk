@@ -8,7 +8,8 @@
 #     NVCCFLAGS_prog    := -rdc=true      # extra nvcc flags for one program's kernels
 #     OBJS_dnn := dnn_data.o dnn_net.o    # more host objects for one program (from .c files here,
 #                                         # or from common/: lb_driver.o the driver API, lb_csv.o
-#                                         # the data sets' CSV reader)
+#                                         # the data sets' CSV reader), or its library baseline
+#                                         # compiled apart (reduce_cub.o from reduce_cub.cu)
 #     TUNABLES := TILE                    # make TILE=32 passes -DTILE=32 to nvcc and rebuilds
 #                                         # the kernels (host objects are not rebuilt)
 #     DEMO_vecadd := ./vecadd --quiet --size 2^24   # what `make run` runs for a program (one
@@ -82,10 +83,14 @@ endif
 endif
 $(shell printf '%s\n' '$(HOST_FLAGS)' | cmp -s - .build-flags-host 2>/dev/null || printf '%s\n' '$(HOST_FLAGS)' > .build-flags-host)
 $(shell printf '%s\n' '$(DEVICE_FLAGS)' | cmp -s - .build-flags-nvcc 2>/dev/null || printf '%s\n' '$(DEVICE_FLAGS)' > .build-flags-nvcc)
+# a library baseline's file (prog_cub.cu) takes no tunable: its flags without them, so that
+# TILE=32 does not rebuild it
+LIB_DEVICE_FLAGS := $(NVCC) $(CPPFLAGS) $(filter-out $(TUNABLE_DEFS),$(NVCCFLAGS))
+$(shell printf '%s\n' '$(LIB_DEVICE_FLAGS)' | cmp -s - .build-flags-nvcc-lib 2>/dev/null || printf '%s\n' '$(LIB_DEVICE_FLAGS)' > .build-flags-nvcc-lib)
 
 # The $(shell) lines above write these files while make reads this file, after make may have
 # listed the folder: an empty rule tells make they need nothing more.
-.build-flags-host .build-flags-nvcc: ;
+.build-flags-host .build-flags-nvcc .build-flags-nvcc-lib: ;
 
 # common/: labbook.c (GPU, checks, timing, report), lb_args.c (command line), lb_image.c (PNG, PGM)
 COMMON_OBJS := labbook.o lb_args.o lb_image.o
@@ -111,6 +116,12 @@ $(OPTIONAL_COMMON_OBJS): %.o: $(COMMON_DIR)/%.c $(COMMON_DIR)/%.h $(HOST_DEPS)
 %_kernels.o: %_kernels.cu %_kernels.h $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_tensor_core.cuh .build-flags-nvcc
 	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) $(NVCCFLAGS_$*) -c $< -o $@
 
+# a program's library baseline in a file of its own (reduce_cub.cu: CUB's headers take most of a
+# build's time), listed in OBJS_prog: compiled once, not again for an edit of the kernels or a
+# tunable
+%_cub.o: %_cub.cu %_kernels.h .build-flags-nvcc-lib
+	$(NVCC) $(CPPFLAGS) $(filter-out $(TUNABLE_DEFS),$(NVCCFLAGS)) $(NVCCFLAGS_$*) -c $< -o $@
+
 # prog: prog.o [OBJS_prog] [prog_kernels.o] + common, linked by nvcc (static cudart, device
 # link if -rdc)
 define PROG_RULE
@@ -134,7 +145,7 @@ test:
 	@REQUIRE_GPU=$(or $(REQUIRE_GPU),0) bash $(COMMON_DIR)/../tests/run.sh $(CHAPTER)
 
 clean:
-	rm -f $(PROGS) *.o *.png .build-flags .build-flags-host .build-flags-nvcc perf.data perf.data.old gmon.out \
+	rm -f $(PROGS) *.o *.png .build-flags .build-flags-host .build-flags-nvcc .build-flags-nvcc-lib perf.data perf.data.old gmon.out \
 		$(CLEAN_EXTRA)
 
 # one solution of SOLUTIONS.md, by the number in its title (common/solution.sh)
