@@ -52,6 +52,7 @@ static double abs_tol(int K) { return K * 9.5367431640625e-07; } /* K 2^-20 */
 typedef struct {
     cublasHandle_t handle;
     tg_gemm g;
+    int version; /* the version run_kernel launches */
 } tg_job;
 
 /* cuBLAS is column-major: our row-major C (M,N) is its C^T (N,M) = B^T A^T. Our B (N rows of
@@ -70,8 +71,11 @@ static cudaError_t run_cublas(void *ctx)
     return cudaGetLastError();
 }
 
-static int current_version; /* set before each run_kernel (the timing helpers pass only ctx) */
-static cudaError_t run_kernel(void *ctx) { return tensor_gemm_launch(current_version, &((tg_job *)ctx)->g); }
+static cudaError_t run_kernel(void *ctx)
+{
+    tg_job *j = (tg_job *)ctx;
+    return tensor_gemm_launch(j->version, &j->g);
+}
 
 /* Every version, once (tensor_gemm_kernels.cu has the kernels, in the same order). To add
  * one: the kernel and its case in tensor_gemm_launch, TENSOR_GEMM_VERSIONS, and a row here. */
@@ -137,19 +141,13 @@ static lb_check check_version(const char *name, const float *got, const float *h
 
 /* ---------------------------------------------------------------- main */
 
-static const char *type_arg = "bf16";
-static const lb_opt options[] = {
-    {"--type", LB_OPT_STRING, &type_arg, "bf16 or tf32: the inputs' format"},
-};
-static const lb_program program = {
+static const lb_program program_template = {
     .name = "tensor_gemm",
     .synopsis = "C = A B on the tensor cores (bf16 or tf32 in, fp32 out): wmma, mma.sync, wgmma + TMA vs cuBLAS",
     .details = "--size is N (square) or M,N,K. A is row-major, B column-major (both K-major), C row-major.\n"
                "Versions 3-9 use sm_90a's wgmma and TMA: they need an H100/H200 (the sm_90 above) and a build\n"
                "for it; a build for any other GPU, a newer one too, leaves them out. 2 is bf16 only.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
-    .opts = options,
-    .n_opts = 1,
     .versions = versions,
     .n_versions = TENSOR_GEMM_VERSIONS,
 };
@@ -157,6 +155,12 @@ static const lb_program program = {
 int main(int argc, char **argv)
 {
     /* ---- setup: arguments, GPU, cuBLAS, inputs */
+    const char *type_arg = "bf16"; /* the program's own flag */
+    const lb_opt options[] = {
+        {"--type", LB_OPT_STRING, &type_arg, "bf16 or tf32: the inputs' format"},
+    };
+    lb_program program = program_template;
+    program.opts = options, program.n_opts = sizeof options / sizeof options[0];
     lb_args args = {.size = {{4096}, 1}, .max_size_dims = 3, .iters = 10, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
     int M, N, K;
@@ -210,7 +214,7 @@ int main(int argc, char **argv)
      * CPU, its C is then the reference for every kernel, and its time the baseline */
     for (int v = 0; v < TENSOR_GEMM_VERSIONS; v++) {
         if (v > 0 && !lb_version_runs(&program, &args, &gpu, v, tensor_gemm_unavailable(v, type))) continue;
-        current_version = v;
+        job.version = v;
         lb_poison_device(job.g.c, sizeof(float) * c_n); /* NaN: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_cublas : h_c, job.g.c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));

@@ -35,6 +35,7 @@
 
 typedef struct {
     attention_problem p;
+    int version;     /* the version run_kernel launches */
     cublasHandle_t handle;
     float *scores;   /* version 0: B H S x S scaled logits */
     uint16_t *probs; /* version 0: their softmax, bf16 */
@@ -64,8 +65,11 @@ static cudaError_t run_library(void *ctx)
     return cudaGetLastError();
 }
 
-static int current_version; /* set before each run_kernel (the timing helpers pass only ctx) */
-static cudaError_t run_kernel(void *ctx) { return attention_launch(current_version, &((attention_job *)ctx)->p); }
+static cudaError_t run_kernel(void *ctx)
+{
+    attention_job *j = (attention_job *)ctx;
+    return attention_launch(j->version, &j->p);
+}
 
 /* Every version: number, RESULT name, title, oldest GPU, what runs it. To add one: its kernel
  * and launcher case in attention_kernels.cu, ATTENTION_VERSIONS, and a row here. */
@@ -220,17 +224,14 @@ static lb_check check_vs_library(const char *name, const uint16_t *o, const uint
 
 /* ---------------------------------------------------------------- main */
 
-static long long batch = 4, heads = 16, dim = 128;
-static int causal = 0;
-static double amplitude = 2.0;
-static const lb_opt opts[] = {
-    {"--batch", LB_OPT_I64, &batch, "B, sequences in the batch"},
-    {"--heads", LB_OPT_I64, &heads, "H, heads"},
-    {"--dim", LB_OPT_I64, &dim, "D, a head's dimension: 64 or 128"},
-    {"--causal", LB_OPT_FLAG, &causal, "query i sees keys 0..i only"},
-    {"--amplitude", LB_OPT_DOUBLE, &amplitude, "Q and K uniform in [-value, value] (logits' spread value^2 / 3)"},
-};
-static const lb_program program = {
+/* the program's own flags, with their defaults */
+typedef struct {
+    long long batch, heads, dim;
+    int causal;
+    double amplitude;
+} attention_options;
+
+static const lb_program program_template = {
     .name = "attention",
     .synopsis = "O = softmax(Q K^T / sqrt(D)) V, bf16 in and out: cuBLAS with the scores in memory, naive, "
                 "FlashAttention on CUDA cores, mma.sync and wgmma",
@@ -239,8 +240,6 @@ static const lb_program program = {
         "Version 0 writes B H S^2 scores (4 + 2 bytes each): large S needs memory. Versions 4-6 use\n"
         "sm_90a's wgmma and TMA: they need an H100/H200 and a build for sm_90.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
-    .opts = opts,
-    .n_opts = sizeof opts / sizeof opts[0],
     .versions = versions,
     .n_versions = ATTENTION_VERSIONS,
 };
@@ -248,8 +247,21 @@ static const lb_program program = {
 int main(int argc, char **argv)
 {
     /* ---- setup: arguments (checked before the GPU is touched), GPU, cuBLAS, inputs */
+    attention_options o = {.batch = 4, .heads = 16, .dim = 128, .causal = 0, .amplitude = 2.0};
+    const lb_opt opts[] = {
+        {"--batch", LB_OPT_I64, &o.batch, "B, sequences in the batch"},
+        {"--heads", LB_OPT_I64, &o.heads, "H, heads"},
+        {"--dim", LB_OPT_I64, &o.dim, "D, a head's dimension: 64 or 128"},
+        {"--causal", LB_OPT_FLAG, &o.causal, "query i sees keys 0..i only"},
+        {"--amplitude", LB_OPT_DOUBLE, &o.amplitude, "Q and K uniform in [-value, value] (logits' spread value^2 / 3)"},
+    };
+    lb_program program = program_template;
+    program.opts = opts, program.n_opts = sizeof opts / sizeof opts[0];
     lb_args args = {.size = {{4096}, 1}, .max_size_dims = 1, .iters = 10, .seed = 1};
     lb_parse_args(&program, &args, argc, argv);
+    const long long batch = o.batch, heads = o.heads, dim = o.dim;
+    const int causal = o.causal;
+    const double amplitude = o.amplitude;
     long long seq = args.size.v[0];
     if (seq < 1 || seq > ATTENTION_MAX_SEQ)
         lb_usage_error(&program, "--size: S must be 1..%d (got %lld)", ATTENTION_MAX_SEQ, seq);
@@ -317,7 +329,7 @@ int main(int argc, char **argv)
     int have_o0 = 0; /* version 0 ran: its O is the second reference */
     for (int v = 0; v < ATTENTION_VERSIONS; v++) {
         if (!lb_version_runs(&program, &args, &gpu, v, attention_unavailable(v))) continue;
-        current_version = v;
+        job.version = v;
         lb_poison_device(job.p.o, 2 * n); /* NaN bits: a row never written fails */
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_o0 : h_o, job.p.o, 2 * n, cudaMemcpyDeviceToHost));
