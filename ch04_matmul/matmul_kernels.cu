@@ -36,7 +36,8 @@
 static_assert(TILE == 8 || TILE == 16 || TILE == 32, "TILE must be 8, 16 or 32");
 
 /* Each version's launcher follows its kernel: the grid, the block and any setup that kernel
- * needs, one function each (launch1 .. launch10); matmul_launch at the end picks one. */
+ * needs, one function each (launchN after kernel N); the table launchers[] at the end lists
+ * them, and matmul_launch runs the one asked for. */
 static unsigned int cdiv(int a, int b) { return (unsigned int)((a + b - 1) / b); }
 /* 16-byte loads need every row to start 16-byte aligned: K and N multiples of 4 */
 static bool rows_16b_aligned(int n, int k) { return k % 4 == 0 && n % 4 == 0; }
