@@ -137,7 +137,7 @@ emu_check emu_attention 1 2 300 64 0 10 3 4 5 6
 EMU_ENV=EMU_SMS=3 emu_check emu_attention 2 3 1000 64 1 2 6
 EMU_ENV=EMU_SMS=5 emu_check emu_attention 1 3 700 128 0 2 6
 EMU_ENV=EMU_SMS=3 emu_mutant "attention version 6 deals its items to the wrong heads" attention_kernels.cu \
-    's/\*bh = causal ? item % heads : item \/ qblocks;/*bh = item % heads;/' emu_attention 1 3 700 128 0 2 6
+    's/\*bh = causal ? item % heads : item \/ qblocks;/*bh = item % heads;/' emu_attention 1 3 300 128 0 2 6
 emu_mutant "attention versions 4-6 read V's second 64 columns from the first" attention_kernels.cu \
     's/wgmma_desc_mn(sV + ks \* 16 \* 128, ATT4_BOX_BYTES(ATT4_KEYS))/wgmma_desc_mn(sV + ks * 16 * 128, 0)/' \
     emu_attention 1 1 300 128 0 2 4 5
