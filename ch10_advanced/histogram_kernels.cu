@@ -16,11 +16,36 @@
 
 #define HISTOGRAM_BLOCK 256
 
+/* Every version zeroes the bins, then runs its kernel over a grid of HISTOGRAM_BLOCK threads
+ * that fills the GPU once (common/labbook.c), asked once and kept in *grid: the occupancy
+ * query is setup, not part of a histogram's time. Each version's launcher (launchN, after its
+ * kernel) calls this with its kernel. */
+typedef void (*histogram_kernel)(const unsigned char *, size_t, unsigned int *);
+static cudaError_t launch_filling(histogram_kernel kernel, unsigned int *grid, const unsigned char *d_in, size_t n,
+                                  unsigned int *d_hist)
+{
+    if (!*grid) *grid = lb_resident_blocks((const void *)kernel, HISTOGRAM_BLOCK, 0);
+    cudaError_t e = cudaMemsetAsync(d_hist, 0, HISTOGRAM_BINS * sizeof(unsigned int), 0);
+    if (e) return e;
+    kernel<<<*grid, HISTOGRAM_BLOCK>>>(d_in, n, d_hist);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- 1: global atomics */
+
 __global__ void histogram_kernel1(const unsigned char *in, size_t n, unsigned int *hist)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         atomicAdd(&hist[in[i]], 1u);
 }
+
+static cudaError_t launch1(const unsigned char *d_in, size_t n, unsigned int *d_hist, void *, size_t)
+{
+    static unsigned int grid;
+    return launch_filling(histogram_kernel1, &grid, d_in, n, d_hist);
+}
+
+/* ---------------------------------------------------------------- 2: privatized in shared memory */
 
 __global__ void histogram_kernel2(const unsigned char *in, size_t n, unsigned int *hist)
 {
@@ -33,6 +58,14 @@ __global__ void histogram_kernel2(const unsigned char *in, size_t n, unsigned in
     for (int b = threadIdx.x; b < HISTOGRAM_BINS; b += blockDim.x)
         if (local[b]) atomicAdd(&hist[b], local[b]);
 }
+
+static cudaError_t launch2(const unsigned char *d_in, size_t n, unsigned int *d_hist, void *, size_t)
+{
+    static unsigned int grid;
+    return launch_filling(histogram_kernel2, &grid, d_in, n, d_hist);
+}
+
+/* ---------------------------------------------------------------- 3: a sub-histogram per warp, 16-byte loads */
 
 __device__ __forceinline__ void count_word(unsigned int *bins, unsigned int w)
 {
@@ -71,31 +104,33 @@ __global__ void __launch_bounds__(HISTOGRAM_BLOCK)
     }
 }
 
-/* blocks that fill the GPU once (common/labbook.c) */
-static unsigned int full_grid(const void *kernel) { return lb_resident_blocks(kernel, HISTOGRAM_BLOCK, 0); }
+static cudaError_t launch3(const unsigned char *d_in, size_t n, unsigned int *d_hist, void *, size_t)
+{
+    static unsigned int grid;
+    return launch_filling(histogram_kernel3, &grid, d_in, n, d_hist);
+}
+
+/* ---------------------------------------------------------------- every version */
+
+/* launchers[v] runs version v (0: CUB, in histogram_cub.cu); scratch[v] says the bytes of device
+ * scratch it needs. To add a version: its kernel and launcher above, an entry in each table,
+ * HISTOGRAM_VERSIONS, and a row in histogram.c's table. */
+typedef cudaError_t (*launcher)(const unsigned char *, size_t, unsigned int *, void *, size_t);
+static const launcher launchers[] = {histogram_cub, launch1, launch2, launch3};
+static_assert(sizeof launchers / sizeof launchers[0] == HISTOGRAM_VERSIONS,
+              "one launcher per version: HISTOGRAM_VERSIONS in histogram_kernels.h");
+static size_t no_scratch(size_t) { return 0; }
+static size_t (*const scratch[])(size_t) = {histogram_cub_scratch_bytes, no_scratch, no_scratch, no_scratch};
+static_assert(sizeof scratch / sizeof scratch[0] == HISTOGRAM_VERSIONS, "one scratch size per version");
 
 extern "C" size_t histogram_scratch_bytes(int version, size_t n)
 {
-    return version == 0 ? histogram_cub_scratch_bytes(n) : 0; /* histogram_cub.cu */
+    return version < 0 || version >= HISTOGRAM_VERSIONS ? 0 : scratch[version](n);
 }
 
 extern "C" cudaError_t histogram_launch(int version, const unsigned char *d_in, size_t n, unsigned int *d_hist,
                                         void *d_scratch, size_t scratch_bytes)
 {
-    if (version == 0) return histogram_cub(d_in, n, d_hist, d_scratch, scratch_bytes); /* histogram_cub.cu */
-    static const void *const kernels[HISTOGRAM_VERSIONS] = {
-        NULL, (const void *)histogram_kernel1, (const void *)histogram_kernel2, (const void *)histogram_kernel3};
-    if (version < 1 || version >= HISTOGRAM_VERSIONS) return cudaErrorInvalidValue;
-    /* each version's grid, asked once and kept: the occupancy query is setup, not part of the
-     * time of a histogram */
-    static unsigned int grids[HISTOGRAM_VERSIONS];
-    if (!grids[version]) grids[version] = full_grid(kernels[version]);
-    cudaError_t e = cudaMemsetAsync(d_hist, 0, HISTOGRAM_BINS * sizeof(unsigned int), 0);
-    if (e) return e;
-    switch (version) {
-    case 1: histogram_kernel1<<<grids[1], HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
-    case 2: histogram_kernel2<<<grids[2], HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
-    case 3: histogram_kernel3<<<grids[3], HISTOGRAM_BLOCK>>>(d_in, n, d_hist); break;
-    }
-    return cudaGetLastError();
+    if (version < 0 || version >= HISTOGRAM_VERSIONS) return cudaErrorInvalidValue;
+    return launchers[version](d_in, n, d_hist, d_scratch, scratch_bytes);
 }
