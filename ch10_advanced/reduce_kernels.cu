@@ -28,6 +28,36 @@
 
 /* ---------------------------------------------------------------- versions 1-6 */
 
+/* The launcher of versions 1-6: one partial per block (a block sums per_block elements: 256, or
+ * 512 where it adds two during the load), then the partials again, until one value remains;
+ * two scratch areas are used in turn (a pass never reads and writes the same one). Each
+ * version's launchN, after its kernel, calls it with that kernel. */
+typedef void (*reduce_pass)(const float *, size_t, float *);
+static unsigned int blocks_for(size_t n, size_t per_block) { return (unsigned int)((n + per_block - 1) / per_block); }
+static size_t multi_pass_scratch(size_t n, size_t per_block)
+{
+    return sizeof(float) * ((size_t)blocks_for(n, per_block) + blocks_for(blocks_for(n, per_block), per_block) + 64);
+}
+static cudaError_t multi_pass(reduce_pass kernel, size_t per_block, const float *d_in, size_t n, float *d_out,
+                              void *d_scratch)
+{
+    float *bufs[2] = {(float *)d_scratch, (float *)d_scratch + blocks_for(n, per_block) + 32};
+    const float *src = d_in;
+    size_t len = n;
+    int k = 0;
+    do {
+        unsigned int grid = blocks_for(len, per_block);
+        float *dst = grid == 1 ? d_out : bufs[k];
+        kernel<<<grid, REDUCE_BLOCK>>>(src, len, dst);
+        cudaError_t e = cudaGetLastError();
+        if (e) return e;
+        src = dst;
+        len = grid;
+        k ^= 1;
+    } while (len > 1);
+    return cudaSuccess;
+}
+
 /* Version 1: interleaved addressing with a divergent branch */
 __global__ void reduce_kernel1(const float *in, size_t n, float *out)
 {
@@ -41,6 +71,11 @@ __global__ void reduce_kernel1(const float *in, size_t n, float *out)
         __syncthreads();
     }
     if (tid == 0) out[blockIdx.x] = s[0];
+}
+
+static cudaError_t launch1(const float *d_in, size_t n, float *d_out, void *d_scratch, size_t)
+{
+    return multi_pass(reduce_kernel1, REDUCE_BLOCK, d_in, n, d_out, d_scratch);
 }
 
 /* Version 2: interleaved addressing, strided index: the working threads are contiguous */
@@ -59,6 +94,11 @@ __global__ void reduce_kernel2(const float *in, size_t n, float *out)
     if (tid == 0) out[blockIdx.x] = s[0];
 }
 
+static cudaError_t launch2(const float *d_in, size_t n, float *d_out, void *d_scratch, size_t)
+{
+    return multi_pass(reduce_kernel2, REDUCE_BLOCK, d_in, n, d_out, d_scratch);
+}
+
 /* Version 3: sequential addressing */
 __global__ void reduce_kernel3(const float *in, size_t n, float *out)
 {
@@ -72,6 +112,11 @@ __global__ void reduce_kernel3(const float *in, size_t n, float *out)
         __syncthreads();
     }
     if (tid == 0) out[blockIdx.x] = s[0];
+}
+
+static cudaError_t launch3(const float *d_in, size_t n, float *d_out, void *d_scratch, size_t)
+{
+    return multi_pass(reduce_kernel3, REDUCE_BLOCK, d_in, n, d_out, d_scratch);
 }
 
 /* Version 4: first add during load: a block covers 2 * REDUCE_BLOCK elements */
@@ -89,6 +134,11 @@ __global__ void reduce_kernel4(const float *in, size_t n, float *out)
         __syncthreads();
     }
     if (tid == 0) out[blockIdx.x] = s[0];
+}
+
+static cudaError_t launch4(const float *d_in, size_t n, float *d_out, void *d_scratch, size_t)
+{
+    return multi_pass(reduce_kernel4, 2 * REDUCE_BLOCK, d_in, n, d_out, d_scratch);
 }
 
 /* Version 5: as 4 until 64 values are left, then the first warp alone. Its lanes read what
@@ -117,6 +167,11 @@ __global__ void reduce_kernel5(const float *in, size_t n, float *out)
         }
         if (tid == 0) out[blockIdx.x] = v;
     }
+}
+
+static cudaError_t launch5(const float *d_in, size_t n, float *d_out, void *d_scratch, size_t)
+{
+    return multi_pass(reduce_kernel5, 2 * REDUCE_BLOCK, d_in, n, d_out, d_scratch);
 }
 
 /* the sum of v over the 32 lanes, in every lane's register after the xor butterfly */
@@ -148,6 +203,11 @@ __global__ void reduce_kernel6(const float *in, size_t n, float *out)
     if (threadIdx.x == 0) out[blockIdx.x] = v;
 }
 
+static cudaError_t launch6(const float *d_in, size_t n, float *d_out, void *d_scratch, size_t)
+{
+    return multi_pass(reduce_kernel6, 2 * REDUCE_BLOCK, d_in, n, d_out, d_scratch);
+}
+
 /* ---------------------------------------------------------------- versions 7 and 8 */
 
 /* The elements past the last whole float4 (at most 3), added by the first threads of block 0 */
@@ -171,6 +231,16 @@ __global__ void reduce_kernel7(const float *in, size_t n, float *out)
     unsigned int lane;
     asm("mov.u32 %0, %%laneid;" : "=r"(lane)); /* the lane id, read from the special register */
     if (lane == 0) atomicAdd(out, v);
+}
+
+static cudaError_t launch7(const float *d_in, size_t n, float *d_out, void *, size_t)
+{
+    static unsigned int grid; /* fills the GPU once; asked once and kept (setup, not the sum's time) */
+    if (!grid) grid = lb_resident_blocks((const void *)reduce_kernel7, REDUCE_BLOCK, 0);
+    cudaError_t e = cudaMemsetAsync(d_out, 0, sizeof(float), 0);
+    if (e) return e;
+    reduce_kernel7<<<grid, REDUCE_BLOCK>>>(d_in, n, d_out);
+    return cudaGetLastError();
 }
 
 /* Version 8: 4 loads in flight per thread, partials, the last block adds them in order */
@@ -209,73 +279,47 @@ __global__ void __launch_bounds__(REDUCE_BLOCK)
     if (threadIdx.x == 0) *out = s;
 }
 
-/* ---------------------------------------------------------------- launchers */
-
-static unsigned int grid_for(int version, size_t n)
+/* version 8's scratch: the partials (a grid of at most 65536 blocks) and the ticket */
+#define REDUCE8_PARTIALS 65536
+static cudaError_t launch8(const float *d_in, size_t n, float *d_out, void *d_scratch, size_t)
 {
-    size_t per_block = version >= 4 ? 2 * REDUCE_BLOCK : REDUCE_BLOCK;
-    return (unsigned int)((n + per_block - 1) / per_block);
+    float *partial = (float *)d_scratch;
+    unsigned int *ticket = (unsigned int *)(partial + REDUCE8_PARTIALS);
+    static unsigned int grid; /* fills the GPU once; asked once and kept (setup, not the sum's time) */
+    if (!grid) grid = lb_resident_blocks((const void *)reduce_kernel8, REDUCE_BLOCK, 0);
+    /* the ticket starts at 0 on every run: the scratch area is shared with the other
+     * versions, whose partial sums may have left anything there */
+    cudaError_t e = cudaMemsetAsync(ticket, 0, sizeof(unsigned int), 0);
+    if (e) return e;
+    reduce_kernel8<<<grid < REDUCE8_PARTIALS ? grid : REDUCE8_PARTIALS, REDUCE_BLOCK>>>(d_in, n, partial, ticket, d_out);
+    return cudaGetLastError();
 }
 
-/* blocks that fill the GPU once (common/labbook.c) */
-static unsigned int full_grid(const void *kernel) { return lb_resident_blocks(kernel, REDUCE_BLOCK, 0); }
+/* ---------------------------------------------------------------- every version */
+
+/* launchers[v] runs version v (0: CUB, in reduce_cub.cu); scratch[v] gives the bytes of device
+ * scratch it needs for n elements. To add a version: its kernel and launcher above, an entry in
+ * each table, REDUCE_VERSIONS, and a row in reduce.c's table. */
+typedef cudaError_t (*launcher)(const float *, size_t, float *, void *, size_t);
+static const launcher launchers[] = {reduce_cub, launch1, launch2, launch3, launch4, launch5, launch6, launch7, launch8};
+static_assert(sizeof launchers / sizeof launchers[0] == REDUCE_VERSIONS,
+              "one launcher per version: REDUCE_VERSIONS in reduce_kernels.h");
+static size_t scratch_256(size_t n) { return multi_pass_scratch(n, REDUCE_BLOCK); }
+static size_t scratch_512(size_t n) { return multi_pass_scratch(n, 2 * REDUCE_BLOCK); }
+static size_t scratch_partials(size_t) { return REDUCE8_PARTIALS * sizeof(float) + 256; }
+static size_t (*const scratch[])(size_t) = {reduce_cub_scratch_bytes, scratch_256, scratch_256,
+                                             scratch_256,              scratch_512, scratch_512,
+                                             scratch_512,              scratch_partials, scratch_partials};
+static_assert(sizeof scratch / sizeof scratch[0] == REDUCE_VERSIONS, "one scratch size per version");
 
 extern "C" size_t reduce_scratch_bytes(int version, size_t n)
 {
-    if (version == 0) return reduce_cub_scratch_bytes(n); /* reduce_cub.cu */
-    if (version >= 7) return 65536 * sizeof(float) + 256; /* partials and the ticket */
-    return sizeof(float) * ((size_t)grid_for(version, n) + grid_for(version, grid_for(version, n)) + 64);
+    return version < 0 || version >= REDUCE_VERSIONS ? 0 : scratch[version](n);
 }
 
 extern "C" cudaError_t reduce_launch(int version, const float *d_in, size_t n, float *d_out, void *d_scratch,
                                      size_t scratch_bytes)
 {
-    if (version == 0) return reduce_cub(d_in, n, d_out, d_scratch, scratch_bytes); /* reduce_cub.cu */
-    /* the grids of versions 7 and 8, asked once and kept: the occupancy query is setup, not
-     * part of the time of a reduction */
-    static unsigned int grid7, grid8;
-    if (version == 7) {
-        if (!grid7) grid7 = full_grid((const void *)reduce_kernel7);
-        cudaError_t e = cudaMemsetAsync(d_out, 0, sizeof(float), 0);
-        if (e) return e;
-        reduce_kernel7<<<grid7, REDUCE_BLOCK>>>(d_in, n, d_out);
-        return cudaGetLastError();
-    }
-    if (version == 8) {
-        float *partial = (float *)d_scratch;
-        unsigned int *ticket = (unsigned int *)(partial + 65536);
-        if (!grid8) grid8 = full_grid((const void *)reduce_kernel8);
-        unsigned int grid = grid8 < 65536 ? grid8 : 65536; /* the partials' room */
-        /* the ticket starts at 0 on every run: the scratch area is shared with the other
-         * versions, whose partial sums may have left anything there */
-        cudaError_t e = cudaMemsetAsync(ticket, 0, sizeof(unsigned int), 0);
-        if (e) return e;
-        reduce_kernel8<<<grid, REDUCE_BLOCK>>>(d_in, n, partial, ticket, d_out);
-        return cudaGetLastError();
-    }
-    /* versions 1-6: one partial per block, then the partials again, until one value remains;
-     * two scratch areas are used in turn (a pass never reads and writes the same one) */
-    float *bufs[2] = {(float *)d_scratch, (float *)d_scratch + grid_for(version, n) + 32};
-    const float *src = d_in;
-    size_t len = n;
-    int k = 0;
-    do {
-        unsigned int grid = grid_for(version, len);
-        float *dst = grid == 1 ? d_out : bufs[k];
-        switch (version) {
-        case 1: reduce_kernel1<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
-        case 2: reduce_kernel2<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
-        case 3: reduce_kernel3<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
-        case 4: reduce_kernel4<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
-        case 5: reduce_kernel5<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
-        case 6: reduce_kernel6<<<grid, REDUCE_BLOCK>>>(src, len, dst); break;
-        default: return cudaErrorInvalidValue;
-        }
-        cudaError_t e = cudaGetLastError();
-        if (e) return e;
-        src = dst;
-        len = grid;
-        k ^= 1;
-    } while (len > 1);
-    return cudaSuccess;
+    if (version < 0 || version >= REDUCE_VERSIONS) return cudaErrorInvalidValue;
+    return launchers[version](d_in, n, d_out, d_scratch, scratch_bytes);
 }
