@@ -31,6 +31,8 @@
 __device__ __forceinline__ int add(int a, int b) { return (int)((unsigned int)a + (unsigned int)b); }
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
 
+static size_t tiles_of(size_t n, size_t tile) { return (n + tile - 1) / tile; }
+
 /* ---------------------------------------------------------------- 1: Hillis-Steele */
 
 #define SCAN1_THREADS 1024 /* threads and elements per block */
@@ -107,6 +109,34 @@ template <typename T> __global__ void scan_add_offsets(T *out, size_t n, const T
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = add(out[i], offsets[i / tile]);
+}
+
+/* Versions 1 and 2: scan each block of 1024 elements with the version's kernel, scan the block
+ * totals (recursively, with the same kernel), add them back */
+template <typename T>
+static cudaError_t scan_propagate(void (*kernel)(const T *, T *, size_t, int, T *), int threads, const T *in, T *out,
+                                  size_t n, int exclusive, T *scratch)
+{
+    size_t blocks = tiles_of(n, 1024);
+    T *sums = scratch;
+    kernel<<<(unsigned int)blocks, threads>>>(in, out, n, exclusive, sums);
+    cudaError_t e = cudaGetLastError();
+    if (e || blocks == 1) return e;
+    /* an exclusive scan of the totals gives each block its offset */
+    e = scan_propagate<T>(kernel, threads, sums, sums, blocks, 1, scratch + blocks);
+    if (e) return e;
+    scan_add_offsets<T><<<(unsigned int)tiles_of(n, 256), 256>>>(out, n, sums, 1024);
+    return cudaGetLastError();
+}
+static size_t scratch_propagate(size_t n) { return 4 * (tiles_of(n, 1024) + tiles_of(n, 1024 * 1024) + 64); }
+
+template <typename T> static cudaError_t launch1(int exclusive, const T *in, T *out, size_t n, void *scratch, size_t)
+{
+    return scan_propagate<T>(scan_kernel1<T>, SCAN1_THREADS, in, out, n, exclusive, (T *)scratch);
+}
+template <typename T> static cudaError_t launch2(int exclusive, const T *in, T *out, size_t n, void *scratch, size_t)
+{
+    return scan_propagate<T>(scan_kernel2<T>, SCAN2_THREADS, in, out, n, exclusive, (T *)scratch);
 }
 
 /* ---------------------------------------------------------------- tiles of 4096 (3 and 4) */
@@ -240,6 +270,19 @@ __global__ void __launch_bounds__(SCAN_TILE_THREADS)
     scan_store_tile(out, base, n, s, add(prefix[blockIdx.x], mine), exclusive);
 }
 
+/* the tile sums, their scan, the tiles: three launches */
+template <typename T> static cudaError_t launch3(int exclusive, const T *in, T *out, size_t n, void *scratch, size_t)
+{
+    size_t tiles = tiles_of(n, SCAN_TILE);
+    T *sums = (T *)scratch;
+    scan_kernel3_tile_sums<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, n, sums);
+    scan_kernel3_scan_sums<T><<<1, SCAN_TILE_THREADS>>>(sums, tiles);
+    scan_kernel3<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, out, n, sums, exclusive);
+    return cudaGetLastError();
+}
+/* versions 3 and 4: a word per tile (3's sums, 4's published status) */
+static size_t scratch_tiles(size_t n) { return tiles_of(n, SCAN_TILE) * sizeof(unsigned long long) + 64; }
+
 /* ---------------------------------------------------------------- 4: decoupled look-back */
 
 /* A tile's published word: the flag in the high 32 bits, the value's bits in the low 32. One
@@ -320,6 +363,18 @@ __global__ void __launch_bounds__(SCAN_TILE_THREADS)
     }
     __syncthreads();
     scan_store_tile(out, base, n, s, add(s_prefix, mine), exclusive);
+}
+
+/* the tiles' status words and the tile counter zeroed, then one launch */
+template <typename T> static cudaError_t launch4(int exclusive, const T *in, T *out, size_t n, void *scratch, size_t)
+{
+    size_t tiles = tiles_of(n, SCAN_TILE);
+    unsigned long long *status = (unsigned long long *)scratch;
+    unsigned int *counter = (unsigned int *)(status + tiles);
+    cudaError_t e = cudaMemsetAsync(scratch, 0, tiles * sizeof(unsigned long long) + sizeof(unsigned int), 0);
+    if (e) return e;
+    scan_kernel4<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, out, n, exclusive, status, counter);
+    return cudaGetLastError();
 }
 
 /* ---------------------------------------------------------------- 5: look-back, tuned */
@@ -463,79 +518,53 @@ __global__ void __launch_bounds__(SCAN5_THREADS, SCAN_MIN_BLOCKS)
     }
 }
 
-/* ---------------------------------------------------------------- launchers */
-
-static size_t tiles_of(size_t n, size_t tile) { return (n + tile - 1) / tile; }
-
-/* versions 1 and 2: scan each block, scan the block totals (recursively), add them back */
-template <typename T>
-static cudaError_t scan_propagate(int version, const T *in, T *out, size_t n, int exclusive, T *scratch)
+template <typename T> static cudaError_t launch5(int exclusive, const T *in, T *out, size_t n, void *scratch, size_t)
 {
-    size_t blocks = tiles_of(n, 1024);
-    T *sums = scratch;
-    if (version == 1)
-        scan_kernel1<T><<<(unsigned int)blocks, SCAN1_THREADS>>>(in, out, n, exclusive, sums);
-    else
-        scan_kernel2<T><<<(unsigned int)blocks, SCAN2_THREADS>>>(in, out, n, exclusive, sums);
-    cudaError_t e = cudaGetLastError();
-    if (e || blocks == 1) return e;
-    /* an exclusive scan of the totals gives each block its offset */
-    e = scan_propagate<T>(version, sums, sums, blocks, 1, scratch + blocks);
+    size_t tiles = tiles_of(n, SCAN5_TILE);
+    unsigned long long *status = (unsigned long long *)scratch;
+    unsigned int *counter = (unsigned int *)(status + tiles);
+    cudaError_t e = cudaMemsetAsync(scratch, 0, tiles * sizeof(unsigned long long) + sizeof(unsigned int), 0);
     if (e) return e;
-    scan_add_offsets<T><<<(unsigned int)tiles_of(n, 256), 256>>>(out, n, sums, 1024);
+    scan_kernel5<T><<<(unsigned int)tiles, SCAN5_THREADS>>>(in, out, n, exclusive, status, counter);
     return cudaGetLastError();
 }
+static size_t scratch_tiles5(size_t n) { return tiles_of(n, SCAN5_TILE) * sizeof(unsigned long long) + 64; }
 
+/* ---------------------------------------------------------------- every version */
+
+/* version 0: CUB, in scan_cub.cu, which takes the element type as SCAN_INT or SCAN_FLOAT */
+static int scan_type_of(const int *) { return SCAN_INT; }
+static int scan_type_of(const float *) { return SCAN_FLOAT; }
 template <typename T>
-static cudaError_t scan_t(int version, int type, int exclusive, const T *in, T *out, size_t n, void *scratch,
-                          size_t bytes)
+static cudaError_t launch0(int exclusive, const T *in, T *out, size_t n, void *scratch, size_t bytes)
 {
-    size_t tiles = tiles_of(n, SCAN_TILE);
-    switch (version) {
-    case 0: /* scan_cub.cu */
-        return scan_cub(type, exclusive, in, out, n, scratch, bytes);
-    case 1:
-    case 2: return scan_propagate<T>(version, in, out, n, exclusive, (T *)scratch);
-    case 3: {
-        T *sums = (T *)scratch;
-        scan_kernel3_tile_sums<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, n, sums);
-        scan_kernel3_scan_sums<T><<<1, SCAN_TILE_THREADS>>>(sums, tiles);
-        scan_kernel3<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, out, n, sums, exclusive);
-        return cudaGetLastError();
-    }
-    case 4: {
-        unsigned long long *status = (unsigned long long *)scratch;
-        unsigned int *counter = (unsigned int *)(status + tiles);
-        cudaError_t e = cudaMemsetAsync(scratch, 0, tiles * sizeof(unsigned long long) + sizeof(unsigned int), 0);
-        if (e) return e;
-        scan_kernel4<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, out, n, exclusive, status, counter);
-        return cudaGetLastError();
-    }
-    case 5: {
-        size_t tiles5 = tiles_of(n, SCAN5_TILE);
-        unsigned long long *status = (unsigned long long *)scratch;
-        unsigned int *counter = (unsigned int *)(status + tiles5);
-        cudaError_t e = cudaMemsetAsync(scratch, 0, tiles5 * sizeof(unsigned long long) + sizeof(unsigned int), 0);
-        if (e) return e;
-        scan_kernel5<T><<<(unsigned int)tiles5, SCAN5_THREADS>>>(in, out, n, exclusive, status, counter);
-        return cudaGetLastError();
-    }
-    default: return cudaErrorInvalidValue;
-    }
+    return scan_cub(scan_type_of(in), exclusive, in, out, n, scratch, bytes);
 }
+
+/* scan_versions<T>::run[v] runs version v on elements of type T; scratch[v] gives the bytes of
+ * device scratch it needs for n elements. To add a version: its kernel and launcher above, an
+ * entry in each table, SCAN_VERSIONS, and a row in scan.c's table. */
+template <typename T> struct scan_versions {
+    typedef cudaError_t (*launcher)(int, const T *, T *, size_t, void *, size_t);
+    static constexpr launcher run[] = {launch0<T>, launch1<T>, launch2<T>, launch3<T>, launch4<T>, launch5<T>};
+};
+static_assert(sizeof scan_versions<int>::run / sizeof scan_versions<int>::run[0] == SCAN_VERSIONS,
+              "one launcher per version: SCAN_VERSIONS in scan_kernels.h");
+static size_t (*const scratch[])(size_t) = {scan_cub_scratch_bytes, scratch_propagate, scratch_propagate,
+                                            scratch_tiles,          scratch_tiles,     scratch_tiles5};
+static_assert(sizeof scratch / sizeof scratch[0] == SCAN_VERSIONS, "one scratch size per version");
 
 extern "C" size_t scan_scratch_bytes(int version, size_t n)
 {
-    if (version == 0) return scan_cub_scratch_bytes(n); /* scan_cub.cu */
-    if (version <= 2) return 4 * (tiles_of(n, 1024) + tiles_of(n, 1024 * 1024) + 64);
-    if (version <= 4) return tiles_of(n, SCAN_TILE) * sizeof(unsigned long long) + 64;
-    return tiles_of(n, SCAN5_TILE) * sizeof(unsigned long long) + 64;
+    return version < 0 || version >= SCAN_VERSIONS ? 0 : scratch[version](n);
 }
 
 extern "C" cudaError_t scan_launch(int version, int type, int exclusive, const void *d_in, void *d_out, size_t n,
                                    void *d_scratch, size_t scratch_bytes)
 {
+    if (version < 0 || version >= SCAN_VERSIONS) return cudaErrorInvalidValue;
     if (type == SCAN_INT)
-        return scan_t<int>(version, type, exclusive, (const int *)d_in, (int *)d_out, n, d_scratch, scratch_bytes);
-    return scan_t<float>(version, type, exclusive, (const float *)d_in, (float *)d_out, n, d_scratch, scratch_bytes);
+        return scan_versions<int>::run[version](exclusive, (const int *)d_in, (int *)d_out, n, d_scratch, scratch_bytes);
+    return scan_versions<float>::run[version](exclusive, (const float *)d_in, (float *)d_out, n, d_scratch,
+                                              scratch_bytes);
 }
