@@ -185,12 +185,13 @@ double gradcheck(trainer *t, const dataset *train, int rows, cudaStream_t s, int
             }
         }
     }
-    if (!quiet)
+    if (!quiet) {
         printf("gradcheck: %zu of %zu parameters (every layer's W and b: all, or %d at random) on %d samples, max "
-               "relative error %.2e (finite differences of the CPU's double-precision loss, h = 1e-5)%s\n",
-               checked, net->n_params, GRADCHECK_PER_BLOCK, rows, worst,
-               kinks ? "; at a ReLU kink, against the one-sided difference the gradient takes:" : "");
-    if (!quiet && kinks) printf("gradcheck: %zu parameters at a kink\n", kinks);
+               "relative error %.2e (finite differences of the CPU's double-precision loss, h = 1e-5)",
+               checked, net->n_params, GRADCHECK_PER_BLOCK, rows, worst);
+        if (kinks) printf("; %zu at a ReLU kink, against the one-sided difference their gradient takes", kinks);
+        printf("\n");
+    }
     /* a check that met kinks nearly everywhere compared little: then it fails, whatever matched */
     if (kinks * 4 > checked) {
         if (!quiet) printf("gradcheck: more than a quarter of the parameters at a kink: not a check\n");

@@ -280,8 +280,6 @@ template <typename T> static cudaError_t launch3(int exclusive, const T *in, T *
     scan_kernel3<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, out, n, sums, exclusive);
     return cudaGetLastError();
 }
-/* versions 3 and 4: a word per tile (3's sums, 4's published status) */
-static size_t scratch_tiles(size_t n) { return tiles_of(n, SCAN_TILE) * sizeof(unsigned long long) + 64; }
 
 /* ---------------------------------------------------------------- 4: decoupled look-back */
 
@@ -365,16 +363,26 @@ __global__ void __launch_bounds__(SCAN_TILE_THREADS)
     scan_store_tile(out, base, n, s, add(s_prefix, mine), exclusive);
 }
 
-/* the tiles' status words and the tile counter zeroed, then one launch */
-template <typename T> static cudaError_t launch4(int exclusive, const T *in, T *out, size_t n, void *scratch, size_t)
+/* The launcher of the look-back versions (4 and 5): the tiles' status words and the tile
+ * counter zeroed in the scratch area, then one launch of the version's kernel, a block a tile */
+template <typename T>
+static cudaError_t scan_lookback(void (*kernel)(const T *, T *, size_t, int, unsigned long long *, unsigned int *),
+                                 size_t tile, int threads, int exclusive, const T *in, T *out, size_t n, void *scratch)
 {
-    size_t tiles = tiles_of(n, SCAN_TILE);
+    size_t tiles = tiles_of(n, tile);
     unsigned long long *status = (unsigned long long *)scratch;
     unsigned int *counter = (unsigned int *)(status + tiles);
     cudaError_t e = cudaMemsetAsync(scratch, 0, tiles * sizeof(unsigned long long) + sizeof(unsigned int), 0);
     if (e) return e;
-    scan_kernel4<T><<<(unsigned int)tiles, SCAN_TILE_THREADS>>>(in, out, n, exclusive, status, counter);
+    kernel<<<(unsigned int)tiles, threads>>>(in, out, n, exclusive, status, counter);
     return cudaGetLastError();
+}
+/* its scratch: a status word a tile, and the counter */
+static size_t lookback_scratch(size_t n, size_t tile) { return tiles_of(n, tile) * sizeof(unsigned long long) + 64; }
+
+template <typename T> static cudaError_t launch4(int exclusive, const T *in, T *out, size_t n, void *scratch, size_t)
+{
+    return scan_lookback<T>(scan_kernel4<T>, SCAN_TILE, SCAN_TILE_THREADS, exclusive, in, out, n, scratch);
 }
 
 /* ---------------------------------------------------------------- 5: look-back, tuned */
@@ -520,15 +528,11 @@ __global__ void __launch_bounds__(SCAN5_THREADS, SCAN_MIN_BLOCKS)
 
 template <typename T> static cudaError_t launch5(int exclusive, const T *in, T *out, size_t n, void *scratch, size_t)
 {
-    size_t tiles = tiles_of(n, SCAN5_TILE);
-    unsigned long long *status = (unsigned long long *)scratch;
-    unsigned int *counter = (unsigned int *)(status + tiles);
-    cudaError_t e = cudaMemsetAsync(scratch, 0, tiles * sizeof(unsigned long long) + sizeof(unsigned int), 0);
-    if (e) return e;
-    scan_kernel5<T><<<(unsigned int)tiles, SCAN5_THREADS>>>(in, out, n, exclusive, status, counter);
-    return cudaGetLastError();
+    return scan_lookback<T>(scan_kernel5<T>, SCAN5_TILE, SCAN5_THREADS, exclusive, in, out, n, scratch);
 }
-static size_t scratch_tiles5(size_t n) { return tiles_of(n, SCAN5_TILE) * sizeof(unsigned long long) + 64; }
+/* versions 3 and 4: a word per tile of SCAN_TILE (3's sums, 4's status); 5: per tile of its own */
+static size_t scratch_tiles(size_t n) { return lookback_scratch(n, SCAN_TILE); }
+static size_t scratch_tiles5(size_t n) { return lookback_scratch(n, SCAN5_TILE); }
 
 /* ---------------------------------------------------------------- every version */
 
