@@ -120,7 +120,11 @@ mutant "dnn --tf32 on the cuBLAS path left pedantic" dnn_net.c \
 # the two paths train to the same weights (their sums only run in other orders)
 gpu_check_large ./dnn --compare-paths --epochs 20
 gpu_check_large ./dnn --compare-paths --epochs 20 --adam --act sigmoid --layers 4,9,3
-gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3
+# 64-300-10 on digits: ReLU for one epoch; three epochs with the sigmoid (with ReLU a
+# pre-activation within rounding of 0 can fall on the other side of the kink on the other path,
+# and from that step on the paths differ by a gradient term, not by rounding: ch09 NOTES)
+gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 1
+gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3 --act sigmoid
 gpu_check_large ./dnn --compare-paths --data ../datasets/digits.csv --layers 64,300,10 --epochs 3 --adam --batch 100
 # under the sanitizer: the gradient checks above with the default, a deep and a 40-class net
 # on each path, both paths trained side by side for two epochs, and the fused GEMMs with split K
