@@ -29,6 +29,7 @@
  * No tensor cores: every product is an FFMA on the FP32 cores, like cuBLAS's default sgemm.
  */
 #include "matmul_kernels.h"
+#include "lb_tensor_core.cuh" /* cp.async */
 
 #ifndef TILE
 #define TILE 16 /* version 2's tile edge; make TILE=32 rebuilds with 32 */
@@ -371,31 +372,11 @@ __device__ __forceinline__ void block_coords(int &pid_m, int &pid_n)
     pid_n = (pid % per_group) / rows;
 }
 
-/* cp.async (sm_80+): the copy engine moves global memory straight to shared memory, no
- * registers in between, and the thread goes on. src_bytes < size fills the rest with
- * zeros: that is how out-of-range elements become 0 without a branch.
- * A build for an older GPU (make ARCH=sm_75) has no cp.async: there these helpers stop the
- * kernel, and version 6 is listed as unavailable (its min_sm in matmul.c), so it never runs. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define MATMUL_CP_ASYNC(...) __trap()
-#else
-#define MATMUL_CP_ASYNC(...) asm volatile(__VA_ARGS__)
-#endif
-__device__ __forceinline__ void cp_async16(float *smem, const float *gmem, int src_bytes)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    MATMUL_CP_ASYNC("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async4(float *smem, const float *gmem, int src_bytes)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    MATMUL_CP_ASYNC("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { MATMUL_CP_ASYNC("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_async_wait()
-{
-    MATMUL_CP_ASYNC("cp.async.wait_group %0;\n" ::"n"(N));
-}
+/* cp.async (sm_80+, lb_tensor_core.cuh): the copy engine moves global memory straight to shared
+ * memory, no registers in between, and the thread goes on. src_bytes < size fills the rest with
+ * zeros: that is how out-of-range elements become 0 without a branch. A build for an older GPU
+ * (make ARCH=sm_75) has no cp.async: there the wrappers stop the kernel, and versions 6 and up
+ * are listed as unavailable (their min_sm in matmul.c), so they never run. */
 
 /* Copy 4 floats p[r][c..c+3] of a rows x cols matrix to dst, zeros outside. */
 template <bool VEC> __device__ __forceinline__ void copy4(float *dst, const float *p, int r, int c, int rows, int cols)

@@ -12,6 +12,7 @@
  */
 #include "dnn_fused_kernels.h"
 #include "dnn_math.cuh" /* activate, activate_grad, sgd_update, adam_update */
+#include "lb_tensor_core.cuh" /* to_tf32, mma_tf32 */
 
 #define FUSED_BK 16
 
@@ -113,27 +114,8 @@ __device__ __forceinline__ void epilogue_row(const fused_gemm &p, int m, const i
     }
 }
 
-/* TF32 tensor cores (sm_80 and newer): D = A B + C on a 16 x 8 tile, k = 8, by one warp.
- * Fragments (g = lane / 4, t = lane % 4): A holds (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4);
- * B holds (t, g), (t + 4, g); C and D hold (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1). */
-__device__ __forceinline__ unsigned to_tf32(float x)
-{
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)); /* round to 10 mantissa bits */
-    return r;
-}
-__device__ __forceinline__ void mma_tf32(float *c0, float *c1, float *c2, float *c3, const unsigned *a,
-                                         const unsigned *b)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(*c0), "+f"(*c1), "+f"(*c2), "+f"(*c3)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    __trap(); /* not built for this GPU: fused_gemm_launch refuses TF32 below sm_80 */
-#endif
-}
+/* TF32 tensor cores (sm_80 and newer, lb_tensor_core.cuh): mma_tf32 is D = A B + C on a 16 x 8
+ * tile, k = 8, by one warp, on operands rounded by to_tf32; its comment gives the fragments. */
 
 template <int BM, int BN, int QM, int QN, bool TF32>
 __global__ void __launch_bounds__((BM / (4 * QM)) * (BN / (4 * QN)))

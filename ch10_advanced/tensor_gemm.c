@@ -77,8 +77,9 @@ static cudaError_t run_kernel(void *ctx)
     return tensor_gemm_launch(j->version, &j->g);
 }
 
-/* Every version, once (tensor_gemm_kernels.cu has the kernels, in the same order). To add
- * one: the kernel and its case in tensor_gemm_launch, TENSOR_GEMM_VERSIONS, and a row here. */
+/* Every version, once (tensor_gemm_kernels.cu has 1-2, tensor_gemm_hopper.cu 3-9, in the same
+ * order). To add one: its kernel and launcher with a row in tensor_gemm_kernels.cu's
+ * launchers[], TENSOR_GEMM_VERSIONS, and a row here. */
 static const lb_version versions[] = {
     {0, "cublas", "cuBLAS GemmEx (bf16/tf32)", LB_OLDEST_SM, run_cublas},
     {1, "wmma", "wmma, warp per 16x16, global", 80, run_kernel},
@@ -213,7 +214,7 @@ int main(int argc, char **argv)
     /* ---- check and time each version; cuBLAS (version 0) always, first: checked against the
      * CPU, its C is then the reference for every kernel, and its time the baseline */
     for (int v = 0; v < TENSOR_GEMM_VERSIONS; v++) {
-        if (v > 0 && !lb_version_runs(&program, &args, &gpu, v, tensor_gemm_unavailable(v, type))) continue;
+        if (v > 0 && !lb_version_runs(&program, &args, &gpu, v, tensor_gemm_unavailable(v, type, N))) continue;
         job.version = v;
         lb_poison_device(job.g.c, sizeof(float) * c_n); /* NaN: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));

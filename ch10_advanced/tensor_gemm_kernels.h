@@ -1,4 +1,5 @@
-/* tensor_gemm_kernels.h - launchers for tensor_gemm_kernels.cu (callable from C).
+/* tensor_gemm_kernels.h - launchers for tensor_gemm_kernels.cu and tensor_gemm_hopper.cu (callable
+ * from C).
  *
  * C = A B on the tensor cores: A is (M,K) row-major, B is (K,N) column-major (stored as N rows
  * of K), C is (M,N) row-major fp32. A and B are bf16 (or fp32 read as tf32) in zero-padded
@@ -25,21 +26,21 @@ typedef struct {
     float *c;          /* (m, n), row-major, not padded */
     int m, n, k;
     int mp, np, kp;
-    void *prepared; /* tensor maps and launch facts (tensor_gemm_prepare), NULL before */
+    void *prepared; /* versions 3-9's tensor maps (tensor_gemm_prepare), NULL before */
 } tg_gemm;
 
-/* Make the TMA tensor maps for versions 3-9 (through the driver's cuTensorMapEncodeTiled) and
- * raise their kernels' shared-memory limits: once per set of buffers, outside any timing. On
- * builds without the Hopper versions it only records the device's multiprocessor count. */
+/* Make the TMA tensor maps for versions 3-9 (through the driver's cuTensorMapEncodeTiled): once
+ * per set of buffers, outside any timing. Where they cannot run it does nothing. */
 cudaError_t tensor_gemm_prepare(tg_gemm *g);
 void tensor_gemm_release(tg_gemm *g);
 
 /* Launch version 1..TENSOR_GEMM_VERSIONS-1 on stream 0; returns the launch error. */
 cudaError_t tensor_gemm_launch(int version, const tg_gemm *g);
 
-/* NULL when `version` can run here with this input type, else the reason it cannot ("bf16
- * only", "wgmma needs sm_90a: ..."). Needs the current device (after lb_gpu_init). */
-const char *tensor_gemm_unavailable(int version, tg_type type);
+/* NULL when `version` can run here with this input type and N, else the reason it cannot ("bf16
+ * only", "wgmma is Hopper's alone ...", version 9's "N a multiple of 4"). Needs the current device
+ * (after lb_gpu_init). */
+const char *tensor_gemm_unavailable(int version, tg_type type, int n);
 
 /* The shape of a version's work: the block tile (rows x columns), threads per block, pipeline
  * stages and dynamic shared memory bytes, for the table and the README. */
@@ -47,6 +48,22 @@ typedef struct {
     int tile_m, tile_n, tile_k, threads, stages, smem_bytes;
 } tg_shape;
 tg_shape tensor_gemm_shape(int version, tg_type type);
+
+/* tensor_gemm_hopper.cu: versions 3-9 (sm_90a), for tensor_gemm_kernels.cu's table of
+ * launchers; a program calls tensor_gemm_launch, _prepare, _unavailable and _shape above */
+cudaError_t tensor_gemm_launch3(const tg_gemm *g);
+cudaError_t tensor_gemm_launch4(const tg_gemm *g);
+cudaError_t tensor_gemm_launch5(const tg_gemm *g);
+cudaError_t tensor_gemm_launch6(const tg_gemm *g);
+cudaError_t tensor_gemm_launch7(const tg_gemm *g);
+cudaError_t tensor_gemm_launch8(const tg_gemm *g);
+cudaError_t tensor_gemm_launch9(const tg_gemm *g);
+tg_shape tensor_gemm_shape3(tg_type type);
+tg_shape tensor_gemm_shape_ws(tg_type type); /* versions 4-8 */
+tg_shape tensor_gemm_shape9(tg_type type);
+cudaError_t tensor_gemm_hopper_prepare(tg_gemm *g);                 /* the tensor maps of A, B and C */
+const char *tensor_gemm_hopper_unavailable(tg_type type, int n);    /* lb_sm90a_unavailable's answer */
+const char *tensor_gemm_tma_store_unavailable(tg_type type, int n); /* and version 9's N */
 
 #ifdef __cplusplus
 }

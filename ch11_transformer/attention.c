@@ -12,7 +12,7 @@
  * versions: the table versions[] below (0 cuBLAS + our softmax, 1 naive, 2 flash in fp32 on the
  * CUDA cores, 3 mma.sync, 4 wgmma with TMA, 5 FlashAttention-3's schedule, 6 5 persistent), listed by
  * ./attention --help; the kernels are in
- * attention_kernels.cu. TFLOP/s counts 4 B H S^2 D, halved when causal (the products a causal
+ * attention_kernels.cu (0-3) and attention_hopper.cu (4-6, sm_90a). TFLOP/s counts 4 B H S^2 D, halved when causal (the products a causal
  * attention needs), for every version alike.
  * Checked: rows of O (all of them when the CPU can afford it, else a random row in every band
  * of 64 queries of every head, and each head's first row) against the CPU in double, within a
@@ -72,7 +72,8 @@ static cudaError_t run_kernel(void *ctx)
 }
 
 /* Every version: number, RESULT name, title, oldest GPU, what runs it. To add one: its kernel
- * and launcher case in attention_kernels.cu, ATTENTION_VERSIONS, and a row here. */
+ * and launcher in attention_kernels.cu (or attention_hopper.cu) with a row in its launchers[],
+ * ATTENTION_VERSIONS, and a row here. */
 static const lb_version versions[] = {
     {0, "cublas", "cuBLAS, S in memory, our softmax", 80, run_library},
     {1, "naive", "a thread per query, fp32", LB_OLDEST_SM, run_kernel},

@@ -1,4 +1,4 @@
-/* attention_kernels.h - launchers for attention_kernels.cu (callable from C).
+/* attention_kernels.h - launchers for attention_kernels.cu and attention_hopper.cu (callable from C).
  *
  * O = softmax(Q K^T / sqrt(D)) V for every batch and head: Q, K, V and O are bf16 (the bits in
  * uint16), each (B, H, S, D) contiguous, so that head (b, h) is an S x D row-major matrix at
@@ -34,15 +34,22 @@ cudaError_t attention_launch(int v, const attention_problem *p);
  * when causal, into probabilities as bf16 (the second product's input). */
 cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long long rows, int seq, int causal);
 
-/* Versions 4-6 need tensor maps of Q, K and V (made through the driver's cuTensorMapEncodeTiled)
- * and its kernel's shared-memory limit raised: once per set of buffers, outside the timing.
- * Elsewhere it does nothing. */
+/* Versions 4-6 need tensor maps of Q, K and V (made through the driver's cuTensorMapEncodeTiled):
+ * once per set of buffers, outside the timing. Where they cannot run it does nothing. */
 cudaError_t attention_prepare(attention_problem *p);
 void attention_release(attention_problem *p);
 
 /* NULL when version v (0..6) can run on this GPU with this build, else the reason it cannot. Needs the
  * current device (after lb_gpu_init). */
 const char *attention_unavailable(int v);
+
+/* attention_hopper.cu: versions 4-6 (sm_90a), for attention_kernels.cu's table of launchers;
+ * a program calls attention_launch, attention_prepare and attention_unavailable above */
+cudaError_t attention_launch4(const attention_problem *p);
+cudaError_t attention_launch5(const attention_problem *p);
+cudaError_t attention_launch6(const attention_problem *p);
+cudaError_t attention_hopper_prepare(attention_problem *p); /* the tensor maps of Q, K and V */
+const char *attention_hopper_unavailable(void);             /* lb_sm90a_unavailable's answer */
 
 #ifdef __cplusplus
 }

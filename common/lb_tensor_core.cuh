@@ -7,39 +7,82 @@
  *   on bf16 with fp32 accumulators
  *   sm_90: mbarrier (arrivals and transaction bytes), TMA (the copy engine: a box of a tensor
  *   map into shared memory), clusters
- *   sm_90a (Hopper's own target): wgmma's descriptors, fence, commit and wait; the wgmma
- *   instructions themselves stay with the kernels, whose shapes they name
+ *   sm_90a (Hopper's own target): wgmma's descriptors (lb_tensor_core_plain.cuh), fence, commit and
+ *   wait, and the wgmma instructions, one function per shape the book uses
+ *   any GPU: ex2.approx (2^x on the special function unit)
  *   host: the driver's tensor-map encoder, looked up through the runtime
+ * Every inline PTX of the book's kernels (ch04's matmul, ch09's fused GEMM, ch10's tensor_gemm,
+ * ch11's attention) is here: tests/emu has a twin of this header, the same declarations with
+ * emulated bodies, which its build finds first, so the kernels files compile on CPU threads as
+ * they are written. A wrapper with no twin there fails that build.
  * Each is defined for every target and assembled only where a kernel uses it: a kernel compiled
  * for an older GPU than its instructions need fails in ptxas, so such a kernel's body sits under
- * an #if on __CUDA_ARCH__ (or __CUDA_ARCH_FEAT_SM90_ALL for sm_90a).
+ * #if LB_SM80 or LB_SM90A (below). The cp.async wrappers stop the kernel below sm_80 instead
+ * (__trap), so that matmul's versions built into every target compile there and never run.
  */
 #ifndef LB_TENSOR_CORE_CUH
 #define LB_TENSOR_CORE_CUH
 #include <cuda.h> /* CUtensorMap (a type only: nothing links libcuda) */
 #include <stdint.h>
 
+/* device code for sm_80 and newer (cp.async, ldmatrix, mma.sync), and for sm_90a (wgmma,
+ * setmaxnreg): the kernels' bodies that need them sit under #if LB_SM80 / #if LB_SM90A */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define LB_SM80 1
+#endif
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define LB_SM90A 1
+#endif
+/* the cp.async wrappers' instruction, or a stop below sm_80 (no cp.async there) */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define LB_CP_ASYNC(...) __trap()
+#else
+#define LB_CP_ASYNC(...) asm volatile(__VA_ARGS__)
+#endif
+
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* ================================================================ any GPU: the special function unit */
+/* 2^x, subnormal results flushed to 0 (exp2f would add a scaling around it for them: 2 FMULs and
+ * a compare an exponential) */
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 
 /* ================================================================ sm_80: cp.async, ldmatrix, mma.sync */
 /* 16 bytes from global to shared memory, asynchronously (cp.async.cg: cached in L2 only) */
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
+    LB_CP_ASYNC("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
 }
 /* The same, or 16 zero bytes when !valid (the source size 0: nothing is read, so gmem may point
  * past the end of the data; it must still be a valid address form) */
 __device__ __forceinline__ void cp_async16_or_zero(void *smem, const void *gmem, bool valid)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
-                 "r"(valid ? 16 : 0));
+    LB_CP_ASYNC("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+                "r"(valid ? 16 : 0));
+}
+/* 16 bytes of which the first src_bytes are read and the rest are zeros (out-of-range elements
+ * become 0 without a branch); and 4 bytes the same way (cp.async.ca: cached in L1 too) */
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes)
+{
+    LB_CP_ASYNC("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+                "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async4(void *smem, const void *gmem, int src_bytes)
+{
+    LB_CP_ASYNC("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+                "r"(src_bytes));
 }
 /* close the group of this thread's cp.async issued since the last commit */
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+__device__ __forceinline__ void cp_async_commit() { LB_CP_ASYNC("cp.async.commit_group;\n"); }
 /* wait until at most `pending` of this thread's groups are still in flight */
 template <int pending> __device__ __forceinline__ void cp_async_wait()
 {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+    LB_CP_ASYNC("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
 /* Four 8x8 bf16 matrices from shared memory, one per group of 8 lanes' row addresses: lane t
@@ -69,6 +112,30 @@ __device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], const
                  "{%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* TF32 (sm_80 and newer): a float rounded to 10 bits of fraction (to nearest, ties away), in a
+ * register as mma.sync's tf32 operands want it */
+__device__ __forceinline__ uint32_t to_tf32(float x)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+/* d += a b for one 16x8 tile, k = 8, tf32: a is 4 registers, b 2, d 4 floats (c0..c3). Lane t
+ * (g = t/4, q = t%4) holds a at (g, q), (g + 8, q), (g, q + 4), (g + 8, q + 4); b at (q, g),
+ * (q + 4, g); d at (g, 2q), (g, 2q + 1), (g + 8, 2q), (g + 8, 2q + 1). */
+__device__ __forceinline__ void mma_tf32(float *c0, float *c1, float *c2, float *c3, const uint32_t *a,
+                                         const uint32_t *b)
+{
+#if LB_SM80
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(*c0), "+f"(*c1), "+f"(*c2), "+f"(*c3)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    __trap(); /* not built for this GPU: the launcher refuses TF32 below sm_80 */
+#endif
 }
 
 /* ================================================================ sm_90: mbarrier, TMA, clusters */
@@ -207,37 +274,6 @@ __device__ __forceinline__ void cluster_sync()
 }
 
 /* ================================================================ sm_90a: wgmma's operands and groups */
-/* ---- wgmma operands: a 64-bit descriptor of a tile in shared memory with the 128-byte
- * swizzle. Rows are 128 bytes; 8 rows (1024 bytes, one swizzle atom) repeat with stride 1024.
- *   bits  0-13  start address / 16
- *   bits 16-29  leading byte offset / 16
- *   bits 32-45  stride byte offset / 16
- *   bits 62-63  swizzle mode: 1 = 128-byte
- * K-major (K contiguous, the layout of A and of B untransposed): the stride byte offset is 1024,
- * from one 8-row group to the next, and the leading one is unused (1 by convention). Stepping k
- * inside the tile adds 32 bytes to the start: the hardware applies the swizzle to the address
- * it computes, so a tile must start 1024-byte aligned. */
-__device__ __forceinline__ uint64_t wgmma_desc(const void *smem)
-{
-    uint64_t d = (uint64_t)((smem_addr(smem) & 0x3FFFF) >> 4);
-    d |= (uint64_t)1 << 16;
-    d |= (uint64_t)(1024 >> 4) << 32;
-    d |= (uint64_t)1 << 62;
-    return d;
-}
-/* MN-major (N contiguous: a B operand read transposed, as V in attention, rows of 128 bytes =
- * 64 bf16 along N, one row per k): 8 rows of k (1024 bytes) repeat with stride 1024 along K (the
- * stride byte offset), and the next 64 columns of N lie `n_chunk_bytes` further (the leading
- * byte offset). A k16 step is two 8-row groups: 2048 bytes further. */
-__device__ __forceinline__ uint64_t wgmma_desc_mn(const void *smem, uint32_t n_chunk_bytes)
-{
-    uint64_t d = (uint64_t)((smem_addr(smem) & 0x3FFFF) >> 4);
-    d |= (uint64_t)((n_chunk_bytes >> 4) & 0x3FFF) << 16;
-    d |= (uint64_t)(1024 >> 4) << 32;
-    d |= (uint64_t)1 << 62;
-    return d;
-}
-
 /* setmaxnreg (sm_90a): a warpgroup gives back registers it does not need (a producer) or takes
  * them (consumers with large accumulators); every thread of the warpgroup executes it */
 template <int regs> __device__ __forceinline__ void setmaxnreg_dec()
@@ -257,6 +293,82 @@ template <int pending> __device__ __forceinline__ void wgmma_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(pending) : "memory");
 }
 
+/* ---- the wgmma instructions, one per shape the book uses: d (64 x N, fp32, in the 128 threads of
+ * a warpgroup, N/2 registers each) = or += A (64 x k) B (k x N). Each thread holds d[4j + e] at
+ * row 16w + g (+ 8 when e >= 2), column 8j + 2q + (e & 1), for warp w of the group and lane 4g + q.
+ *   _ss: A and B from shared-memory descriptors, both K-major (K contiguous);
+ *   _rs_bt: A from registers (four a thread, the layout of mma.sync's A), B from a descriptor
+ *   read transposed (MN-major: N contiguous, as V in attention).
+ * accumulate 0 overwrites d (a tile's first k step); the forms without it always add. */
+#define LB_WG_R32                                                                                               \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, " \
+    "%23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define LB_WG_R64                                                                                               \
+    LB_WG_R32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "   \
+              "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define LB_WG_R128                                                                                      \
+    LB_WG_R64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "      \
+              "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "        \
+              "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, "   \
+              "%111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, " \
+              "%126, %127"
+#define LB_WG_D8(i)                                                                                             \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+        "+f"(d[i + 7])
+#define LB_WG_D32 LB_WG_D8(0), LB_WG_D8(8), LB_WG_D8(16), LB_WG_D8(24)
+#define LB_WG_D64 LB_WG_D32, LB_WG_D8(32), LB_WG_D8(40), LB_WG_D8(48), LB_WG_D8(56)
+#define LB_WG_D128 \
+    LB_WG_D64, LB_WG_D8(64), LB_WG_D8(72), LB_WG_D8(80), LB_WG_D8(88), LB_WG_D8(96), LB_WG_D8(104), LB_WG_D8(112), LB_WG_D8(120)
+
+/* bf16, 64 x 128 x 16 (attention's S = Q K^T) */
+__device__ __forceinline__ void wgmma_m64n128k16_bf16_ss(float d[64], uint64_t da, uint64_t db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" LB_WG_R64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : LB_WG_D64
+                 : "l"(da), "l"(db), "r"(accumulate));
+}
+/* bf16, 64 x 256 x 16 (tensor_gemm's tile) */
+__device__ __forceinline__ void wgmma_m64n256k16_bf16_ss(float d[128], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" LB_WG_R128 "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : LB_WG_D128
+                 : "l"(da), "l"(db), "r"(1));
+}
+/* tf32, 64 x 256 x 8 (tensor_gemm's tile on floats; tf32 has no transpose flags: K-major only) */
+__device__ __forceinline__ void wgmma_m64n256k8_tf32_ss(float d[128], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" LB_WG_R128 "}, %128, %129, p, 1, 1;\n}\n"
+                 : LB_WG_D128
+                 : "l"(da), "l"(db), "r"(1));
+}
+/* bf16, 64 x 128 x 16 and 64 x 64 x 16, A from registers, B transposed (attention's O += P V) */
+__device__ __forceinline__ void wgmma_m64n128k16_bf16_rs_bt(float d[64], const uint32_t a[4], uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" LB_WG_R64
+                 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 : LB_WG_D64
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wgmma_m64n64k16_bf16_rs_bt(float d[32], const uint32_t a[4], uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" LB_WG_R32
+                 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : LB_WG_D32
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+/* After a wgmma wait: the compiler may not move reads or writes of these N registers across this
+ * point (an empty asm that "changes" each), so nothing touches them while the tensor cores may */
+template <int N> __device__ __forceinline__ void wgmma_settle(float *r)
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+
 /* ================================================================ host: the tensor maps' encoder */
 
 /* cuTensorMapEncodeTiled is a driver function: reached through the runtime's entry-point lookup,
@@ -274,5 +386,8 @@ static inline cudaError_t lb_tensor_map_encoder(lb_encode_tiled_fn *encode)
     *encode = (lb_encode_tiled_fn)fn;
     return e;
 }
+
+/* wgmma_desc, wgmma_desc_mn, lb_tensor_map: plain C++ over smem_addr and the encoder above */
+#include "lb_tensor_core_plain.cuh"
 
 #endif

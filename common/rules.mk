@@ -2,7 +2,7 @@
 #
 # A chapter Makefile lists its programs and includes this file:
 #
-#     PROGS := vecadd mandelbrot          # each from prog.c (+ prog_kernels.cu if it exists)
+#     PROGS := vecadd mandelbrot          # each from prog.c (+ prog_kernels.cu, prog_hopper.cu if they exist)
 #     CFLAGS_mandelbrot := -fopenmp       # extra gcc flags for one program's host file
 #     LIBS_mandelbrot   := -lgomp         # extra libraries for one program (e.g. -lcublas)
 #     NVCCFLAGS_prog    := -rdc=true      # extra nvcc flags for one program's kernels
@@ -113,8 +113,16 @@ $(OPTIONAL_COMMON_OBJS): %.o: $(COMMON_DIR)/%.c $(COMMON_DIR)/%.h $(HOST_DEPS)
 %.o: %.c $(HOST_DEPS) $(wildcard *.h)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(CFLAGS_$*) -c $< -o $@
 
-%_kernels.o: %_kernels.cu %_kernels.h $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_tensor_core.cuh .build-flags-nvcc
+%_kernels.o: %_kernels.cu %_kernels.h $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_tensor_core.cuh $(COMMON_DIR)/lb_tensor_core_plain.cuh .build-flags-nvcc
 	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) $(NVCCFLAGS_$*) -c $< -o $@
+
+# a program's versions for Hopper alone (prog_hopper.cu: wgmma, setmaxnreg, TMA), compiled for
+# sm_90a, Hopper's own target, whatever ARCH is: no later GPU runs sm_90a's machine code, so its
+# PTX would help none, and on any GPU but an sm_90 the program lists those versions as skipped
+# (lb_sm90a_unavailable). The portable kernels file is built for ARCH with its PTX.
+HOPPER_GENCODE := -gencode arch=compute_90a,code=sm_90a
+%_hopper.o: %_hopper.cu %_kernels.h $(COMMON_DIR)/labbook.h $(COMMON_DIR)/lb_tensor_core.cuh $(COMMON_DIR)/lb_tensor_core_plain.cuh .build-flags-nvcc
+	$(NVCC) $(CPPFLAGS) $(filter-out $(GENCODE),$(NVCCFLAGS)) $(HOPPER_GENCODE) $(NVCCFLAGS_$*) -c $< -o $@
 
 # a program's library baseline in a file of its own (reduce_cub.cu: CUB's headers take most of a
 # build's time), listed in OBJS_prog: compiled once, not again for an edit of the kernels or a
@@ -122,10 +130,10 @@ $(OPTIONAL_COMMON_OBJS): %.o: $(COMMON_DIR)/%.c $(COMMON_DIR)/%.h $(HOST_DEPS)
 %_cub.o: %_cub.cu %_kernels.h .build-flags-nvcc-lib
 	$(NVCC) $(CPPFLAGS) $(filter-out $(TUNABLE_DEFS),$(NVCCFLAGS)) $(NVCCFLAGS_$*) -c $< -o $@
 
-# prog: prog.o [OBJS_prog] [prog_kernels.o] + common, linked by nvcc (static cudart, device
-# link if -rdc)
+# prog: prog.o [OBJS_prog] [prog_kernels.o] [prog_hopper.o] + common, linked by nvcc (static
+# cudart, device link if -rdc)
 define PROG_RULE
-$(1): $(1).o $(OBJS_$(1)) $(if $(wildcard $(1)_kernels.cu),$(1)_kernels.o) $(COMMON_OBJS)
+$(1): $(1).o $(OBJS_$(1)) $(if $(wildcard $(1)_kernels.cu),$(1)_kernels.o) $(if $(wildcard $(1)_hopper.cu),$(1)_hopper.o) $(COMMON_OBJS)
 	$$(NVCC) $$(GENCODE) $$(NVCCFLAGS_$(1)) $$^ -o $$@ $$(LIBS_$(1)) $$(LDLIBS)
 endef
 $(foreach p,$(PROGS),$(eval $(call PROG_RULE,$(p))))

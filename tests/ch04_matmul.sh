@@ -120,5 +120,5 @@ gpu_expect 0 "boards_streams" ./life --boards 4 --size 64 --gens 20 --iters 2
 # --help and (with a GPU) pass with it; a half-done edit must stop the build
 if [ $SANITIZE = 0 ]; then
     want=0; [ $HAVE_GPU = 1 ] || want=77
-    first run_case "$CHAPTER: a version added by the README's steps" $want "" "" bash ../tests/add_version.sh "$LOG_DIR/add_version"
+    first run_case "$CHAPTER: a version added by the README's steps" $want "" "" bash ../tests/add_version.sh matmul "$LOG_DIR/add_version"
 fi

@@ -136,12 +136,12 @@ emu_check emu_attention 1 2 300 64 0 10 3 4 5 6
 # version 6's blocks walking several items each (few SMs): rings, turns and Q's barriers across items
 EMU_ENV=EMU_SMS=3 emu_check emu_attention 2 3 1000 64 1 2 6
 EMU_ENV=EMU_SMS=5 emu_check emu_attention 1 3 700 128 0 2 6
-EMU_ENV=EMU_SMS=3 emu_mutant "attention version 6 deals its items to the wrong heads" attention_kernels.cu \
+EMU_ENV=EMU_SMS=3 emu_mutant "attention version 6 deals its items to the wrong heads" attention_hopper.cu \
     's/\*bh = causal ? item % heads : item \/ qblocks;/*bh = item % heads;/' emu_attention 1 3 300 128 0 2 6
-emu_mutant "attention versions 4-6 read V's second 64 columns from the first" attention_kernels.cu \
+emu_mutant "attention versions 4-6 read V's second 64 columns from the first" attention_hopper.cu \
     's/wgmma_desc_mn(sV + ks \* 16 \* 128, ATT4_BOX_BYTES(ATT4_KEYS))/wgmma_desc_mn(sV + ks * 16 * 128, 0)/' \
     emu_attention 1 1 300 128 0 2 4 5
-emu_mutant "attention causal mask one key too far" attention_kernels.cu \
+emu_mutant "attention causal mask one key too far" attention_device.cuh \
     's/return causal ? min(query, seq - 1) : seq - 1;/return causal ? min(query + 1, seq - 1) : seq - 1;/' \
     emu_attention 2 1 300 64 1 2 3
 # a read past K and V's end (NaN there, as on the GPU) and results read before their wait: the
@@ -151,8 +151,14 @@ emu_mutant "attention version 3 copies whole tiles past S's end" attention_kerne
     emu_attention 1 1 300 64 0 2 3
 emu_mutant "attention version 3 reads a K/V tile before its cp.async wait" attention_kernels.cu \
     's|cp_async_wait<1>(); /\* all but the newest group: tile t has landed \*/|;|' emu_attention 1 1 300 64 0 2 3
-emu_mutant "attention version 5 reads S before its wgmma wait" attention_kernels.cu \
+emu_mutant "attention version 5 reads S before its wgmma wait" attention_hopper.cu \
     's|wgmma_wait<1>(); /\* S has landed; P V may still run \*/|;|' emu_attention 1 1 300 128 0 2 5
+# a version added the way attention's table says (a launcher and its row in launchers[], the count, a
+# row in versions[]): it must build, be listed and (with a GPU) pass; a half-done edit must stop the build
+if [ $SANITIZE = 0 ]; then
+    want=0; [ $HAVE_GPU = 1 ] || want=77
+    first run_case "$CHAPTER: an attention version added by the table's steps" $want "" "" bash ../tests/add_version.sh attention "$LOG_DIR/add_version_attention"
+fi
 bad_input 2 "unknown argument '--bogus'" ./attention --bogus
 bad_input 0 'usage: attention ' ./attention --help
 bad_input 2 '--dim must be 64 or 128 (got 96)' ./attention --dim 96
@@ -193,13 +199,13 @@ mutant "attention version 2 without the rescale of O" attention_kernels.cu \
 mutant "attention version 3 skips the last partial tile of keys" attention_kernels.cu \
     's/int tiles = (seq + ATT3_KEYS - 1) \/ ATT3_KEYS;/int tiles = max(1, seq \/ ATT3_KEYS);/' \
     ./attention 3 --check-only --size 1000 --batch 1 --heads 2 --dim 128
-mutant "attention versions 4-6 read V's second 64 columns from the first" attention_kernels.cu \
+mutant "attention versions 4-6 read V's second 64 columns from the first" attention_hopper.cu \
     's/wgmma_desc_mn(sV + ks \* 16 \* 128, ATT4_BOX_BYTES(ATT4_KEYS))/wgmma_desc_mn(sV + ks * 16 * 128, 0)/' \
     ./attention 5 --check-only --size 300 --batch 1 --heads 2 --dim 128
-mutant "attention version 6 deals its items to the wrong heads" attention_kernels.cu \
+mutant "attention version 6 deals its items to the wrong heads" attention_hopper.cu \
     's/\*bh = causal ? item % heads : item \/ qblocks;/*bh = item % heads;/' \
     ./attention 6 --check-only --size 2048 --batch 2 --heads 8 --dim 64
-mutant "attention causal mask one key too far" attention_kernels.cu \
+mutant "attention causal mask one key too far" attention_device.cuh \
     's/return causal ? min(query, seq - 1) : seq - 1;/return causal ? min(query + 1, seq - 1) : seq - 1;/' \
     ./attention 3 --check-only --size 300 --batch 2 --heads 1 --dim 64 --causal
 # version 3 copies the last tile's rows past S whole instead of zero-filling them: in the last head

@@ -371,8 +371,9 @@ emu_check() {
     run_case "$CHAPTER: emulated: ${EMU_ENV:+$EMU_ENV }$*" 0 "" "${EMU_ENV:-}" "$ROOT/tests/bin/$@"
 }
 # emu_mutant <name> <kernels file> <sed expression> <program> <args...> : emu_check on a copy of
-# the chapter's kernels file with a planted bug, built in its own folder: it must FAIL (so the
-# emulated checks can fail, and the emulation sees what the GPU's mutants plant)
+# the chapter's kernels file (or of a .cuh header its kernels files include) with a planted bug,
+# built in its own folder: it must FAIL (so the emulated checks can fail, and the emulation sees
+# what the GPU's mutants plant)
 emu_mutant() {
     [ $SANITIZE = 1 ] && return
     if [ -f "$ROOT/tests/bin/emu.unsupported" ]; then
@@ -386,16 +387,19 @@ emu_mutant_job() {
     local dir="$LOG_DIR/emu-mutant-$ENTRY" var
     case $file in
         attention_kernels.cu) var=EMU_ATTENTION_KERNELS ;;
+        attention_hopper.cu) var=EMU_ATTENTION_HOPPER ;;
         matmul_kernels.cu) var=EMU_MATMUL_KERNELS ;;
         tensor_gemm_kernels.cu) var=EMU_TENSOR_GEMM_KERNELS ;;
+        tensor_gemm_hopper.cu) var=EMU_TENSOR_GEMM_HOPPER ;;
         dnn_fused_kernels.cu) var=EMU_DNN_FUSED_KERNELS ;;
+        *.cuh) var="" ;; # a chapter's device header: the kernels built in the mutant's folder include its copy there first
         *) verdict FAIL "$CHAPTER: emulated mutant: $name (no emulation for $file)"; return ;;
     esac
     if ! (
         mkdir -p "$dir" && cp "$ROOT/$CHAPTER/$file" "$dir/$file" && sed -i "$expr" "$dir/$file" || exit 1
         if cmp -s "$dir/$file" "$ROOT/$CHAPTER/$file"; then echo "the edit '$expr' no longer changes $file"; exit 1; fi
         diff "$ROOT/$CHAPTER/$file" "$dir/$file"
-        make -s -C "$ROOT/tests" BIN="$dir" "$var=$dir/$file" "$dir/$prog"
+        make -s -C "$ROOT/tests" BIN="$dir" ${var:+"$var=$dir/$file"} "$dir/$prog"
     ) >"$dir.build.log" 2>&1; then
         verdict FAIL "$CHAPTER: emulated mutant: $name (the edit or the build failed)" "$dir.build.log"
         return

@@ -10,6 +10,7 @@
  * `emu_attention 1 2 300 128 1 2 3 4` is amplitude 2, versions 3 and 4. Exit 0 when every one
  * passes, 1 otherwise. */
 #include "emu_cuda.h"
+#include <cuda_bf16.h> /* its twin (emu/include) */
 #include "attention_cpu.h"
 #include "attention_kernels.h"
 
@@ -84,5 +85,5 @@ int main(int argc, char **argv)
         failed += bad > 0 || e != cudaSuccess;
     }
     attention_release(&p);
-    return failed ? 1 : 0;
+    return emu_finish(failed);
 }

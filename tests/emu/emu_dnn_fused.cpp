@@ -165,5 +165,5 @@ int main(int argc, char **argv)
             failed++;
             break;
         }
-    return failed ? 1 : 0;
+    return emu_finish(failed);
 }

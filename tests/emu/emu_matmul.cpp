@@ -57,5 +57,5 @@ int main(int argc, char **argv)
         printf(" %s\n", bad == 0 && e == cudaSuccess ? "PASS" : "FAIL");
         failed += bad > 0 || e != cudaSuccess;
     }
-    return failed ? 1 : 0;
+    return emu_finish(failed);
 }

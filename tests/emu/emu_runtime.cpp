@@ -1,6 +1,7 @@
 /* emu_runtime.cpp - launches for emu_cuda.h, and the few CUDA runtime calls the kernels'
  * launchers make (nothing here touches a GPU: "device" pointers are host memory). */
 #include "emu_cuda.h"
+#include "lb_tensor_core.cuh" /* its twin (emu/include): the asynchronous state a block leaves behind */
 
 emu_block *emu_blk;
 thread_local uint3 threadIdx, blockIdx;
@@ -96,4 +97,11 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t)
     memset(p, value, bytes);
     return cudaSuccess;
 }
+}
+
+int emu_finish(int failed)
+{
+    printf("(emulated on CPU threads: indices, layouts, barriers, masks and waits checked; not the GPU's "
+           "timing, its races or its speed: `make test` and `make sanitize` on a GPU check those)\n");
+    return failed ? 1 : 0;
 }

@@ -1,0 +1,571 @@
+/* tensor_gemm_hopper.cu - tensor_gemm's versions 3-9: wgmma with TMA on Hopper's tensor cores,
+ * from one warpgroup and one stage to warp-specialised, persistent, clustered kernels. Their
+ * instructions exist only in sm_90a, Hopper's own target, so this file is compiled for sm_90a
+ * alone, whatever ARCH is (common/rules.mk): no later GPU runs sm_90a's machine code, and on any
+ * GPU but an H100/H200 the versions are listed as skipped (tensor_gemm_hopper_unavailable).
+ * Versions 1-2, the table of launchers and the layout of the operands are in
+ * tensor_gemm_kernels.cu and tensor_gemm_kernels.h; the versions' list is at the top of
+ * tensor_gemm_kernels.cu.
+ */
+#include "tensor_gemm_kernels.h"
+#include "tensor_gemm_device.cuh" /* store_pair */
+#include "labbook.h"              /* lb_sm90a_unavailable */
+#include "lb_tensor_core.cuh"     /* mbarrier, TMA, clusters, wgmma, tensor maps */
+
+#include <cuda.h> /* CUtensorMap (a type only: no libcuda link) */
+#include <cuda_bf16.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Versions 4-9: the ring's depth (make tensor_gemm TG_STAGES=2), 48 KiB a stage, 1 KiB for
+ * the barriers and 32 KiB for version 9's C on its way out: at most 4 fit in the 227 KiB a block
+ * may have on an H100/H200, and a ring needs 2. Refused here, when building, rather than by the
+ * driver when the program sets up. */
+#ifndef TG_STAGES
+#define TG_STAGES 4
+#endif
+#if TG_STAGES < 2 || TG_STAGES * 48 + 32 + 1 > 227
+#error "TG_STAGES must be 2..4: a stage is 48 KiB, and a block may have at most 227 KiB of shared memory"
+#endif
+#define TGW_STAGES TG_STAGES
+/* version 9: C leaves a consumer in chunks of 64 rows x 32 floats (128 bytes: one swizzle row),
+ * through two buffers a consumer */
+#define TGW_C_CHUNK_BYTES (64 * 128)
+#define TGW_C_BYTES (2 * 2 * TGW_C_CHUNK_BYTES)
+
+/* A k tile is 128 bytes of K per row: 64 bf16 or 32 tf32, one row of the 128-byte swizzle. A
+ * wgmma instruction eats 32 bytes of it (k16 bf16, k8 tf32), so 4 instructions per tile. */
+#define TG_TILE_K_BYTES 128
+#define TG_WG_THREADS 128 /* a warpgroup: 4 consecutive warps that issue wgmma together */
+
+/* d (64 x 256, fp32) += A (64 x k, from descriptor da) B (k x 256, from db), issued by the 128
+ * threads of a warpgroup together (lb_tensor_core.cuh: k16 on bf16, k8 on tf32). Each thread
+ * holds 128 of the 16384 accumulators: warp w of the group has rows 16w..16w+15, and lane t, for
+ * each 8 columns j, has d[4j], d[4j+1] at row t/4, columns 8j + 2(t%4) and +1, and d[4j+2],
+ * d[4j+3] eight rows further down. */
+template <typename In> __device__ __forceinline__ void wgmma_256(float d[128], uint64_t da, uint64_t db);
+template <> __device__ __forceinline__ void wgmma_256<__nv_bfloat16>(float d[128], uint64_t da, uint64_t db)
+{
+    wgmma_m64n256k16_bf16_ss(d, da, db);
+}
+template <> __device__ __forceinline__ void wgmma_256<float>(float d[128], uint64_t da, uint64_t db)
+{
+    wgmma_m64n256k8_tf32_ss(d, da, db);
+}
+
+/* One k tile for one warpgroup: 4 wgmma, each 32 bytes further along K in both tiles, started
+ * as one group; they run while the warps go on. */
+template <typename In> __device__ __forceinline__ void wgmma_issue(float d[128], const uint8_t *a, const uint8_t *b)
+{
+    wgmma_fence(); /* the accumulator registers are ready for the async unit */
+#pragma unroll
+    for (int ks = 0; ks < TG_TILE_K_BYTES / 32; ks++)
+        wgmma_256<In>(d, wgmma_desc(a + 32 * ks), wgmma_desc(b + 32 * ks));
+    wgmma_commit();
+}
+/* A consumer warpgroup's 64 x 256 accumulators into C at rows m0.., columns n0.. */
+__device__ __forceinline__ void store_wgmma_tile(float *C, int M, int N, int m0, int n0, const float d[128])
+{
+    int warp = (threadIdx.x % TG_WG_THREADS) / 32, lane = threadIdx.x % 32;
+    int r = m0 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < 32; j++) {
+        int c = n0 + 8 * j + 2 * (lane % 4);
+        store_pair(C, M, N, r, c, d[4 * j], d[4 * j + 1]);
+        store_pair(C, M, N, r + 8, c, d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+
+/* A consumer warpgroup is done reading a stage: one thread arrives on its empty barrier, in
+ * every block of the cluster (each block's producer writes into both). */
+template <int CLUSTER> __device__ __forceinline__ void release_stage(uint64_t *empty)
+{
+    if (threadIdx.x % TG_WG_THREADS != 0) return;
+    if (CLUSTER == 1)
+        mbar_arrive(empty);
+    else
+        for (int r = 0; r < CLUSTER; r++) mbar_arrive_cluster(empty, r);
+}
+
+/* ---------------------------------------------------------------- version 3 */
+
+#define TG3_BM 64
+#define TG3_BN 256
+
+/* One warpgroup, one stage: thread 0 starts the two TMA copies of a k tile and every thread
+ * waits on the barrier; the warpgroup runs 4 wgmma on the tile and waits for them; a block
+ * barrier, and the next tile may overwrite the buffers. Simple, and the copy engine and the
+ * tensor cores take turns instead of overlapping. */
+template <typename In>
+__global__ void __launch_bounds__(TG_WG_THREADS)
+    tensor_gemm_kernel3(const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB, float *C,
+                        int M, int N, int kp)
+{
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *sA = aligned_smem(smem_raw), *sB = sA + TG3_BM * TG_TILE_K_BYTES;
+    __shared__ uint64_t full;
+    const int tile_k = TG_TILE_K_BYTES / sizeof(In);
+    int m0 = blockIdx.y * TG3_BM, n0 = blockIdx.x * TG3_BN;
+    if (threadIdx.x == 0) {
+        mbar_init(&full, 1);
+        mbar_fence_init(); /* the copy engine sees it initialised */
+    }
+    __syncthreads();
+
+    float d[128] = {};
+    for (int t = 0; t < kp / tile_k; t++) {
+        if (threadIdx.x == 0) {
+            mbar_arrive_expect(&full, (TG3_BM + TG3_BN) * TG_TILE_K_BYTES);
+            tma_load(sA, &mapA, t * tile_k, m0, &full);
+            tma_load(sB, &mapB, t * tile_k, n0, &full);
+        }
+        mbar_wait(&full, t & 1);
+        wgmma_issue<In>(d, sA, sB);
+        wgmma_wait<0>(); /* the accumulators are final and the tile no longer read */
+        __syncthreads(); /* all four warps are done with the tile before thread 0 refills it */
+    }
+    store_wgmma_tile(C, M, N, m0, n0, d);
+}
+
+/* ---------------------------------------------------------------- versions 4-6 */
+
+#define TGW_BM 128 /* two consumer warpgroups of 64 rows */
+#define TGW_BN 256
+#define TGW_THREADS (3 * TG_WG_THREADS)
+/* The persistent versions' order (make tensor_gemm TG_GROUP=8): TG_GROUP tile rows at a time,
+ * walked column by column, so that the tiles in flight share a few B tiles (and A's rows) in
+ * L2. 16 rows of 128 and the B tiles they meet are about 6 MiB of bf16 at K = 4096. */
+#ifndef TG_GROUP
+#define TG_GROUP 16
+#endif
+#if TG_GROUP < 1
+#error "TG_GROUP must be at least 1 (tile rows walked together)"
+#endif
+#define TGW_GROUP TG_GROUP
+#define TGW_A_BYTES (TGW_BM * TG_TILE_K_BYTES)
+#define TGW_B_BYTES (TGW_BN * TG_TILE_K_BYTES)
+#define TGW_STAGE_BYTES (TGW_A_BYTES + TGW_B_BYTES)
+#define TGW_SMEM (TGW_STAGES * TGW_STAGE_BYTES + 1024)
+#define TGW_SMEM_TMA_STORE (TGW_SMEM + TGW_C_BYTES) /* version 9: and C's buffers after the ring */
+
+/* The tile (m0, n0) that work item `item` covers: one tile, or (CLUSTER = 2) the pair of tiles
+ * above each other, in groups of TGW_GROUP tile rows walked column by column, so that the
+ * tiles in flight at once reuse a few columns of B and rows of A from L2. */
+template <int CLUSTER> __device__ __forceinline__ void tile_of(int item, int tiles_m, int tiles_n, int *m0, int *n0)
+{
+    int rows = tiles_m / CLUSTER; /* work-item rows */
+    int group = item / (TGW_GROUP * tiles_n), first = group * TGW_GROUP;
+    int height = min(TGW_GROUP, rows - first);
+    int within = item - group * TGW_GROUP * tiles_n;
+    *m0 = (first + within % height) * CLUSTER * TGW_BM;
+    *n0 = (within / height) * TGW_BN;
+}
+
+/* This block's tile for work item `item`: the grid's (one tile per block) or tile_of's, and in
+ * a cluster the block of rank r takes the r-th of the tiles above each other. The producer and
+ * the consumers walk the same items and call this alike. */
+template <int PERSISTENT, int CLUSTER>
+__device__ __forceinline__ void tile_origin(int item, int tiles_m, int tiles_n, uint32_t rank, int *m0, int *n0)
+{
+    if (PERSISTENT)
+        tile_of<CLUSTER>(item, tiles_m, tiles_n, m0, n0);
+    else
+        *m0 = blockIdx.y * TGW_BM, *n0 = blockIdx.x * TGW_BN;
+    *m0 += rank * TGW_BM;
+}
+
+/* Consumer c's 128 threads wait for each other (named barrier 1 + c) */
+__device__ __forceinline__ void consumer_sync(int c)
+{
+    if (c == 0)
+        bar_sync<1, 128>();
+    else
+        bar_sync<2, 128>();
+}
+
+/* Version 9's epilogue: a consumer's 64 x 256 accumulators (rows m0.., columns n0..) leave
+ * through shared memory, 32 columns (8 KiB) at a time, in two buffers taken in turn. For each
+ * chunk: the thread that issues the stores waits until the store of two chunks ago has read
+ * its buffer, the consumer's threads write the chunk into it (in the 128-byte swizzle the map
+ * reads, float2 stores a warp spreads over all 32 banks), make the writes visible to the copy
+ * engine, and one thread starts the TMA store and goes on. The stores finish while the
+ * consumer waits for its next tile's first stage and multiplies it. */
+__device__ __forceinline__ void store_tile_tma(const CUtensorMap *mapC, uint8_t *buffers, int c, int m0, int n0,
+                                               const float d[128])
+{
+    int t = threadIdx.x % TG_WG_THREADS, lane = t % 32;
+    int row = (t / 32) * 16 + lane / 4; /* this thread's rows: row and row + 8 */
+#pragma unroll
+    for (int q = 0; q < TGW_BN / 32; q++) {
+        uint8_t *buf = buffers + (q % 2) * TGW_C_CHUNK_BYTES;
+        if (t == 0) bulk_wait_read<1>(); /* the store of chunk q - 2 is done with buf */
+        consumer_sync(c);
+#pragma unroll
+        for (int jj = 0; jj < 4; jj++) { /* the chunk's 8-column groups: accumulators 4j.. */
+            int j = 4 * q + jj;
+            uint32_t col_bytes = (8 * jj + 2 * (lane % 4)) * 4;
+#pragma unroll
+            for (int h = 0; h < 2; h++) { /* rows row and row + 8 */
+                uint32_t r = row + 8 * h, swizzled = r * 128 + (col_bytes ^ ((r % 8) << 4));
+                *reinterpret_cast<float2 *>(buf + swizzled) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            }
+        }
+        fence_proxy_async_shared();
+        consumer_sync(c);
+        if (t == 0) {
+            tma_store_2d(mapC, buf, n0 + 32 * q, m0);
+            bulk_commit();
+        }
+    }
+}
+
+/* Warp-specialised: warpgroup 0 produces, warpgroups 1 and 2 consume. The producer (one
+ * thread) fills a ring of TGW_STAGES stages; full[s] completes when stage s has landed,
+ * empty[s] when both consumers (in both blocks of a cluster) are done with it. setmaxnreg
+ * moves registers from the producer, which needs few, to the consumers' 128 accumulators.
+ *   PERSISTENT 0: one tile per block; 1: gridDim.x blocks walk all tiles (tile_of's order).
+ *   CLUSTER 2: blocks 2i and 2i+1 take the tiles above each other; each loads its own A and
+ *   half of the common B, multicast into both, so each B byte leaves L2 once per pair.
+ *   TMA_STORE 1: C leaves through shared memory and mapC (store_tile_tma), else straight from
+ *   the registers. */
+template <typename In, int PERSISTENT, int CLUSTER, int INFLIGHT, int TMA_STORE>
+__device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorMap *mapB, const CUtensorMap *mapC,
+                                        float *C, int M, int N, int kp, int tiles_m, int tiles_n)
+{
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *stages = aligned_smem(smem_raw);
+    __shared__ uint64_t full[TGW_STAGES], empty[TGW_STAGES];
+    const int tile_k = TG_TILE_K_BYTES / sizeof(In), k_tiles = kp / tile_k;
+    const uint32_t rank = CLUSTER > 1 ? cluster_rank() : 0;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < TGW_STAGES; s++) {
+            mbar_init(&full[s], 1);            /* the producer's arrive (+ the bytes) */
+            mbar_init(&empty[s], 2 * CLUSTER); /* one arrive per consumer warpgroup, per block */
+        }
+        mbar_fence_init();
+    }
+    if (CLUSTER > 1)
+        cluster_sync(); /* the peer's barriers exist before anyone signals them */
+    else
+        __syncthreads();
+
+    int items = PERSISTENT ? tiles_m * tiles_n / CLUSTER : 1;
+    int first = PERSISTENT ? blockIdx.x / CLUSTER : 0, step = PERSISTENT ? gridDim.x / CLUSTER : 1;
+    int wg = threadIdx.x / TG_WG_THREADS;
+    if (wg == 0) {
+        setmaxnreg_dec<40>(); /* the producer gives registers back */
+        if (threadIdx.x == 0) {
+            int u = 0; /* stage uses so far: stage u % STAGES, its (u / STAGES)-th use */
+            for (int item = first; item < items; item += step) {
+                int m0, n0;
+                tile_origin<PERSISTENT, CLUSTER>(item, tiles_m, tiles_n, rank, &m0, &n0);
+                for (int t = 0; t < k_tiles; t++, u++) {
+                    int s = u % TGW_STAGES, use = u / TGW_STAGES;
+                    if (use > 0) mbar_wait(&empty[s], (use - 1) & 1); /* consumers released its last use */
+                    uint8_t *sA = stages + s * TGW_STAGE_BYTES, *sB = sA + TGW_A_BYTES;
+                    mbar_arrive_expect(&full[s], TGW_STAGE_BYTES);
+                    tma_load(sA, mapA, t * tile_k, m0, &full[s]);
+                    if (CLUSTER == 1) {
+                        tma_load(sB, mapB, t * tile_k, n0, &full[s]);
+                    } else { /* my half of B's rows, into both blocks */
+                        int half = TGW_BN / CLUSTER;
+                        tma_load_multicast(sB + rank * half * TG_TILE_K_BYTES, mapB, t * tile_k, n0 + rank * half,
+                                           &full[s], (uint16_t)((1u << CLUSTER) - 1));
+                    }
+                }
+            }
+        }
+    } else {
+        setmaxnreg_inc<232>(); /* the consumers take them */
+        int c = wg - 1;        /* rows 64c..64c+63 of the block's tile */
+        int u = 0;
+        for (int item = first; item < items; item += step) {
+            int m0, n0;
+            tile_origin<PERSISTENT, CLUSTER>(item, tiles_m, tiles_n, rank, &m0, &n0);
+            float d[128] = {};
+            for (int t = 0; t < k_tiles; t++, u++) {
+                int s = u % TGW_STAGES;
+                mbar_wait(&full[s], (u / TGW_STAGES) & 1);
+                uint8_t *sA = stages + s * TGW_STAGE_BYTES, *sB = sA + TGW_A_BYTES;
+                wgmma_issue<In>(d, sA + c * 64 * TG_TILE_K_BYTES, sB);
+                if (INFLIGHT) { /* tile t's wgmma keep running; wait for t-1's and release its stage */
+                    wgmma_wait<1>();
+                    if (t > 0) release_stage<CLUSTER>(&empty[(u - 1) % TGW_STAGES]);
+                } else { /* wait for tile t's wgmma and release its stage */
+                    wgmma_wait<0>();
+                    release_stage<CLUSTER>(&empty[s]);
+                }
+            }
+            if (INFLIGHT) {
+                wgmma_wait<0>();
+                release_stage<CLUSTER>(&empty[(u - 1) % TGW_STAGES]);
+            }
+            if (TMA_STORE)
+                store_tile_tma(mapC, stages + TGW_STAGES * TGW_STAGE_BYTES + c * 2 * TGW_C_CHUNK_BYTES, c, m0 + c * 64,
+                               n0, d);
+            else
+                store_wgmma_tile(C, M, N, m0 + c * 64, n0, d);
+        }
+        if (TMA_STORE && threadIdx.x % TG_WG_THREADS == 0) bulk_wait<0>(); /* C written before the block ends */
+    }
+    if (CLUSTER > 1) cluster_sync(); /* no block leaves while its peer may still signal or write it */
+}
+
+/* ---------------------------------------------------------------- versions 4-9, each a kernel
+ * over the body above: PERSISTENT, CLUSTER, INFLIGHT, TMA_STORE */
+#define TGW_PARAMS                                                                                          \
+    const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB,                     \
+        const __grid_constant__ CUtensorMap mapC, float *C, int M, int N, int kp, int tiles_m, int tiles_n
+#define TGW_ARGS &mapA, &mapB, &mapC, C, M, N, kp, tiles_m, tiles_n
+
+/* version 4: a block per tile */
+template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_gemm_kernel4(TGW_PARAMS)
+{
+    ws_body<In, 0, 1, 0, 0>(TGW_ARGS);
+}
+/* version 5: persistent */
+template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_gemm_kernel5(TGW_PARAMS)
+{
+    ws_body<In, 1, 1, 0, 0>(TGW_ARGS);
+}
+/* version 6: persistent, clusters of two blocks sharing B by multicast */
+template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_gemm_kernel6(TGW_PARAMS)
+{
+    ws_body<In, 1, 2, 0, 0>(TGW_ARGS);
+}
+/* version 7: persistent, the next k tile's wgmma queued before the last one's wait */
+template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_gemm_kernel7(TGW_PARAMS)
+{
+    ws_body<In, 1, 1, 1, 0>(TGW_ARGS);
+}
+/* version 8: 6 and 7 together */
+template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_gemm_kernel8(TGW_PARAMS)
+{
+    ws_body<In, 1, 2, 1, 0>(TGW_ARGS);
+}
+/* version 9: persistent, C out through shared memory by TMA stores */
+template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_gemm_kernel9(TGW_PARAMS)
+{
+    ws_body<In, 1, 1, 0, 1>(TGW_ARGS);
+}
+
+/* ================================================================ launchers */
+
+/* the state bound to the buffers (tensor_gemm_prepare, once) */
+typedef struct {
+    CUtensorMap a64, a128, b256, b128; /* A in boxes of 64 or 128 rows, B of 256 or 128 */
+    CUtensorMap c;                     /* version 9: C in boxes of 64 rows x 32 floats (N a multiple of 4) */
+} tg_maps;
+#define TG_MAPS(g) ((const tg_maps *)(g)->prepared)
+
+/* A (rows, kp) K-major matrix seen by the copy engine in boxes of box_rows x 128 bytes. */
+static cudaError_t make_map(CUtensorMap *map, const void *base, tg_type type, int rows, int kp, int box_rows)
+{
+    size_t elem = type == TG_BF16 ? 2 : 4;
+    cuuint64_t dims[2] = {(cuuint64_t)kp, (cuuint64_t)rows}; /* innermost (contiguous) first */
+    cuuint64_t strides[1] = {(cuuint64_t)kp * elem};         /* bytes from one row to the next */
+    cuuint32_t box[2] = {(cuuint32_t)(TG_TILE_K_BYTES / elem), (cuuint32_t)box_rows};
+    return lb_tensor_map(map, type == TG_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
+                         base, dims, strides, box, 1);
+}
+
+/* C (m, n) fp32 row-major, as version 9's stores see it: boxes of 64 rows x 32 floats (128 bytes,
+ * swizzled). The copy engine needs rows 16-byte aligned: n a multiple of 4 (else version 9 is
+ * not offered: tensor_gemm_tma_store_unavailable). */
+static cudaError_t make_map_c(CUtensorMap *map, float *c, int m, int n)
+{
+    cuuint64_t dims[2] = {(cuuint64_t)n, (cuuint64_t)m}, strides[1] = {(cuuint64_t)n * 4};
+    cuuint32_t box[2] = {32, 64};
+    return lb_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, c, dims, strides, box, 0);
+}
+
+extern "C" cudaError_t tensor_gemm_hopper_prepare(tg_gemm *g)
+{
+    tg_maps *p = (tg_maps *)calloc(1, sizeof *p);
+    if (!p) return cudaErrorMemoryAllocation;
+    g->prepared = p;
+    cudaError_t e = make_map(&p->a64, g->a, g->type, g->mp, g->kp, 64);
+    if (e == cudaSuccess) e = make_map(&p->a128, g->a, g->type, g->mp, g->kp, 128);
+    if (e == cudaSuccess) e = make_map(&p->b256, g->b, g->type, g->np, g->kp, 256);
+    if (e == cudaSuccess) e = make_map(&p->b128, g->b, g->type, g->np, g->kp, 128);
+    if (e == cudaSuccess && g->n % 4 == 0) e = make_map_c(&p->c, g->c, g->m, g->n);
+    return e;
+}
+
+extern "C" const char *tensor_gemm_hopper_unavailable(tg_type, int) { return lb_sm90a_unavailable(1); }
+extern "C" const char *tensor_gemm_tma_store_unavailable(tg_type type, int n)
+{
+    const char *why = tensor_gemm_hopper_unavailable(type, n);
+    if (why) return why;
+    return n % 4 ? "TMA stores need C's rows 16-byte aligned: N a multiple of 4" : NULL;
+}
+
+/* a kernel's shared memory past the default 48 KiB: each launcher asks once, at its kernel's
+ * first launch (a function's static is initialised once) */
+template <typename K> static cudaError_t allow_smem(K kernel, int bytes)
+{
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+static int sm_count(void)
+{
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        return 0;
+    return sms;
+}
+static int tile_k(tg_type type) { return TG_TILE_K_BYTES / (type == TG_BF16 ? 2 : 4); }
+
+/* ---- version 3: a block per 64 x 256 tile of C */
+#define TG3_SMEM ((TG3_BM + TG3_BN) * TG_TILE_K_BYTES + 1024)
+template <typename In> static cudaError_t launch3(const tg_gemm *g, const tg_maps *p)
+{
+    static const cudaError_t allowed = allow_smem(tensor_gemm_kernel3<In>, TG3_SMEM);
+    if (allowed != cudaSuccess) return allowed;
+    dim3 grid(g->np / TG3_BN, g->mp / TG3_BM);
+    tensor_gemm_kernel3<In><<<grid, TG_WG_THREADS, TG3_SMEM>>>(p->a64, p->b256, g->c, g->m, g->n, g->kp);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t tensor_gemm_launch3(const tg_gemm *g)
+{
+    if (!g->prepared) return cudaErrorInvalidValue; /* tensor_gemm_prepare was not called */
+    return g->type == TG_BF16 ? launch3<__nv_bfloat16>(g, TG_MAPS(g)) : launch3<float>(g, TG_MAPS(g));
+}
+extern "C" tg_shape tensor_gemm_shape3(tg_type type)
+{
+    return (tg_shape){TG3_BM, TG3_BN, tile_k(type), TG_WG_THREADS, 1, (TG3_BM + TG3_BN) * TG_TILE_K_BYTES};
+}
+
+/* ---- version 4: a block per 128 x 256 tile */
+template <typename In> static cudaError_t launch4(const tg_gemm *g, const tg_maps *p)
+{
+    static const cudaError_t allowed = allow_smem(tensor_gemm_kernel4<In>, TGW_SMEM);
+    if (allowed != cudaSuccess) return allowed;
+    int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
+    tensor_gemm_kernel4<In><<<dim3(tiles_n, tiles_m), TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m, g->n,
+                                                                                g->kp, tiles_m, tiles_n);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t tensor_gemm_launch4(const tg_gemm *g)
+{
+    if (!g->prepared) return cudaErrorInvalidValue;
+    return g->type == TG_BF16 ? launch4<__nv_bfloat16>(g, TG_MAPS(g)) : launch4<float>(g, TG_MAPS(g));
+}
+/* versions 4-8's work: a 128 x 256 tile, a producer and two consumers, the ring of stages */
+extern "C" tg_shape tensor_gemm_shape_ws(tg_type type)
+{
+    return (tg_shape){TGW_BM, TGW_BN, tile_k(type), TGW_THREADS, TGW_STAGES, TGW_STAGES * TGW_STAGE_BYTES};
+}
+
+/* ---- version 5: one block an SM (or a tile), walking the tiles */
+template <typename In> static cudaError_t launch5(const tg_gemm *g, const tg_maps *p)
+{
+    static const cudaError_t allowed = allow_smem(tensor_gemm_kernel5<In>, TGW_SMEM);
+    static const int sms = sm_count();
+    if (allowed != cudaSuccess) return allowed;
+    int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
+    tensor_gemm_kernel5<In><<<min(sms, tiles_m * tiles_n), TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m,
+                                                                                     g->n, g->kp, tiles_m, tiles_n);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t tensor_gemm_launch5(const tg_gemm *g)
+{
+    if (!g->prepared) return cudaErrorInvalidValue;
+    return g->type == TG_BF16 ? launch5<__nv_bfloat16>(g, TG_MAPS(g)) : launch5<float>(g, TG_MAPS(g));
+}
+
+/* ---- versions 6 and 8: clusters of 2 blocks (2i, 2i+1) along x, as many pairs as can be
+ * resident at once. Not simply SMs / 2: a cluster's blocks must sit in one GPC (a group of SMs),
+ * and a GPC with an odd number of free SMs leaves one idle; a persistent grid larger than this
+ * would run its last clusters after the others, in a second wave. */
+static cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, int blocks)
+{
+    cudaLaunchConfig_t cfg = {};
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = 2, attr->val.clusterDim.y = 1, attr->val.clusterDim.z = 1;
+    cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(TGW_THREADS), cfg.dynamicSmemBytes = TGW_SMEM;
+    cfg.attrs = attr, cfg.numAttrs = 1;
+    return cfg;
+}
+template <typename K> static int resident_clusters(K kernel)
+{
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = cluster_config(&attr, 2);
+    int clusters = 0;
+    return cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess ? clusters : 0;
+}
+/* a pair works on the tiles above each other: tiles_m is even (mp is a multiple of 256) */
+template <typename K> static cudaError_t launch_pairs(K kernel, int clusters, const tg_gemm *g, const tg_maps *p)
+{
+    if (clusters < 1) return cudaErrorInvalidConfiguration;
+    int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = cluster_config(&attr, 2 * min(clusters, tiles_m * tiles_n / 2));
+    return cudaLaunchKernelEx(&cfg, kernel, p->a128, p->b128, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
+}
+template <typename In> static cudaError_t launch6(const tg_gemm *g, const tg_maps *p)
+{
+    static const cudaError_t allowed = allow_smem(tensor_gemm_kernel6<In>, TGW_SMEM);
+    static const int clusters = resident_clusters(tensor_gemm_kernel6<In>); /* after the limit is raised */
+    if (allowed != cudaSuccess) return allowed;
+    return launch_pairs(tensor_gemm_kernel6<In>, clusters, g, p);
+}
+extern "C" cudaError_t tensor_gemm_launch6(const tg_gemm *g)
+{
+    if (!g->prepared) return cudaErrorInvalidValue;
+    return g->type == TG_BF16 ? launch6<__nv_bfloat16>(g, TG_MAPS(g)) : launch6<float>(g, TG_MAPS(g));
+}
+
+/* ---- version 7: as 5 */
+template <typename In> static cudaError_t launch7(const tg_gemm *g, const tg_maps *p)
+{
+    static const cudaError_t allowed = allow_smem(tensor_gemm_kernel7<In>, TGW_SMEM);
+    static const int sms = sm_count();
+    if (allowed != cudaSuccess) return allowed;
+    int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
+    tensor_gemm_kernel7<In><<<min(sms, tiles_m * tiles_n), TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m,
+                                                                                     g->n, g->kp, tiles_m, tiles_n);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t tensor_gemm_launch7(const tg_gemm *g)
+{
+    if (!g->prepared) return cudaErrorInvalidValue;
+    return g->type == TG_BF16 ? launch7<__nv_bfloat16>(g, TG_MAPS(g)) : launch7<float>(g, TG_MAPS(g));
+}
+
+/* ---- version 8: as 6 */
+template <typename In> static cudaError_t launch8(const tg_gemm *g, const tg_maps *p)
+{
+    static const cudaError_t allowed = allow_smem(tensor_gemm_kernel8<In>, TGW_SMEM);
+    static const int clusters = resident_clusters(tensor_gemm_kernel8<In>);
+    if (allowed != cudaSuccess) return allowed;
+    return launch_pairs(tensor_gemm_kernel8<In>, clusters, g, p);
+}
+extern "C" cudaError_t tensor_gemm_launch8(const tg_gemm *g)
+{
+    if (!g->prepared) return cudaErrorInvalidValue;
+    return g->type == TG_BF16 ? launch8<__nv_bfloat16>(g, TG_MAPS(g)) : launch8<float>(g, TG_MAPS(g));
+}
+
+/* ---- version 9: as 5, with C's buffers after the ring (N a multiple of 4: the launcher's table
+ * does not offer it otherwise) */
+template <typename In> static cudaError_t launch9(const tg_gemm *g, const tg_maps *p)
+{
+    static const cudaError_t allowed = allow_smem(tensor_gemm_kernel9<In>, TGW_SMEM_TMA_STORE);
+    static const int sms = sm_count();
+    if (allowed != cudaSuccess) return allowed;
+    int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
+    tensor_gemm_kernel9<In><<<min(sms, tiles_m * tiles_n), TGW_THREADS, TGW_SMEM_TMA_STORE>>>(
+        p->a128, p->b256, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t tensor_gemm_launch9(const tg_gemm *g)
+{
+    if (!g->prepared || g->n % 4) return cudaErrorInvalidValue;
+    return g->type == TG_BF16 ? launch9<__nv_bfloat16>(g, TG_MAPS(g)) : launch9<float>(g, TG_MAPS(g));
+}
+extern "C" tg_shape tensor_gemm_shape9(tg_type type)
+{
+    tg_shape s = tensor_gemm_shape_ws(type);
+    s.smem_bytes += TGW_C_BYTES;
+    return s;
+}

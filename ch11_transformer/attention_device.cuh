@@ -1,0 +1,60 @@
+/* attention_device.cuh - what attention's two kernels files share (attention_kernels.cu: versions
+ * 0-3, attention_hopper.cu: versions 4-6): bf16 conversions, the causal limit, and the online
+ * softmax's step for the accumulator layout of mma.sync and wgmma. */
+#ifndef ATTENTION_DEVICE_CUH
+#define ATTENTION_DEVICE_CUH
+#include "row_reduce.cuh"     /* FULL_MASK */
+#include "lb_tensor_core.cuh" /* fast_exp2 */
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#define LOG2E 1.4426950408889634f
+
+/* a bf16 is the top half of a float: widening is a shift; narrowing rounds to nearest even */
+__device__ __forceinline__ float bf16_float(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
+__device__ __forceinline__ uint16_t float_bf16(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
+/* two floats as one register of two bf16, lo in the low half (the lower column, for mma) */
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+{
+    return (uint32_t)float_bf16(lo) | ((uint32_t)float_bf16(hi) << 16);
+}
+
+/* The keys a query row may see: all S, or up to itself when causal. A tile's scores past it are
+ * set to -inf (exp2 gives 0). */
+__device__ __forceinline__ int last_key(int query, int seq, int causal)
+{
+    return causal ? min(query, seq - 1) : seq - 1;
+}
+
+/* The online softmax's step for the two rows a lane holds in versions 3 and 4 (an mma.sync or
+ * wgmma accumulator layout: the rest of each row sits in the lane's quad): the tile's max of
+ * each row across the quad, the new running max m, the factor alpha = exp2(old m - new m) by
+ * which the row's sum l (scaled here) and its partial O (by the caller) shrink, and m_use, the
+ * max the tile's weights are taken against (0 while a row has seen no key: -inf - -inf is NaN). */
+__device__ __forceinline__ void online_rows(float tile_max[2], float m[2], float l[2], float alpha[2], float m_use[2])
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(FULL_MASK, tile_max[h], 1));
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(FULL_MASK, tile_max[h], 2));
+        float m_new = fmaxf(m[h], tile_max[h]);
+        m_use[h] = m_new == -INFINITY ? 0.0f : m_new;
+        alpha[h] = fast_exp2(m[h] - m_use[h]);
+        m[h] = m_new;
+        l[h] *= alpha[h];
+    }
+}
+
+/* At the end: each row's sum across its quad (the lanes kept their own parts), as 1 / sum */
+__device__ __forceinline__ void inverse_row_sums(float l[2])
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] += __shfl_xor_sync(FULL_MASK, l[h], 1);
+        l[h] += __shfl_xor_sync(FULL_MASK, l[h], 2);
+        l[h] = 1.0f / l[h];
+    }
+}
+
+#endif
