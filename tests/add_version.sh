@@ -56,8 +56,11 @@ tensor_gemm)
 esac
 BIN=$PROG KERNELS=${PROG}_kernels.cu HEADER=${PROG}_kernels.h
 rm -rf "$WORK" && mkdir -p "$WORK/$CHAPTER" || exit 3
-cp -r "$ROOT/common" "$WORK/common"
-for f in $FILES; do cp "$ROOT/$CHAPTER/$f" "$WORK/$CHAPTER/" || exit 3; done
+# with their timestamps, and the chapter's objects if it is built: make rebuilds only what the
+# edits touch (the kernels file and the host file), as it would in the chapter
+cp -a "$ROOT/common" "$WORK/common"
+for f in $FILES; do cp -a "$ROOT/$CHAPTER/$f" "$WORK/$CHAPTER/" || exit 3; done
+cp -a "$ROOT/$CHAPTER"/*.o "$ROOT/$CHAPTER"/.build-flags-* "$WORK/$CHAPTER/" 2>/dev/null
 cd "$WORK/$CHAPTER" || exit 3
 
 # 1. the launcher (and kernel) above the launchers table, and its row at the end of launchers[]
