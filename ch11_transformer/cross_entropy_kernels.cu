@@ -67,6 +67,7 @@ __global__ void __launch_bounds__(CE_BLOCK) ce_grad_kernel1(const float *probs, 
 static cudaError_t launch1(const float *x, const int *y, float *grad, float *row_loss, float *probs, int rows,
                            int classes)
 {
+    if (!probs) return cudaErrorInvalidValue; /* this version keeps the probabilities in memory */
     ce_softmax_kernel1<<<rows, CE_BLOCK>>>(x, probs, classes);
     ce_grad_kernel1<<<rows, CE_BLOCK>>>(probs, y, grad, row_loss, rows, classes);
     return cudaGetLastError();
@@ -229,7 +230,7 @@ static_assert(sizeof launchers / sizeof launchers[0] == CE_VERSIONS,
 extern "C" cudaError_t ce_launch(int v, const float *d_logits, const int *d_y, float *d_grad, float *d_loss,
                                  float *d_row_loss, float *d_probs, int rows, int classes)
 {
-    if (v < 1 || v >= CE_VERSIONS || rows < 1 || classes < 1 || classes > CE_MAX_CLASSES || (v == 1 && !d_probs))
+    if (v < 1 || v >= CE_VERSIONS || rows < 1 || classes < 1 || classes > CE_MAX_CLASSES)
         return cudaErrorInvalidValue;
     cudaError_t e = launchers[v](d_logits, d_y, d_grad, d_row_loss, d_probs, rows, classes);
     return e ? e : mean_loss(d_row_loss, rows, d_loss);
