@@ -99,6 +99,7 @@ static void adamw_cpu(double *p, double g, double *m, double *v, int steps, cons
 static size_t check_all(const long long *n, int count, float *const *h_init, const adamw_tensor *d, int steps, int quiet)
 {
     size_t bad = 0, offset = 0;
+    int shown = 0; /* mismatches printed */
     long long largest = 0;
     for (int k = 0; k < count; k++) largest = n[k] > largest ? n[k] : largest;
     float *got[3];
@@ -109,6 +110,9 @@ static size_t check_all(const long long *n, int count, float *const *h_init, con
         CUDA_CHECK(cudaMemcpy(got[0], d[k].p, sizeof(float) * n[k], cudaMemcpyDeviceToHost));
         CUDA_CHECK(cudaMemcpy(got[1], d[k].m, sizeof(float) * n[k], cudaMemcpyDeviceToHost));
         CUDA_CHECK(cudaMemcpy(got[2], d[k].v, sizeof(float) * n[k], cudaMemcpyDeviceToHost));
+        /* the elements are independent: one thread each on the CPU's cores (-fopenmp), the first
+         * mismatches printed as they are found */
+#pragma omp parallel for reduction(+ : bad) schedule(static)
         for (long long i = 0; i < n[k]; i++) {
             double p = h_init[0][offset + i], g = h_init[1][offset + i], m = h_init[2][offset + i],
                    v = h_init[3][offset + i], tol[3];
@@ -117,9 +121,12 @@ static size_t check_all(const long long *n, int count, float *const *h_init, con
             for (int a = 0; a < 3; a++) {
                 double err = fabs((double)got[a][i] - (float)want[a]);
                 if (!(err <= tol[a] + 1e-30)) { /* NaN fails */
-                    if (!quiet && bad < 5)
+#pragma omp critical
+                    if (!quiet && shown < 5) {
                         fprintf(stderr, "  tensor %d, element %lld, %c: got %.9g, want %.9g (tolerance %.3g)\n", k, i,
                                 what[a], got[a][i], want[a], tol[a]);
+                        shown++;
+                    }
                     bad++;
                 }
             }

@@ -181,7 +181,7 @@ for s in 64 1000,1023,777; do
 done
 gpu_check_large ./tensor_gemm --size 512 --iters 2
 gpu_expect 2 'version 2 (mma.sync+ldmatrix, cp.async x2): bf16 only' ./tensor_gemm 2 --type tf32 --size 64
-gpu_check_large ./tensor_gemm --check-only --size 8192
+first gpu_check_large ./tensor_gemm --check-only --size 8192
 # planted bugs: the wgmma versions skip the last 32 bytes of every k tile (one k16 step of bf16);
 # version 2 skips the second k16 step of its tiles; version 9 writes C to shared memory unswizzled
 mutant "tensor_gemm 3-9 skip a wgmma k step" tensor_gemm_hopper.cu \

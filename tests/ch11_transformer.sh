@@ -25,7 +25,7 @@ gpu_check ./softmax --check-only --size 100x1000 --amplitude 100
 gpu_check ./softmax --check-only --size 100x777 --amplitude 0
 gpu_check ./softmax --check-only --size 100x1000 --masked 0.5
 gpu_check_large ./softmax --check-only --size 64x4096 --masked 0.999 --amplitude 80
-gpu_check_large ./softmax --check-only
+first gpu_check_large ./softmax --check-only
 # planted bugs the check must catch: the online softmax without its rescale (a larger element
 # only moves the max), and version 5 reading its rows one float4 short
 mutant "softmax online sum not rescaled" row_reduce.cuh \
@@ -52,7 +52,7 @@ for s in 1x1 3x50257 17x50304 1000x2 64x4097 5x57344; do
 done
 gpu_check ./cross_entropy --check-only --size 64x1000 --amplitude 0
 gpu_check_large ./cross_entropy --check-only --size 512x50304 --seed 5
-gpu_check_large ./cross_entropy --check-only
+first gpu_check_large ./cross_entropy --check-only
 # large logits: the fused versions take log s + m - x[y]; version 1 takes -log p[y], and a
 # label's probability that underflows to 0 makes its loss inf: FAIL, as the help says
 for v in 2 3 4; do
@@ -85,7 +85,7 @@ no_gpu ./adamw
 gpu_check ./adamw --check-only --sizes 1,3,5,2048,2049,8193,65536,65537,1000003,4
 gpu_check ./adamw --check-only --steps 1 --sizes 7,131072,2
 gpu_check ./adamw --check-only --steps 10 --sizes 768,768,2304,589825
-gpu_check_large ./adamw --check-only
+first gpu_check_large ./adamw --check-only
 # planted bugs: the bias correction of the next step; version 3 leaving each tensor's last n % 4;
 # version 4's last block never found (the count never stored: every step corrected as step 1)
 mutant "adamw bias correction of the next step" adamw_kernels.cu \
@@ -110,7 +110,7 @@ done
 gpu_check ./layernorm --check-only --size 300x1000 --offset 1000
 gpu_check ./layernorm --check-only --size 130x4097 --offset -50
 gpu_check_large ./layernorm --check-only --size 2048x31 --seed 3
-gpu_check_large ./layernorm --check-only
+first gpu_check_large ./layernorm --check-only
 # planted bugs: the one-pass variance E[x^2] - mean^2 (fine at offset 0, wrong at 1000); Welford's
 # merge with equal weights (right only where the two counts are equal: 1000 columns make them
 # unequal); dgamma without xh (the column sums of dY alone)
