@@ -73,11 +73,14 @@ RESULTS=$LOG_DIR/results$([ $SANITIZE = 0 ] || echo -sanitize)
 rm -rf "$RESULTS" && mkdir -p "$RESULTS"
 n_entry=0 next_entry=0
 
-print_result() {   # print_result <PASS|FAIL|SKIP|TEXT> <name> [log]
+# SKIP: not run for want of something (a GPU, a tool), a failure under REQUIRE_GPU=1; OMIT: left
+# out by choice where something better runs instead (the emulation on a GPU machine), a skip always
+print_result() {   # print_result <PASS|FAIL|SKIP|OMIT|TEXT> <name> [log]
     case $1 in
         PASS) passed=$((passed + 1)); echo "  ok    $2" ;;
         SKIP) if [ "$REQUIRE_GPU" = 1 ]; then print_result FAIL "$2: skipped, and REQUIRE_GPU=1"; return 0; fi
               skipped=$((skipped + 1)); echo "  skip  $2" ;;
+        OMIT) skipped=$((skipped + 1)); echo "  skip  $2" ;;
         FAIL) failed=$((failed + 1)); failures+=("$2"); echo "  FAIL  $2"
               if [ -n "${3:-}" ] && [ -f "$3" ]; then sed -n '1,25p' "$3" | sed 's/^/        | /'; fi ;;
         TEXT) echo "$2" ;;
@@ -358,12 +361,20 @@ mutant_job() {
     case_job "$CHAPTER: mutant caught: $name" 1 "FAIL" "" "$dir/$CHAPTER" "" 0 "$@"
 }
 
+# On a GPU machine the emulated cases are skipped unless EMU=1: the GPU runs the same kernels for
+# real, and every machine without one (CI's too) runs the emulation; it is a tenth of the case time
+emu_on_gpu_skipped() { [ $HAVE_GPU = 1 ] && [ "${EMU:-0}" != 1 ]; }
+
 # emu_check <program> <args...> : a host test that runs a chapter's kernels on CPU threads
 # (tests/emu: every version, one shape, against the CPU in double). Runs everywhere, GPU or not;
 # skipped, with the reason, where g++ has no C++20 <barrier> (tests/Makefile). EMU_ENV: variables
 # for the run (EMU_SMS=3: a persistent kernel's blocks walk several tiles at a small size)
 emu_check() {
     [ $SANITIZE = 1 ] && return
+    if emu_on_gpu_skipped; then
+        record OMIT "$CHAPTER: emulated: $* (a GPU is here and runs the kernels themselves; EMU=1 runs the emulation too)"
+        return
+    fi
     if [ -f "$ROOT/tests/bin/emu.unsupported" ]; then
         record SKIP "$CHAPTER: emulated: $* ($(cat "$ROOT/tests/bin/emu.unsupported"))"
         return
@@ -376,6 +387,10 @@ emu_check() {
 # what the GPU's mutants plant)
 emu_mutant() {
     [ $SANITIZE = 1 ] && return
+    if emu_on_gpu_skipped; then
+        record OMIT "$CHAPTER: emulated mutant: $1 (a GPU is here; EMU=1 runs the emulation too)"
+        return
+    fi
     if [ -f "$ROOT/tests/bin/emu.unsupported" ]; then
         record SKIP "$CHAPTER: emulated mutant: $1 ($(cat "$ROOT/tests/bin/emu.unsupported"))"
         return
