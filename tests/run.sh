@@ -212,6 +212,13 @@ print_slowest() {
         FNR == 1 && FILENAME !~ /\.secs$/ { name[FILENAME] = $2 }
         END { for (k in secs) print secs[k], name[k] }' $(ls | grep -E '^[0-9]+(\.secs)?$')) |
         sort -rn | head -n "${TEST_SLOWEST:-10}" | sed 's/^/  /'
+    # and each chapter's case time summed (cases run side by side: the sum is its share of the run)
+    (cd "$RESULTS" && awk -F '\t' '
+        FNR == 1 && FILENAME ~ /\.secs$/ { k = FILENAME; sub(/\.secs$/, "", k); secs[k] = $0 }
+        FNR == 1 && FILENAME !~ /\.secs$/ { n = $2; sub(/:.*/, "", n); name[FILENAME] = n }
+        END { for (k in secs) if (k in name) sum[name[k]] += secs[k]
+              for (c in sum) if (c ~ /^ch[0-9]/) printf "%s %d s\n", c, sum[c] }' $(ls | grep -E '^[0-9]+(\.secs)?$')) |
+        sort | tr '\n' ',' | sed 's/,$//; s/,/, /g; s/^/case time by chapter: /; s/$/\n/'
 }
 
 # run_case <name> <expected exit> <grep pattern or ""> <env-prefix or ""> <command...>
