@@ -109,3 +109,46 @@ void attention_rows_cpu(const attention_cpu_inputs *in, const size_t *rows, int 
     for (int r = 0; r < n; r++)
         for (int d = 0; d < D; d++) o[(size_t)r * D + d] = ot[d][r] / l[r], mag[(size_t)r * D + d] = mt[d][r] / l[r];
 }
+
+/* The backward pass of one head in double (attention_cpu.h). Row by row: the row's P again (the
+ * forward's softmax, from its max), O_i = P_i V (in double, not the kernel's: the reference is
+ * the exact gradient of the exact attention), delta_i, then dS_i, which adds into dQ_i, dK and dV.
+ * O(S^2 D) a head: small shapes only (the program checks sampled rows at large ones). */
+void attention_backward_head_cpu(const attention_cpu_inputs *in, const float *do_, size_t head, double *dq,
+                                 double *dk, double *dv, double *lse, double *scratch)
+{
+    int S = in->seq, D = in->dim;
+    const float *q = in->q + head * S * D, *k = in->k + head * S * D, *v = in->v + head * S * D;
+    double scale = 1.0 / sqrt((double)D), *p = scratch, *dp = scratch + S;
+    for (size_t e = 0; e < (size_t)S * D; e++) dq[e] = dk[e] = dv[e] = 0.0;
+    for (int i = 0; i < S; i++) {
+        int keys = in->causal ? i + 1 : S;
+        const float *qi = q + (size_t)i * D, *doi = do_ + (size_t)i * D;
+        double m = -INFINITY, l = 0.0;
+        for (int j = 0; j < keys; j++) {
+            double dot = 0.0;
+            for (int d = 0; d < D; d++) dot += (double)qi[d] * k[(size_t)j * D + d];
+            p[j] = dot * scale;
+            m = fmax(m, p[j]);
+        }
+        for (int j = 0; j < keys; j++) l += (p[j] = exp(p[j] - m));
+        for (int j = 0; j < keys; j++) p[j] /= l;
+        lse[i] = m + log(l);
+        /* dP_ij = dO_i . V_j, and delta_i = dO_i . O_i = sum_j P_ij dP_ij */
+        double delta = 0.0;
+        for (int j = 0; j < keys; j++) {
+            double dot = 0.0;
+            for (int d = 0; d < D; d++) dot += (double)doi[d] * v[(size_t)j * D + d];
+            dp[j] = dot;
+            delta += p[j] * dot;
+        }
+        for (int j = 0; j < keys; j++) {
+            double ds = p[j] * (dp[j] - delta) * scale; /* dS_ij, with the scale of S = c Q K^T */
+            for (int d = 0; d < D; d++) {
+                dq[(size_t)i * D + d] += ds * k[(size_t)j * D + d];
+                dk[(size_t)j * D + d] += ds * qi[d];
+                dv[(size_t)j * D + d] += p[j] * doi[d];
+            }
+        }
+    }
+}

@@ -33,6 +33,15 @@ void attention_rows_cpu(const attention_cpu_inputs *in, const size_t *rows, int 
  * which every version must land: the roundings a kernel's bf16 and fp32 arithmetic may make. */
 double attention_bound(double o, double mag, double logit_err, int dim, int seq);
 
+/* ---- the backward pass: given dO (the loss's gradient with respect to O), the gradients dQ, dK,
+ * dV of one head in double, from P recomputed: P = softmax(S), S = Q K^T / sqrt(D) (masked when
+ * causal), dV = P^T dO, dP = dO V^T, delta_i = sum_d dO_id O_id, dS = P o (dP - delta),
+ * dQ = dS K / sqrt(D), dK = dS^T Q / sqrt(D). do_: the head's S x D rows of dO (floats, as the
+ * bf16 inputs); lse: the head's S log-sum-exps of the scaled logits (what the forward saves: log
+ * sum_j exp(s_ij)), written; dq, dk, dv: S x D each; scratch: 2 S doubles. */
+void attention_backward_head_cpu(const attention_cpu_inputs *in, const float *do_, size_t head, double *dq,
+                                 double *dk, double *dv, double *lse, double *scratch);
+
 #ifdef __cplusplus
 }
 #endif
