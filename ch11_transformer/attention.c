@@ -57,7 +57,7 @@ static cudaError_t run_library(void *ctx)
     CUBLAS_CHECK(cublasGemmStridedBatchedEx(j->handle, CUBLAS_OP_T, CUBLAS_OP_N, S, S, D, &scale, p->k, CUDA_R_16BF, D,
                                             hd, p->q, CUDA_R_16BF, D, hd, &zero, j->scores, CUDA_R_32F, S, ss, heads,
                                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    cudaError_t e = attention_softmax_launch(j->scores, j->probs, (long long)heads * S, S, p->causal);
+    cudaError_t e = attention_softmax_launch(j->scores, j->probs, (long long)heads * S, S, p->causal, p->lse);
     if (e != cudaSuccess) return e;
     CUBLAS_CHECK(cublasGemmStridedBatchedEx(j->handle, CUBLAS_OP_N, CUBLAS_OP_N, D, S, S, &one, p->v, CUDA_R_16BF, D,
                                             hd, j->probs, CUDA_R_16BF, S, ss, &zero, p->o, CUDA_R_16BF, D, hd, heads,
@@ -105,8 +105,9 @@ static void make_bf16(uint16_t *bits, float *values, size_t n, float a, lb_rng *
  * lb_check_rows_cols makes sure for a GEMM's tiles. Computed ATT_GROUP rows at a time. */
 #define ATT_CHECK_BAND 64
 typedef struct {
-    size_t n_rows, *rows; /* which rows of O */
-    double *want, *bound; /* n_rows x D: the CPU's O and each element's bound */
+    size_t n_rows, *rows;         /* which rows of O */
+    double *want, *bound;         /* n_rows x D: the CPU's O and each element's bound */
+    double *want_lse, *bound_lse; /* n_rows: each row's log-sum-exp and its bound */
 } attention_reference;
 
 static attention_reference reference_rows(const attention_cpu_inputs *in, unsigned long long seed)
@@ -134,6 +135,8 @@ static attention_reference reference_rows(const attention_cpu_inputs *in, unsign
     r.n_rows = n;
     r.want = lb_host_alloc(sizeof(double) * n * in->dim, "the reference rows");
     r.bound = lb_host_alloc(sizeof(double) * n * in->dim, "their bounds");
+    r.want_lse = lb_host_alloc(sizeof(double) * n, "the rows' log-sum-exps");
+    r.bound_lse = lb_host_alloc(sizeof(double) * n, "their bounds");
     /* groups of ATT_GROUP rows that stay inside one head (rows ascend, heads in order) */
     size_t groups = 0, *start = lb_host_alloc(sizeof(size_t) * (n + 1), "the row groups");
     for (size_t t = 0; t < n; t++)
@@ -148,12 +151,14 @@ static attention_reference reference_rows(const attention_cpu_inputs *in, unsign
             size_t t0 = start[g];
             int count = (int)(start[g + 1] - t0);
             double err[ATT_GROUP], *o = r.want + t0 * in->dim;
-            attention_rows_cpu(in, r.rows + t0, count, o, mag, err, s);
-            for (int t = 0; t < count; t++)
+            attention_rows_cpu(in, r.rows + t0, count, o, mag, err, s, r.want_lse + t0);
+            for (int t = 0; t < count; t++) {
+                r.bound_lse[t0 + t] = attention_lse_bound(r.want_lse[t0 + t], err[t], in->dim, in->seq);
                 for (int d = 0; d < in->dim; d++) {
                     size_t e = (size_t)t * in->dim + d;
                     r.bound[t0 * in->dim + e] = attention_bound(o[e], mag[e], err[t], in->dim, in->seq);
                 }
+            }
         }
         free(mag);
         free(s);
@@ -179,6 +184,19 @@ static lb_check check_rows(const char *name, const uint16_t *o, const attention_
         }
     bound_ctx b = {r->bound};
     lb_check c = lb_check_f32_bound(name, got, want, n, bound_of, &b, quiet);
+    free(got);
+    free(want);
+    return c;
+}
+
+/* --lse: the version's log-sum-exps (floats, all of them copied back) on the reference rows */
+static lb_check check_lse(const float *lse, const attention_reference *r, int quiet)
+{
+    float *got = lb_host_alloc(sizeof(float) * r->n_rows, "the checked rows' lse"),
+          *want = lb_host_alloc(sizeof(float) * r->n_rows, "");
+    for (size_t t = 0; t < r->n_rows; t++) got[t] = lse[r->rows[t]], want[t] = (float)r->want_lse[t];
+    bound_ctx b = {r->bound_lse};
+    lb_check c = lb_check_f32_bound("log-sum-exp", got, want, r->n_rows, bound_of, &b, quiet);
     free(got);
     free(want);
     return c;
@@ -228,7 +246,7 @@ static lb_check check_vs_library(const char *name, const uint16_t *o, const uint
 /* the program's own flags, with their defaults */
 typedef struct {
     long long batch, heads, dim;
-    int causal;
+    int causal, lse;
     double amplitude;
 } attention_options;
 
@@ -248,13 +266,15 @@ static const lb_program program_template = {
 int main(int argc, char **argv)
 {
     /* ---- setup: arguments (checked before the GPU is touched), GPU, cuBLAS, inputs */
-    attention_options o = {.batch = 4, .heads = 16, .dim = 128, .causal = 0, .amplitude = 2.0};
+    attention_options o = {.batch = 4, .heads = 16, .dim = 128, .causal = 0, .lse = 0, .amplitude = 2.0};
     const lb_opt opts[] = {
         {"--batch", LB_OPT_I64, &o.batch, "B, sequences in the batch"},
         {"--heads", LB_OPT_I64, &o.heads, "H, heads"},
         {"--dim", LB_OPT_I64, &o.dim, "D, a head's dimension: 64 or 128"},
         {"--causal", LB_OPT_FLAG, &o.causal, "query i sees keys 0..i only"},
         {"--amplitude", LB_OPT_DOUBLE, &o.amplitude, "Q and K uniform in [-value, value] (logits' spread value^2 / 3)"},
+        {"--lse", LB_OPT_FLAG, &o.lse,
+         "every version also writes each row's log-sum-exp (what the backward pass needs): checked, and timed with it"},
     };
     lb_program program = program_template;
     program.opts = opts, program.n_opts = sizeof opts / sizeof opts[0];
@@ -303,6 +323,12 @@ int main(int argc, char **argv)
     }
     job.p.q = d_in[0], job.p.k = d_in[1], job.p.v = d_in[2];
     CUDA_CHECK(cudaMalloc((void **)&job.p.o, 2 * n));
+    size_t rows = n / (size_t)dim;
+    float *h_lse = NULL;
+    if (o.lse) {
+        CUDA_CHECK(cudaMalloc((void **)&job.p.lse, sizeof(float) * rows));
+        h_lse = lb_host_alloc(sizeof(float) * rows, "the log-sum-exps");
+    }
     if (run_library_version) {
         CUBLAS_CHECK(cublasCreate(&job.handle));
         CUDA_CHECK(cudaMalloc((void **)&job.scores, 4 * scores));
@@ -332,6 +358,7 @@ int main(int argc, char **argv)
         if (!lb_version_runs(&program, &args, &gpu, v, attention_unavailable(v))) continue;
         job.version = v;
         lb_poison_device(job.p.o, 2 * n); /* NaN bits: a row never written fails */
+        if (o.lse) lb_poison_device(job.p.lse, sizeof(float) * rows);
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_o0 : h_o, job.p.o, 2 * n, cudaMemcpyDeviceToHost));
         lb_check c = check_rows(versions[v].name, v == 0 ? h_o0 : h_o, &ref, (int)dim, args.quiet);
@@ -340,6 +367,11 @@ int main(int argc, char **argv)
                 check_vs_library(versions[v].name, h_o, h_o0, n, (int)seq, (int)dim, worst_bound, args.quiet);
             c.n_bad += all.n_bad;
             c.max_abs_err = fmax(c.max_abs_err, all.max_abs_err);
+        }
+        if (o.lse) {
+            CUDA_CHECK(cudaMemcpy(h_lse, job.p.lse, sizeof(float) * rows, cudaMemcpyDeviceToHost));
+            lb_check l = check_lse(h_lse, &ref, args.quiet);
+            c.n_bad += l.n_bad;
         }
         have_o0 |= v == 0;
         float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
@@ -356,7 +388,8 @@ int main(int argc, char **argv)
     }
     for (int t = 0; t < 3; t++) CUDA_CHECK(cudaFree(d_in[t]));
     CUDA_CHECK(cudaFree(job.p.o));
-    free(h_bits), free(h_o), free(h_o0), free(h_q), free(h_k), free(h_v);
-    free(ref.rows), free(ref.want), free(ref.bound);
+    CUDA_CHECK(cudaFree(job.p.lse));
+    free(h_bits), free(h_o), free(h_o0), free(h_q), free(h_k), free(h_v), free(h_lse);
+    free(ref.rows), free(ref.want), free(ref.bound), free(ref.want_lse), free(ref.bound_lse);
     return lb_report_finish(&rep);
 }

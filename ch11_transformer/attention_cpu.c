@@ -9,7 +9,7 @@
  * mag[d] = sum_j p_j |v[j][d]| (the size of the terms, which the roundings of p scale), and
  * *logit_err, the float rounding of the worst logit: ulps of what its D products add up to. */
 void attention_row_cpu(const attention_cpu_inputs *in, size_t row, double *o, double *mag, double *logit_err,
-                       double *s)
+                       double *s, double *lse)
 {
     int S = in->seq, D = in->dim;
     size_t head = row / (size_t)S;
@@ -38,6 +38,7 @@ void attention_row_cpu(const attention_cpu_inputs *in, size_t row, double *o, do
     }
     for (int d = 0; d < D; d++) o[d] /= l, mag[d] /= l;
     *logit_err = worst;
+    if (lse) *lse = m + log(l);
 }
 
 /* The bound on one element of O, from where a kernel's arithmetic differs from the CPU's:
@@ -61,13 +62,25 @@ double attention_bound(double o, double mag, double logit_err, int dim, int seq)
     return 1.25 * u_bf16 * fabs(o) + (1.25 * u_bf16 + 2.0 * p_rel) * mag + 0x1.0p-125;
 }
 
+/* A row's log-sum-exp on the GPU is (m + log2 l) ln 2 in float, m the largest logit (in log2
+ * units) and l the sum of exp2(s - m): l carries the logits' and the exponentials' roundings
+ * (p_rel of attention_bound, relative), so log l moves by that much (absolute); the max, the
+ * product by ln 2 and log2f add a few ulps of the result. Version 0 takes m + logf(d) from its
+ * scores: the same terms. */
+double attention_lse_bound(double lse, double logit_err, int dim, int seq)
+{
+    const double ulp = 0x1.0p-24;
+    double p_rel = (16.0 * sqrt((double)dim) * logit_err + 4.0 + 4.0 * sqrt((double)seq)) * ulp;
+    return 1.25 * p_rel + 8.0 * ulp * (fabs(lse) + 1.0);
+}
+
 /* Up to ATT_GROUP rows of one head at once, as attention_row_cpu computes each (the same sums,
  * in the same order: the same doubles): the rows go through K and V together, so that each key
  * is loaded once for the group, and each step adds into ATT_GROUP independent sums, which the
  * compiler vectorizes, where one row's sum over D is a chain of dependent additions. Rows in
  * ascending order; a causal row stops at its own last key. o, mag: n x D; s: ATT_GROUP x S. */
 void attention_rows_cpu(const attention_cpu_inputs *in, const size_t *rows, int n, double *o, double *mag,
-                        double *logit_err, double *s)
+                        double *logit_err, double *s, double *lse)
 {
     int S = in->seq, D = in->dim, keys[ATT_GROUP];
     size_t head = rows[0] / (size_t)S;
@@ -108,6 +121,8 @@ void attention_rows_cpu(const attention_cpu_inputs *in, const size_t *rows, int 
     }
     for (int r = 0; r < n; r++)
         for (int d = 0; d < D; d++) o[(size_t)r * D + d] = ot[d][r] / l[r], mag[(size_t)r * D + d] = mt[d][r] / l[r];
+    if (lse)
+        for (int r = 0; r < n; r++) lse[r] = m[r] + log(l[r]);
 }
 
 /* The backward pass of one head in double (attention_cpu.h). Row by row: the row's P again (the

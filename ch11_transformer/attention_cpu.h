@@ -18,20 +18,25 @@ typedef struct {
 /* One row of O in double: query `row` (0 .. B H S - 1) against the keys its head lets it see.
  * o[d] = sum_j p_j v[j][d] with p = softmax(s), s_j = q . k_j / sqrt(D). Also, for the bound:
  * mag[d] = sum_j p_j |v[j][d]| (the size of the terms, which the roundings of p scale), and
- * *logit_err, the float rounding of the worst logit: ulps of what its D products add up to.
+ * *logit_err, the float rounding of the worst logit: ulps of what its D products add up to; and,
+ * where lse is not NULL, *lse = log sum_j exp(s_j), the row's log-sum-exp.
  * s: S doubles of scratch. */
 void attention_row_cpu(const attention_cpu_inputs *in, size_t row, double *o, double *mag, double *logit_err,
-                       double *s);
+                       double *s, double *lse);
 
 /* Up to ATT_GROUP rows of one head (ascending) at once, to the bit what attention_row_cpu gives
- * each, faster: o, mag n x D, logit_err n, s ATT_GROUP x S of scratch. D at most 128. */
+ * each, faster: o, mag n x D, logit_err and lse n (lse may be NULL), s ATT_GROUP x S of scratch.
+ * D at most 128. */
 #define ATT_GROUP 16
 void attention_rows_cpu(const attention_cpu_inputs *in, const size_t *rows, int n, double *o, double *mag,
-                        double *logit_err, double *s);
+                        double *logit_err, double *s, double *lse);
 
 /* The bound on one element of O (o: the CPU's value, mag and logit_err: its row's, above) within
  * which every version must land: the roundings a kernel's bf16 and fp32 arithmetic may make. */
 double attention_bound(double o, double mag, double logit_err, int dim, int seq);
+/* The bound on a row's log-sum-exp (the CPU's lse, the row's logit_err): the logits' and l's
+ * roundings as in attention_bound (log l moves by l's relative error), and lse's own float ulps */
+double attention_lse_bound(double lse, double logit_err, int dim, int seq);
 
 /* ---- the backward pass: given dO (the loss's gradient with respect to O), the gradients dQ, dK,
  * dV of one head in double, from P recomputed: P = softmax(S), S = Q K^T / sqrt(D) (masked when

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
 
 /* a bf16 is the top half of a float: widening is a shift; narrowing rounds to nearest even */
 __device__ __forceinline__ float bf16_float(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
@@ -55,6 +56,21 @@ __device__ __forceinline__ void inverse_row_sums(float l[2])
         l[h] += __shfl_xor_sync(FULL_MASK, l[h], 2);
         l[h] = 1.0f / l[h];
     }
+}
+
+/* The log-sum-exp of a row (natural log) from the online softmax's state in log2 units: its
+ * running max m and the sum l of exp2(s - m), or (inverse_row_sums) 1 / l */
+__device__ __forceinline__ float lse_of(float m, float l) { return (m + log2f(l)) * LN2; }
+__device__ __forceinline__ float lse_of_inverse(float m, float inv_l) { return (m - log2f(inv_l)) * LN2; }
+
+/* Versions 3-6: the two rows a lane holds (row0 and row0 + 8 of its head, whose rows start at
+ * head_row), their log-sum-exps written by the quad's first lane where the rows are inside S */
+__device__ __forceinline__ void store_lse(float *lse_out, size_t head_row, int seq, int row0, int t4, const float m[2],
+                                          const float inv_l[2])
+{
+    if (!lse_out || t4 != 0) return;
+    if (row0 < seq) lse_out[head_row + row0] = lse_of_inverse(m[0], inv_l[0]);
+    if (row0 + 8 < seq) lse_out[head_row + row0 + 8] = lse_of_inverse(m[1], inv_l[1]);
 }
 
 #endif

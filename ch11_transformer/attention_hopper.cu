@@ -143,9 +143,12 @@ __device__ __forceinline__ void pack_p(uint32_t p[8][4], const float sc[64])
 
 /* O / l in bf16, two columns a store, rows row0 and row0 + 8 where they are inside S */
 template <int D>
-__device__ __forceinline__ void store_o(uint16_t *O, size_t head, int seq, int row0, int t4, const float *o, float l[2])
+__device__ __forceinline__ void store_o(uint16_t *O, float *lse_out, size_t bh, int seq, int row0, int t4, const float *o,
+                                        const float m[2], float l[2])
 {
+    size_t head = bh * seq * D;
     inverse_row_sums(l);
+    store_lse(lse_out, bh * seq, seq, row0, t4, m, l);
 #pragma unroll
     for (int j = 0; j < D / 8; j++) {
         int col = 8 * j + 2 * t4;
@@ -243,7 +246,7 @@ template <int D> struct att4_job {
  *     rescaled once its product has landed. (A turn for each product separately, without
  *     issuing the two together, does not survive ptxas: it moves the softmax, pure register
  *     work, past the turn's bar.sync, into the turn. NOTES.) */
-template <int D> __device__ __forceinline__ void consume_in_order(const att4_job<D> &j, uint16_t *O)
+template <int D> __device__ __forceinline__ void consume_in_order(const att4_job<D> &j, uint16_t *O, float *lse_out)
 {
     int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
     int row0 = j.q0 + 64 * j.c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
@@ -266,13 +269,13 @@ template <int D> __device__ __forceinline__ void consume_in_order(const att4_job
         wgmma_settle<D / 2>(o);
         if (releaser) mbar_arrive(&j.empty[v % ATT4_STAGES]);
     }
-    store_o<D>(O, (size_t)j.bh * j.seq * D, j.seq, row0, t4, o, l);
+    store_o<D>(O, lse_out, (size_t)j.bh, j.seq, row0, t4, o, m, l);
 }
 
 /* q_empty (version 6): arrived on once the job's last S has landed (Q may be reloaded); final:
  * this consumer's last job, whose last turn consumer 1 hands to nobody */
 template <int D>
-__device__ __forceinline__ void consume_fa3(const att4_job<D> &j, uint16_t *O, uint64_t *q_empty, bool final)
+__device__ __forceinline__ void consume_fa3(const att4_job<D> &j, uint16_t *O, float *lse_out, uint64_t *q_empty, bool final)
 {
     int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4, c = j.c;
     int row0 = j.q0 + 64 * c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
@@ -316,7 +319,7 @@ __device__ __forceinline__ void consume_fa3(const att4_job<D> &j, uint16_t *O, u
     wgmma_wait<0>();
     wgmma_settle<D / 2>(o);
     if (releaser) mbar_arrive(&j.empty[v % ATT4_STAGES]);
-    store_o<D>(O, (size_t)j.bh * j.seq * D, j.seq, row0, t4, o, l);
+    store_o<D>(O, lse_out, (size_t)j.bh, j.seq, row0, t4, o, m, l);
 }
 
 /* The block's barriers, made by one thread before anyone uses them: Q's (q_full; q_empty for
@@ -335,7 +338,7 @@ __device__ __forceinline__ void init_barriers(uint64_t *q_full, uint64_t *q_empt
 /* Versions 4 and 5: one block of 128 queries a block of threads (causal: the longest rows first) */
 template <int D, bool FA3>
 __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const CUtensorMap *mapK,
-                                                 const CUtensorMap *mapV, uint16_t *O, int seq, int causal)
+                                                 const CUtensorMap *mapV, uint16_t *O, float *lse_out, int seq, int causal)
 {
     typedef att4_layout<D> L;
     extern __shared__ uint8_t smem4_raw[];
@@ -354,10 +357,10 @@ __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const 
     att4_job<D> j = {sQ, sKV, full, empty, wg - 1, q0, bh, tiles, 0, seq, causal};
     mbar_wait(&q_full, 0);
     if (!FA3) {
-        consume_in_order<D>(j, O);
+        consume_in_order<D>(j, O, lse_out);
     } else {
         if (j.c == 1) your_turn(j.c); /* consumer 0 goes first */
-        consume_fa3<D>(j, O, NULL, true);
+        consume_fa3<D>(j, O, lse_out, NULL, true);
     }
 }
 
@@ -365,18 +368,18 @@ __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const 
 template <int D>
 __global__ void __launch_bounds__(ATT4_THREADS, 1)
     attention_kernel4(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
-                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, int seq, int causal)
+                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, float *lse_out, int seq, int causal)
 {
-    flash_wgmma_body<D, false>(&mapQ, &mapK, &mapV, O, seq, causal);
+    flash_wgmma_body<D, false>(&mapQ, &mapK, &mapV, O, lse_out, seq, causal);
 }
 
 /* version 5: FlashAttention-3's schedule: S of tile t with P V of tile t - 1, consumers in turn */
 template <int D>
 __global__ void __launch_bounds__(ATT4_THREADS, 1)
     attention_kernel5(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
-                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, int seq, int causal)
+                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, float *lse_out, int seq, int causal)
 {
-    flash_wgmma_body<D, true>(&mapQ, &mapK, &mapV, O, seq, causal);
+    flash_wgmma_body<D, true>(&mapQ, &mapK, &mapV, O, lse_out, seq, causal);
 }
 
 /* ---- version 6: version 5, persistent. Work item i is a block of 128 queries of one head.
@@ -402,7 +405,7 @@ __device__ __forceinline__ void att6_decode(int item, int qblocks, int heads, in
 template <int D>
 __global__ void __launch_bounds__(ATT4_THREADS, 1)
     attention_kernel6(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
-                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, int seq, int heads, int causal)
+                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, float *lse_out, int seq, int heads, int causal)
 {
     typedef att4_layout<D> L;
     extern __shared__ uint8_t smem6_raw[];
@@ -431,7 +434,7 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
         att6_decode(item, qblocks, heads, causal, &q0, &bh);
         att4_job<D> j = {sQ, sKV, full, empty, c, q0, bh, att4_tiles(q0, seq, causal), u, seq, causal};
         mbar_wait(&q_full, round & 1);
-        consume_fa3<D>(j, O, &q_empty, att6_item(round + 1, blockIdx.x, gridDim.x) >= items);
+        consume_fa3<D>(j, O, lse_out, &q_empty, att6_item(round + 1, blockIdx.x, gridDim.x) >= items);
         u += j.tiles;
     }
 }
@@ -480,7 +483,8 @@ template <int D> static cudaError_t launch4_d(const attention_problem *p, const 
     static const cudaError_t allowed = allow_smem(attention_kernel4<D>, att4_layout<D>::BYTES);
     if (allowed != cudaSuccess) return allowed;
     dim3 grid((p->seq + ATT4_QUERIES - 1) / ATT4_QUERIES, p->batch * p->heads);
-    attention_kernel4<D><<<grid, ATT4_THREADS, att4_layout<D>::BYTES>>>(m->q, m->k, m->v, p->o, p->seq, p->causal);
+    attention_kernel4<D>
+        <<<grid, ATT4_THREADS, att4_layout<D>::BYTES>>>(m->q, m->k, m->v, p->o, p->lse, p->seq, p->causal);
     return cudaGetLastError();
 }
 extern "C" cudaError_t attention_launch4(const attention_problem *p)
@@ -495,7 +499,8 @@ template <int D> static cudaError_t launch5_d(const attention_problem *p, const 
     static const cudaError_t allowed = allow_smem(attention_kernel5<D>, att4_layout<D>::BYTES);
     if (allowed != cudaSuccess) return allowed;
     dim3 grid((p->seq + ATT4_QUERIES - 1) / ATT4_QUERIES, p->batch * p->heads);
-    attention_kernel5<D><<<grid, ATT4_THREADS, att4_layout<D>::BYTES>>>(m->q, m->k, m->v, p->o, p->seq, p->causal);
+    attention_kernel5<D>
+        <<<grid, ATT4_THREADS, att4_layout<D>::BYTES>>>(m->q, m->k, m->v, p->o, p->lse, p->seq, p->causal);
     return cudaGetLastError();
 }
 extern "C" cudaError_t attention_launch5(const attention_problem *p)
@@ -519,8 +524,8 @@ template <int D> static cudaError_t launch6_d(const attention_problem *p, const 
     if (allowed != cudaSuccess) return allowed;
     if (sms < 1) return cudaErrorInvalidDevice;
     int qblocks = (p->seq + ATT4_QUERIES - 1) / ATT4_QUERIES, heads = p->batch * p->heads;
-    attention_kernel6<D><<<min(sms, qblocks * heads), ATT4_THREADS, att4_layout<D>::BYTES>>>(m->q, m->k, m->v, p->o,
-                                                                                              p->seq, heads, p->causal);
+    attention_kernel6<D><<<min(sms, qblocks * heads), ATT4_THREADS, att4_layout<D>::BYTES>>>(
+        m->q, m->k, m->v, p->o, p->lse, p->seq, heads, p->causal);
     return cudaGetLastError();
 }
 extern "C" cudaError_t attention_launch6(const attention_problem *p)

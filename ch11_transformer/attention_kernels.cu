@@ -45,7 +45,7 @@
 /* One block a row of scores (already scaled by 1/sqrt(D)): the online max and sum over the keys
  * the row may see, then the probabilities in bf16 (0 past the diagonal, when causal). */
 __global__ void __launch_bounds__(ATT_SOFTMAX_BLOCK)
-    attention_softmax_kernel(const float *scores, uint16_t *probs, int seq, int causal)
+    attention_softmax_kernel(const float *scores, uint16_t *probs, int seq, int causal, float *lse)
 {
     __shared__ float slots[64];
     long long row = blockIdx.x;
@@ -55,16 +55,17 @@ __global__ void __launch_bounds__(ATT_SOFTMAX_BLOCK)
     float m = -INFINITY, d = 0.0f;
     for (int c = threadIdx.x; c < visible; c += ATT_SOFTMAX_BLOCK) online_add(m, d, x[c]);
     block_online_merge(m, d, slots);
+    if (lse && threadIdx.x == 0) lse[row] = m + logf(d);
     float inv = 1.0f / d;
     for (int c = threadIdx.x; c < seq; c += ATT_SOFTMAX_BLOCK)
         p[c] = c < visible ? float_bf16(fast_exp(x[c] - m) * inv) : 0;
 }
 
 extern "C" cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long long rows, int seq,
-                                                int causal)
+                                                int causal, float *lse)
 {
     if (rows < 1 || rows > 2147483647LL || seq < 1) return cudaErrorInvalidValue;
-    attention_softmax_kernel<<<(unsigned)rows, ATT_SOFTMAX_BLOCK>>>(scores, probs, seq, causal);
+    attention_softmax_kernel<<<(unsigned)rows, ATT_SOFTMAX_BLOCK>>>(scores, probs, seq, causal, lse);
     return cudaGetLastError();
 }
 
@@ -80,7 +81,8 @@ extern "C" cudaError_t attention_softmax_launch(const float *scores, uint16_t *p
  * a multiply-add, and the load units are the limit. */
 template <int D>
 __global__ void __launch_bounds__(ATT1_BLOCK) attention_kernel1(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
-                                                                uint16_t *O, int seq, long long rows, int causal)
+                                                                uint16_t *O, float *lse_out, int seq, long long rows,
+                                                                int causal)
 {
     long long row = blockIdx.x * (long long)ATT1_BLOCK + threadIdx.x;
     if (row >= rows) return;
@@ -110,6 +112,7 @@ __global__ void __launch_bounds__(ATT1_BLOCK) attention_kernel1(const uint16_t *
     }
 #pragma unroll
     for (int d = 0; d < D; d++) O[row * D + d] = float_bf16(o[d] / l);
+    if (lse_out) lse_out[row] = lse_of(m, l);
 }
 
 /* ================================================================ version 2: flash, fp32 on the CUDA cores */
@@ -125,7 +128,7 @@ __global__ void __launch_bounds__(ATT1_BLOCK) attention_kernel1(const uint16_t *
  * exp2(old max - new max) (0 at the first tile, where the old max is -inf), then the weights. */
 template <int D>
 __global__ void __launch_bounds__(ATT2_THREADS, 2)
-    attention_kernel2(const uint16_t *Q, const uint16_t *K, const uint16_t *V, uint16_t *O, int seq, int causal)
+    attention_kernel2(const uint16_t *Q, const uint16_t *K, const uint16_t *V, uint16_t *O, float *lse_out, int seq, int causal)
 {
     const int C = D / 16; /* float4 groups a thread holds */
     __shared__ float4 sK[ATT2_KEYS][D / 4], sV[ATT2_KEYS][D / 4];
@@ -197,6 +200,7 @@ __global__ void __launch_bounds__(ATT2_THREADS, 2)
         __syncthreads(); /* every thread is done with the tile before the next one overwrites it */
     }
     if (query >= seq) return;
+    if (lse_out && part == 0) lse_out[(size_t)blockIdx.y * seq + query] = lse_of(m, l);
     float inv = 1.0f / l;
 #pragma unroll
     for (int c = 0; c < C; c++) {
@@ -242,7 +246,7 @@ template <int D, int ROWS> __device__ __forceinline__ void load_rows(uint16_t *d
  * Tile t + 1 loads by cp.async while tile t is multiplied. */
 template <int D>
 __global__ void __launch_bounds__(ATT3_THREADS)
-    attention_kernel3(const uint16_t *Q, const uint16_t *K, const uint16_t *V, uint16_t *O, int seq, int causal)
+    attention_kernel3(const uint16_t *Q, const uint16_t *K, const uint16_t *V, uint16_t *O, float *lse_out, int seq, int causal)
 {
 #if LB_SM80
     typedef att3_layout<D> L;
@@ -341,6 +345,7 @@ __global__ void __launch_bounds__(ATT3_THREADS)
 
     /* the sums across the quad, then O / l in bf16, two columns a store */
     inverse_row_sums(l);
+    store_lse(lse_out, (size_t)blockIdx.y * seq, seq, row0, t4, m, l);
 #pragma unroll
     for (int j = 0; j < D / 8; j++) {
         int col = 8 * j + 2 * t4;
@@ -362,9 +367,9 @@ static cudaError_t launch1(const attention_problem *p)
     long long rows = (long long)p->batch * p->heads * p->seq;
     unsigned blocks = (unsigned)((rows + ATT1_BLOCK - 1) / ATT1_BLOCK);
     if (p->dim == 64)
-        attention_kernel1<64><<<blocks, ATT1_BLOCK>>>(p->q, p->k, p->v, p->o, p->seq, rows, p->causal);
+        attention_kernel1<64><<<blocks, ATT1_BLOCK>>>(p->q, p->k, p->v, p->o, p->lse, p->seq, rows, p->causal);
     else
-        attention_kernel1<128><<<blocks, ATT1_BLOCK>>>(p->q, p->k, p->v, p->o, p->seq, rows, p->causal);
+        attention_kernel1<128><<<blocks, ATT1_BLOCK>>>(p->q, p->k, p->v, p->o, p->lse, p->seq, rows, p->causal);
     return cudaGetLastError();
 }
 
@@ -372,9 +377,9 @@ static cudaError_t launch2(const attention_problem *p)
 {
     dim3 grid((p->seq + ATT2_QUERIES - 1) / ATT2_QUERIES, p->batch * p->heads);
     if (p->dim == 64)
-        attention_kernel2<64><<<grid, ATT2_THREADS>>>(p->q, p->k, p->v, p->o, p->seq, p->causal);
+        attention_kernel2<64><<<grid, ATT2_THREADS>>>(p->q, p->k, p->v, p->o, p->lse, p->seq, p->causal);
     else
-        attention_kernel2<128><<<grid, ATT2_THREADS>>>(p->q, p->k, p->v, p->o, p->seq, p->causal);
+        attention_kernel2<128><<<grid, ATT2_THREADS>>>(p->q, p->k, p->v, p->o, p->lse, p->seq, p->causal);
     return cudaGetLastError();
 }
 
@@ -386,7 +391,8 @@ template <int D> static cudaError_t launch3_d(const attention_problem *p)
         cudaFuncSetAttribute(attention_kernel3<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, att3_layout<D>::BYTES);
     if (allowed != cudaSuccess) return allowed;
     dim3 grid((p->seq + ATT3_QUERIES - 1) / ATT3_QUERIES, p->batch * p->heads);
-    attention_kernel3<D><<<grid, ATT3_THREADS, att3_layout<D>::BYTES>>>(p->q, p->k, p->v, p->o, p->seq, p->causal);
+    attention_kernel3<D>
+        <<<grid, ATT3_THREADS, att3_layout<D>::BYTES>>>(p->q, p->k, p->v, p->o, p->lse, p->seq, p->causal);
     return cudaGetLastError();
 }
 static cudaError_t launch3(const attention_problem *p) { return p->dim == 64 ? launch3_d<64>(p) : launch3_d<128>(p); }

@@ -23,6 +23,10 @@ typedef struct {
     uint16_t *o;                /* bf16 bits, (B, H, S, D) */
     int batch, heads, seq, dim; /* dim: 64 or 128 */
     int causal;
+    /* (B H S) floats, or NULL: each query row's log-sum-exp, log sum_j exp(q . k_j / sqrt(D)) over
+     * the keys it sees (natural log), what the backward pass needs to recompute P without O's
+     * softmax; every version writes it when asked (the forward's timing leaves it NULL) */
+    float *lse;
     void *prepared; /* versions 4-6's tensor maps (attention_prepare), NULL before */
 } attention_problem;
 
@@ -31,8 +35,10 @@ cudaError_t attention_launch(int v, const attention_problem *p);
 
 /* Version 0's softmax, between its two cuBLAS products: the rows of scores (rows x seq fp32,
  * row r is query r % seq of its head, already scaled by 1/sqrt(D)), masked above the diagonal
- * when causal, into probabilities as bf16 (the second product's input). */
-cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long long rows, int seq, int causal);
+ * when causal, into probabilities as bf16 (the second product's input); and each row's
+ * log-sum-exp into lse where it is not NULL. */
+cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long long rows, int seq, int causal,
+                                     float *lse);
 
 /* Versions 4-6 need tensor maps of Q, K and V (made through the driver's cuTensorMapEncodeTiled):
  * once per set of buffers, outside the timing. Where they cannot run it does nothing. */

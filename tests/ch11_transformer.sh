@@ -151,6 +151,9 @@ emu_mutant "attention version 3 copies whole tiles past S's end" attention_kerne
     emu_attention 1 1 300 64 0 2 3
 emu_mutant "attention version 3 reads a K/V tile before its cp.async wait" attention_kernels.cu \
     's|cp_async_wait<1>(); /\* all but the newest group: tile t has landed \*/|;|' emu_attention 1 1 300 64 0 2 3
+# the log-sum-exp every version also writes (the backward pass's input) taken in log2 units
+emu_mutant "attention versions 3-6 keep the log-sum-exp in log2 units" attention_device.cuh \
+    's/return (m - log2f(inv_l)) \* LN2;/return m - log2f(inv_l);/' emu_attention 1 1 300 128 0 2 3 5
 emu_mutant "attention version 5 reads S before its wgmma wait" attention_hopper.cu \
     's|wgmma_wait<1>(); /\* S has landed; P V may still run \*/|;|' emu_attention 1 1 300 128 0 2 5
 # a version added the way attention's table says (a launcher and its row in launchers[], the count, a
@@ -190,6 +193,13 @@ gpu_check_large ./attention --check-only --size 1024 --batch 8 --heads 16 --dim 
 # first box (4-6 share the descriptor; D = 128 only), version 6's items dealt to the wrong heads
 # (2048 x 16 heads: 256 items, more than the SMs), the causal mask one key too far (every
 # version shares last_key; version 3 runs it)
+# --lse: every version writes each row's log-sum-exp, checked on the sampled rows
+gpu_check ./attention --check-only --lse --size 1000 --batch 1 --heads 3 --dim 64 --causal
+gpu_check ./attention --check-only --lse --size 4097 --batch 1 --heads 1 --dim 128
+gpu_check_large ./attention --check-only --lse --size 1024 --batch 8 --heads 16 --dim 64 --causal
+mutant "attention versions 3-6 keep the log-sum-exp in log2 units" attention_device.cuh \
+    's/return (m - log2f(inv_l)) \* LN2;/return m - log2f(inv_l);/' \
+    ./attention 5 --check-only --lse --size 300 --batch 1 --heads 2 --dim 128
 mutant "attention version 3 without the rescale of O" attention_kernels.cu \
     's/o\[j\]\[0\] \*= alpha\[0\], o\[j\]\[1\] \*= alpha\[0\], o\[j\]\[2\] \*= alpha\[1\], o\[j\]\[3\] \*= alpha\[1\];/;/' \
     ./attention 3 --check-only --size 1000 --batch 1 --heads 2 --dim 64

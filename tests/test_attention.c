@@ -93,7 +93,7 @@ static double head_loss(const attention_cpu_inputs *in, const float *do_, size_t
     int S = in->seq, D = in->dim;
     double o[128], mag[128], err, *s = malloc(sizeof(double) * S), loss = 0.0;
     for (int i = 0; i < S; i++) {
-        attention_row_cpu(in, head * S + i, o, mag, &err, s);
+        attention_row_cpu(in, head * S + i, o, mag, &err, s, NULL);
         for (int d = 0; d < D; d++) loss += (double)do_[(size_t)i * D + d] * o[d];
     }
     free(s);
@@ -129,13 +129,13 @@ int main(void)
     {
         attention_cpu_inputs in = make_inputs(1, 1, 5, 64, 1, 2.0f, 3);
         double o[64], mag[64], err, s[5];
-        attention_row_cpu(&in, 0, o, mag, &err, s);
+        attention_row_cpu(&in, 0, o, mag, &err, s, NULL);
         int same = 1;
         for (int d = 0; d < 64; d++) same &= o[d] == in.v[d] && mag[d] == fabs(in.v[d]);
         CHECK(same);
         memset((void *)in.q, 0, sizeof(float) * 5 * 64);
         in.causal = 0;
-        attention_row_cpu(&in, 2, o, mag, &err, s);
+        attention_row_cpu(&in, 2, o, mag, &err, s, NULL);
         double worst = 0.0;
         for (int d = 0; d < 64; d++) {
             double mean = 0.0;
@@ -184,7 +184,7 @@ int main(void)
                *s1 = malloc(sizeof(double) * in.seq), err1;
         int same = 1;
         for (size_t t = 0; t < r.n_rows; t += 1 + r.n_rows / 7) {
-            attention_row_cpu(&in, r.rows[t], o1, mag1, &err1, s1);
+            attention_row_cpu(&in, r.rows[t], o1, mag1, &err1, s1, NULL);
             for (int d = 0; d < in.dim; d++)
                 same &= o1[d] == r.want[t * in.dim + d] &&
                         attention_bound(o1[d], mag1[d], err1, in.dim, in.seq) == r.bound[t * in.dim + d];
@@ -220,7 +220,7 @@ int main(void)
         /* dQ_i without delta_i's term: + scale delta_i sum_j P_ij K_j, recomputed here */
         double *wrong = malloc(sizeof(double) * n), o[64], mag[64], err, *s = malloc(sizeof(double) * S);
         for (int i = 0; i < S; i++) {
-            attention_row_cpu(&in, head * S + i, o, mag, &err, s);
+            attention_row_cpu(&in, head * S + i, o, mag, &err, s, NULL);
             double delta = 0.0;
             for (int d = 0; d < D; d++) delta += (double)do_[(size_t)i * D + d] * o[d];
             int keys = causal ? i + 1 : S;

@@ -6,7 +6,7 @@
  * Q and K uniform in [-amplitude, amplitude] (default 2), V in [-1, 1], all bf16, from a fixed
  * seed, each with NaN after its end (emu_guarded). Every element of O is held to the program's own
  * bound (attention_cpu.c: the CPU's row in double and attention_bound, as ./attention checks its
- * rows). Every version (1-6) unless some are named after the amplitude, which must then be given:
+ * rows), and every row's log-sum-exp to attention_lse_bound. Every version (1-6) unless some are named after the amplitude, which must then be given:
  * `emu_attention 1 2 300 128 1 2 3 4` is amplitude 2, versions 3 and 4. Exit 0 when every one
  * passes, 1 otherwise. */
 #include "emu_cuda.h"
@@ -42,14 +42,17 @@ int main(int argc, char **argv)
     }
     /* every row's O in double and each element's bound, as the program computes them */
     attention_cpu_inputs in = {qf.data(), kf.data(), vf.data(), B, H, S, D, causal};
-    std::vector<double> want(n), bound(n), mag(D), s(S);
-    for (size_t row = 0; row < (size_t)B * H * S; row++) {
+    size_t rows = (size_t)B * H * S;
+    std::vector<double> want(n), bound(n), mag(D), s(S), want_lse(rows), bound_lse(rows);
+    for (size_t row = 0; row < rows; row++) {
         double err;
-        attention_row_cpu(&in, row, &want[row * D], mag.data(), &err, s.data());
+        attention_row_cpu(&in, row, &want[row * D], mag.data(), &err, s.data(), &want_lse[row]);
         for (int d = 0; d < D; d++) bound[row * D + d] = attention_bound(want[row * D + d], mag[d], err, D, S);
+        bound_lse[row] = attention_lse_bound(want_lse[row], err, D, S);
     }
 
-    attention_problem p = {q.data(), k.data(), v.data(), o.data(), B, H, S, D, causal, NULL};
+    std::vector<float> lse(rows); /* every version writes each row's log-sum-exp too (the program's --lse) */
+    attention_problem p = {q.data(), k.data(), v.data(), o.data(), B, H, S, D, causal, lse.data(), NULL};
     if (attention_prepare(&p) != cudaSuccess) {
         fprintf(stderr, "emu_attention: attention_prepare failed\n");
         return 1;
@@ -61,6 +64,7 @@ int main(int argc, char **argv)
     int failed = 0;
     for (int version : versions) {
         std::fill(o.begin(), o.end(), (uint16_t)0xFFFF); /* NaN: a row never written fails */
+        std::fill(lse.begin(), lse.end(), NAN);
         cudaError_t e = attention_launch(version, &p);
         size_t bad = 0, first = 0;
         double worst = 0.0; /* the largest error in units of the bound; NaN once any element is NaN */
@@ -75,14 +79,19 @@ int main(int argc, char **argv)
             else
                 worst = std::max(worst, err / bound[i]);
         }
-        printf("emulated attention %dx%dx%dx%d%s version %d: %s, %zu of %zu wrong, worst error %.3g of its bound",
+        size_t bad_lse = 0, first_lse = 0;
+        for (size_t row = 0; row < rows; row++)
+            if (!(fabs(lse[row] - want_lse[row]) <= bound_lse[row]) && !bad_lse++) first_lse = row;
+        printf("emulated attention %dx%dx%dx%d%s version %d: %s, %zu of %zu wrong, worst error %.3g of its bound; "
+               "%zu of %zu log-sum-exps wrong",
                B, H, S, D, causal ? "_causal" : "", version, e == cudaSuccess ? "launched" : "LAUNCH FAILED", bad, n,
-               worst);
+               worst, bad_lse, rows);
         if (bad)
             printf(" (first: row %zu column %zu, got %.6g, want %.6g)", first / D, first % D, emu_bf16(o[first]),
                    want[first]);
-        printf(" %s\n", bad == 0 && e == cudaSuccess ? "PASS" : "FAIL");
-        failed += bad > 0 || e != cudaSuccess;
+        if (bad_lse) printf(" (first lse: row %zu, got %.7g, want %.7g)", first_lse, lse[first_lse], want_lse[first_lse]);
+        printf(" %s\n", bad == 0 && bad_lse == 0 && e == cudaSuccess ? "PASS" : "FAIL");
+        failed += bad > 0 || bad_lse > 0 || e != cudaSuccess;
     }
     attention_release(&p);
     return emu_finish(failed);
