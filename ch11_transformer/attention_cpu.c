@@ -130,12 +130,17 @@ void attention_rows_cpu(const attention_cpu_inputs *in, const size_t *rows, int 
  * the exact gradient of the exact attention), delta_i, then dS_i, which adds into dQ_i, dK and dV.
  * O(S^2 D) a head: small shapes only (the program checks sampled rows at large ones). */
 void attention_backward_head_cpu(const attention_cpu_inputs *in, const float *do_, size_t head, double *dq,
-                                 double *dk, double *dv, double *lse, double *scratch)
+                                 double *dk, double *dv, double *lse, double *scratch, double *mag)
 {
     int S = in->seq, D = in->dim;
-    const float *q = in->q + head * S * D, *k = in->k + head * S * D, *v = in->v + head * S * D;
+    size_t n = (size_t)S * D;
+    const float *q = in->q + head * n, *k = in->k + head * n, *v = in->v + head * n;
     double scale = 1.0 / sqrt((double)D), *p = scratch, *dp = scratch + S;
-    for (size_t e = 0; e < (size_t)S * D; e++) dq[e] = dk[e] = dv[e] = 0.0;
+    double *mq = mag ? mag : NULL, *mk = mag ? mag + n : NULL, *mv = mag ? mag + 2 * n : NULL;
+    for (size_t e = 0; e < n; e++) {
+        dq[e] = dk[e] = dv[e] = 0.0;
+        if (mag) mq[e] = mk[e] = mv[e] = 0.0;
+    }
     for (int i = 0; i < S; i++) {
         int keys = in->causal ? i + 1 : S;
         const float *qi = q + (size_t)i * D, *doi = do_ + (size_t)i * D;
@@ -149,13 +154,22 @@ void attention_backward_head_cpu(const attention_cpu_inputs *in, const float *do
         for (int j = 0; j < keys; j++) l += (p[j] = exp(p[j] - m));
         for (int j = 0; j < keys; j++) p[j] /= l;
         lse[i] = m + log(l);
-        /* dP_ij = dO_i . V_j, and delta_i = dO_i . O_i = sum_j P_ij dP_ij */
-        double delta = 0.0;
+        /* dP_ij = dO_i . V_j, and delta_i = dO_i . O_i = sum_j P_ij dP_ij; for the bound, the sizes
+         * of their terms: sum_d |dO_id V_jd| (kept in p's place once p is used) and sum_d |dO_id O_id|,
+         * which is what their roundings scale, however much the sums cancel */
+        double delta = 0.0, delta_size = 0.0;
         for (int j = 0; j < keys; j++) {
             double dot = 0.0;
             for (int d = 0; d < D; d++) dot += (double)doi[d] * v[(size_t)j * D + d];
             dp[j] = dot;
             delta += p[j] * dot;
+        }
+        if (mag) {
+            for (int d = 0; d < D; d++) {
+                double od = 0.0;
+                for (int j = 0; j < keys; j++) od += p[j] * v[(size_t)j * D + d];
+                delta_size += fabs((double)doi[d] * od);
+            }
         }
         for (int j = 0; j < keys; j++) {
             double ds = p[j] * (dp[j] - delta) * scale; /* dS_ij, with the scale of S = c Q K^T */
@@ -164,6 +178,29 @@ void attention_backward_head_cpu(const attention_cpu_inputs *in, const float *do
                 dk[(size_t)j * D + d] += ds * qi[d];
                 dv[(size_t)j * D + d] += p[j] * doi[d];
             }
+            if (!mag) continue;
+            double dp_size = 0.0;
+            for (int d = 0; d < D; d++) dp_size += fabs((double)doi[d] * v[(size_t)j * D + d]);
+            double size = p[j] * (dp_size + delta_size) * scale;
+            for (int d = 0; d < D; d++) {
+                mq[(size_t)i * D + d] += size * fabs((double)k[(size_t)j * D + d]);
+                mk[(size_t)j * D + d] += size * fabs((double)qi[d]);
+                mv[(size_t)j * D + d] += p[j] * fabs((double)doi[d]);
+            }
         }
     }
+}
+
+/* The bound on a gradient's element: like the forward's (attention_bound), a kernel's P carries
+ * the logits' and exponentials' relative error p_rel; dP and delta are fp32 sums of D bf16
+ * products (a few ulps of their sizes, sqrt(D)); versions that round P and dS to bf16 for the
+ * tensor cores (and version 0, whose products read them in bf16) move each term by 2^-8 of it;
+ * the sums over S keys or queries add sqrt(S) ulps; the result is written in bf16 (2^-8 of it).
+ * All of it scales the terms' sizes (mag), but the last. */
+double attention_backward_bound(double want, double mag, double logit_err, int dim, int seq)
+{
+    const double ulp = 0x1.0p-24, u_bf16 = 0x1.0p-8;
+    double p_rel = (16.0 * sqrt((double)dim) * logit_err + 4.0 + 4.0 * sqrt((double)seq)) * ulp;
+    double term_rel = 2.0 * u_bf16 + 2.0 * p_rel + 8.0 * sqrt((double)dim) * ulp + 4.0 * sqrt((double)seq) * ulp;
+    return 1.25 * u_bf16 * fabs(want) + 1.25 * term_rel * mag + 0x1.0p-125;
 }

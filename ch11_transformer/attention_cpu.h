@@ -43,9 +43,15 @@ double attention_lse_bound(double lse, double logit_err, int dim, int seq);
  * causal), dV = P^T dO, dP = dO V^T, delta_i = sum_d dO_id O_id, dS = P o (dP - delta),
  * dQ = dS K / sqrt(D), dK = dS^T Q / sqrt(D). do_: the head's S x D rows of dO (floats, as the
  * bf16 inputs); lse: the head's S log-sum-exps of the scaled logits (what the forward saves: log
- * sum_j exp(s_ij)), written; dq, dk, dv: S x D each; scratch: 2 S doubles. */
+ * sum_j exp(s_ij)), written; dq, dk, dv: S x D each; scratch: 2 S doubles.
+ * mag (NULL, or 3 S x D: dQ's, dK's, dV's): each element's sum of its terms' sizes, dS's from
+ * P (sum_d |dO_id V_jd| + sum_d |dO_id O_id|), the sizes a kernel's roundings of P, dP and delta
+ * (O in bf16) scale however much the sums cancel, for the bound. */
 void attention_backward_head_cpu(const attention_cpu_inputs *in, const float *do_, size_t head, double *dq,
-                                 double *dk, double *dv, double *lse, double *scratch);
+                                 double *dk, double *dv, double *lse, double *scratch, double *mag);
+/* The bound on an element of dQ, dK or dV (want: the CPU's, mag: its terms' sizes; logit_err as
+ * the forward's, the head's worst) within which every backward version must land */
+double attention_backward_bound(double want, double mag, double logit_err, int dim, int seq);
 
 #ifdef __cplusplus
 }

@@ -224,3 +224,43 @@ mutant "attention version 3 copies whole tiles past S's end" attention_kernels.c
     's/src + (size_t)(r < valid ? r : 0) \* D + c, r < valid);/src + (size_t)r * D + c, true);/' \
     ./attention 3 --check-only --size 1000 --batch 1 --heads 1 --dim 64
 bad_input 2 "torch_transformer: '4x16x4096' is not an attention shape BxHxSxD[_causal]" python3 ../bench/torch_transformer.py attention 4x16x4096
+
+# attention_backward: dQ, dK, dV from dO; every element of whole heads against the CPU in double
+# (attention_backward_head_cpu, itself checked by finite differences in test_attention) within
+# attention_backward_bound, and every element against version 0
+bad_input 2 "unknown argument '--bogus'" ./attention_backward --bogus
+bad_input 0 'usage: attention_backward ' ./attention_backward --help
+bad_input 2 '--dim must be 64 or 128 (got 96)' ./attention_backward --dim 96
+bad_input 2 '--size: S must be 1..65536 (got 65537)' ./attention_backward --size 65537
+bad_input 2 '--batch and --heads must be positive, B x H at most 65535 (got 300 x 300)' ./attention_backward --batch 300 --heads 300
+bad_input 2 "version '2' does not exist (0..1)" ./attention_backward 2
+no_gpu ./attention_backward
+gpu_check ./attention_backward --check-only --size 1 --batch 3 --heads 1 --dim 128 --causal
+gpu_check ./attention_backward --check-only --size 17 --batch 1 --heads 3 --dim 64
+gpu_check ./attention_backward --check-only --size 129 --batch 1 --heads 2 --dim 128 --causal
+gpu_check ./attention_backward --check-only --size 300 --batch 1 --heads 2 --dim 64 --amplitude 10
+gpu_check_large ./attention_backward --check-only --size 1000 --batch 3 --heads 1 --dim 128 --causal
+gpu_check_large ./attention_backward --check-only --size 4097 --batch 1 --heads 1 --dim 64 --causal
+gpu_check_large ./attention_backward --check-only --size 1024 --batch 2 --heads 8 --dim 128
+# the same kernels on CPU threads, and the planted bugs of the issue: the rowsum(dO o O) term
+# dropped, the causal mask one key too far, one key block's share of dQ lost, dS without the scale
+emu_check emu_attention_backward 1 1 1 64 1
+emu_check emu_attention_backward 3 1 17 128 1
+emu_check emu_attention_backward 1 3 33 64 0
+emu_check emu_attention_backward 2 2 129 128 1
+emu_check emu_attention_backward 1 1 300 64 1 10
+emu_mutant "attention backward 1 without the rowsum(dO o O) term" attention_backward_kernels.cu \
+    's/float ds = p \* (dp - sDelta\[r\]) \* scale;/float ds = p * dp * scale;/' emu_attention_backward 1 2 100 64 1
+emu_mutant "attention backward 1 causal mask one key too far" attention_backward_kernels.cu \
+    's/(!causal || key <= row)/(!causal || key <= row + 1)/' emu_attention_backward 1 2 100 64 1
+emu_mutant "attention backward 1 loses the first key block's dQ" attention_backward_kernels.cu \
+    's/            atomicAdd(dq_acc + head/            if (blockIdx.x) atomicAdd(dq_acc + head/' \
+    emu_attention_backward 1 2 100 64 1
+emu_mutant "attention backward 1 leaves the softmax scale out of dS" attention_backward_kernels.cu \
+    's/float ds = p \* (dp - sDelta\[r\]) \* scale;/float ds = p * (dp - sDelta[r]);/' emu_attention_backward 1 2 100 64 1
+mutant "attention backward 1 without the rowsum(dO o O) term" attention_backward_kernels.cu \
+    's/float ds = p \* (dp - sDelta\[r\]) \* scale;/float ds = p * dp * scale;/' \
+    ./attention_backward 1 --check-only --size 300 --batch 1 --heads 2 --dim 64 --causal
+mutant "attention backward 0 without the rowsum(dO o O) term" attention_backward_kernels.cu \
+    's/dS\[e\] = float_bf16(p \* (dp\[e\] - dl) \* scale);/dS[e] = float_bf16(p * dp[e] * scale);/' \
+    ./attention_backward 0 --check-only --size 300 --batch 1 --heads 2 --dim 64 --causal

@@ -410,6 +410,7 @@ emu_mutant_job() {
     case $file in
         attention_kernels.cu) var=EMU_ATTENTION_KERNELS ;;
         attention_hopper.cu) var=EMU_ATTENTION_HOPPER ;;
+        attention_backward_kernels.cu) var=EMU_ATTENTION_BACKWARD_KERNELS ;;
         matmul_kernels.cu) var=EMU_MATMUL_KERNELS ;;
         tensor_gemm_kernels.cu) var=EMU_TENSOR_GEMM_KERNELS ;;
         tensor_gemm_hopper.cu) var=EMU_TENSOR_GEMM_HOPPER ;;

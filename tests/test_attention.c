@@ -207,7 +207,7 @@ int main(void)
         for (size_t e = 0; e < n; e++) do_[e] = lb_rng_uniform(&rng, -1.0f, 1.0f);
         double *dq = malloc(sizeof(double) * n), *dk = malloc(sizeof(double) * n), *dv = malloc(sizeof(double) * n),
                *lse = malloc(sizeof(double) * S), *scratch = malloc(sizeof(double) * 2 * S);
-        attention_backward_head_cpu(&in, do_, head, dq, dk, dv, lse, scratch);
+        attention_backward_head_cpu(&in, do_, head, dq, dk, dv, lse, scratch, NULL);
         float *q = (float *)in.q + head * n, *k = (float *)in.k + head * n, *v = (float *)in.v + head * n;
         double gq = gradient_gap(&in, do_, head, q, dq), gk = gradient_gap(&in, do_, head, k, dk),
                gv = gradient_gap(&in, do_, head, v, dv);

@@ -1,0 +1,232 @@
+/* attention_backward_kernels.cu - the gradients of attention: dQ, dK, dV from dO.
+ *
+ *   Q, K, V, O, dO, dQ, dK, dV: bf16, (B, H, S, D) contiguous; lse: each query row's log-sum-exp
+ *   of its scaled logits, as the forward writes it. P is recomputed, not stored by the forward:
+ *   P_ij = exp(q_i . k_j / sqrt(D) - lse_i). With dP = dO V^T and delta_i = rowsum(dO o O)_i,
+ *   dS = P o (dP - delta) / sqrt(D), and dV = P^T dO, dQ = dS K, dK = dS^T Q.
+ *
+ * versions (attention_backward.c's table; 0 is cuBLAS around attention_bwd_rows_kernel, below):
+ *   1  flash on the CUDA cores, fp32 (FlashAttention-2's loop order): a block owns 32 keys, their
+ *      dK and dV in registers (4 threads a key, each a quarter of D), and walks the query rows in
+ *      tiles of 16 (a causal block starts at its first key's tile): P and dS of the tile against
+ *      its keys, dV += P^T dO and dK += dS^T Q in registers, and dQ += dS K added into an fp32
+ *      buffer (atomics: every key block adds to every query row it sees), converted to bf16 by a
+ *      last pass. Nothing S x S is written.
+ * Every version first computes delta (attention_bwd_delta_kernel).
+ */
+#include "attention_backward_kernels.h"
+#include "attention_device.cuh" /* bf16_float, float_bf16, pack_bf16 */
+
+#include <stdlib.h>
+
+/* four bf16 (8 bytes) as floats */
+__device__ __forceinline__ float4 bf16x4_float4(uint2 b)
+{
+    return make_float4(__uint_as_float(b.x << 16), __uint_as_float(b.x & 0xFFFF0000u), __uint_as_float(b.y << 16),
+                       __uint_as_float(b.y & 0xFFFF0000u));
+}
+__device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+/* ================================================================ every version: delta */
+
+#define BWD_DELTA_BLOCK 256 /* 8 warps, a row each */
+
+/* delta_i = sum_d dO_id O_id: a warp a row, lanes on neighbouring pairs of columns */
+template <int D>
+__global__ void __launch_bounds__(BWD_DELTA_BLOCK)
+    attention_bwd_delta_kernel(const uint16_t *O, const uint16_t *dO, float *delta, long long rows)
+{
+    long long row = blockIdx.x * (long long)(BWD_DELTA_BLOCK / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= rows) return;
+    float sum = 0.0f;
+#pragma unroll
+    for (int c = 2 * lane; c < D; c += 64) {
+        uint32_t o = *reinterpret_cast<const uint32_t *>(O + row * D + c),
+                 g = *reinterpret_cast<const uint32_t *>(dO + row * D + c);
+        sum += __uint_as_float(o << 16) * __uint_as_float(g << 16) +
+               __uint_as_float(o & 0xFFFF0000u) * __uint_as_float(g & 0xFFFF0000u);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(FULL_MASK, sum, off);
+    if (lane == 0) delta[row] = sum;
+}
+
+extern "C" cudaError_t attention_bwd_delta_launch(const attention_bwd_problem *p)
+{
+    long long rows = (long long)p->batch * p->heads * p->seq;
+    unsigned blocks = (unsigned)((rows + BWD_DELTA_BLOCK / 32 - 1) / (BWD_DELTA_BLOCK / 32));
+    if (p->dim == 64)
+        attention_bwd_delta_kernel<64><<<blocks, BWD_DELTA_BLOCK>>>(p->o, p->d_o, p->delta, rows);
+    else
+        attention_bwd_delta_kernel<128><<<blocks, BWD_DELTA_BLOCK>>>(p->o, p->d_o, p->delta, rows);
+    return cudaGetLastError();
+}
+
+/* ================================================================ version 0's rows */
+
+#define BWD_ROWS_BLOCK 256
+
+/* One block a row of scores: P and dS in bf16, zero where the row may not look */
+__global__ void __launch_bounds__(BWD_ROWS_BLOCK)
+    attention_bwd_rows_kernel(const float *s, const float *dp, const float *lse, const float *delta, uint16_t *P,
+                              uint16_t *dS, int seq, float scale, int causal)
+{
+    long long row = blockIdx.x;
+    int visible = last_key((int)(row % seq), seq, causal) + 1;
+    float l = lse[row], dl = delta[row];
+    for (int c = threadIdx.x; c < seq; c += BWD_ROWS_BLOCK) {
+        size_t e = (size_t)row * seq + c;
+        float p = c < visible ? expf(s[e] - l) : 0.0f;
+        P[e] = float_bf16(p);
+        dS[e] = float_bf16(p * (dp[e] - dl) * scale);
+    }
+}
+
+extern "C" cudaError_t attention_bwd_rows_launch(const float *s, const float *dp, const float *lse, const float *delta,
+                                                 uint16_t *p, uint16_t *ds, long long rows, int seq, int dim, int causal)
+{
+    if (rows < 1 || rows > 2147483647LL || seq < 1) return cudaErrorInvalidValue;
+    attention_bwd_rows_kernel<<<(unsigned)rows, BWD_ROWS_BLOCK>>>(s, dp, lse, delta, p, ds, seq, rsqrtf((float)dim),
+                                                                 causal);
+    return cudaGetLastError();
+}
+
+/* ================================================================ version 1: flash, fp32 on the CUDA cores */
+
+#define BWD1_KEYS 32    /* a block's keys */
+#define BWD1_QUERIES 16 /* a tile of query rows */
+#define BWD1_THREADS (BWD1_KEYS * 4)
+
+/* Thread t works on key t/4 and, of its D dimensions, the float4 groups 4(t%4) + 16c (as the
+ * forward's version 2 splits a query): a dot product is 4 partial sums added by two shuffles in
+ * the quad. Per tile of 16 queries: Q and dO of the tile into shared memory as floats; for each
+ * row i, s_ij and dP_ij, P_ij = exp(s_ij - lse_i), dS_ij = P_ij (dP_ij - delta_i) / sqrt(D),
+ * and the quad adds P_ij dO_i to dV_j and dS_ij q_i to dK_j in its registers; then the block
+ * sums dS_i. K over its 32 keys for each row of the tile and adds that into dq_acc. */
+template <int D>
+__global__ void __launch_bounds__(BWD1_THREADS)
+    attention_bwd_kernel1(const uint16_t *Q, const uint16_t *K, const uint16_t *V, const uint16_t *dO,
+                          const float *lse, const float *delta, float *dq_acc, uint16_t *dK, uint16_t *dV, int seq,
+                          int causal)
+{
+    const int C = D / 16; /* float4 groups a thread holds of its key's row */
+    __shared__ float4 sK[BWD1_KEYS][D / 4], sQ[BWD1_QUERIES][D / 4], sdO[BWD1_QUERIES][D / 4];
+    __shared__ float sdS[BWD1_QUERIES][BWD1_KEYS + 1], sL[BWD1_QUERIES], sDelta[BWD1_QUERIES];
+    int kl = threadIdx.x / 4, part = threadIdx.x % 4;
+    int k0 = blockIdx.x * BWD1_KEYS, key = k0 + kl;
+    size_t head = (size_t)blockIdx.y * seq * D, head_row = (size_t)blockIdx.y * seq;
+    const float scale = rsqrtf((float)D);
+
+    float4 k[C], v[C], dk[C], dv[C];
+#pragma unroll
+    for (int c = 0; c < C; c++) {
+        k[c] = v[c] = dk[c] = dv[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (key < seq) {
+            size_t at = head + (size_t)key * D + 16 * c + 4 * part;
+            k[c] = bf16x4_float4(*reinterpret_cast<const uint2 *>(K + at));
+            v[c] = bf16x4_float4(*reinterpret_cast<const uint2 *>(V + at));
+        }
+        sK[kl][4 * c + part] = k[c];
+    }
+    /* causal: query rows before the block's first key see none of its keys */
+    int q_first = causal ? k0 / BWD1_QUERIES * BWD1_QUERIES : 0;
+    for (int q0 = q_first; q0 < seq; q0 += BWD1_QUERIES) {
+        __syncthreads(); /* sK written; the last tile's Q, dO and dS no longer read */
+        for (int i = threadIdx.x; i < BWD1_QUERIES * D / 4; i += BWD1_THREADS) {
+            int r = i / (D / 4), c4 = i % (D / 4);
+            uint2 qb = make_uint2(0, 0), gb = qb;
+            if (q0 + r < seq) {
+                qb = *reinterpret_cast<const uint2 *>(Q + head + (size_t)(q0 + r) * D + 4 * c4);
+                gb = *reinterpret_cast<const uint2 *>(dO + head + (size_t)(q0 + r) * D + 4 * c4);
+            }
+            sQ[r][c4] = bf16x4_float4(qb), sdO[r][c4] = bf16x4_float4(gb);
+        }
+        if (threadIdx.x < BWD1_QUERIES) {
+            int row = q0 + threadIdx.x;
+            sL[threadIdx.x] = row < seq ? lse[head_row + row] : 0.0f;
+            sDelta[threadIdx.x] = row < seq ? delta[head_row + row] : 0.0f;
+        }
+        __syncthreads();
+        for (int r = 0; r < BWD1_QUERIES; r++) {
+            float s = 0.0f, dp = 0.0f;
+#pragma unroll
+            for (int c = 0; c < C; c++) s += dot4(sQ[r][4 * c + part], k[c]), dp += dot4(sdO[r][4 * c + part], v[c]);
+            s += __shfl_xor_sync(FULL_MASK, s, 1);
+            s += __shfl_xor_sync(FULL_MASK, s, 2);
+            dp += __shfl_xor_sync(FULL_MASK, dp, 1);
+            dp += __shfl_xor_sync(FULL_MASK, dp, 2);
+            int row = q0 + r;
+            bool seen = key < seq && row < seq && (!causal || key <= row);
+            float p = seen ? expf(s * scale - sL[r]) : 0.0f;
+            float ds = p * (dp - sDelta[r]) * scale;
+            if (part == 0) sdS[r][kl] = ds;
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                float4 g = sdO[r][4 * c + part], q = sQ[r][4 * c + part];
+                dv[c].x += p * g.x, dv[c].y += p * g.y, dv[c].z += p * g.z, dv[c].w += p * g.w;
+                dk[c].x += ds * q.x, dk[c].y += ds * q.y, dk[c].z += ds * q.z, dk[c].w += ds * q.w;
+            }
+        }
+        __syncthreads(); /* the tile's dS complete */
+        const float *sKf = reinterpret_cast<const float *>(sK);
+        for (int i = threadIdx.x; i < BWD1_QUERIES * D; i += BWD1_THREADS) {
+            int r = i / D, d = i % D;
+            if (q0 + r >= seq) continue;
+            float acc = 0.0f;
+#pragma unroll 8
+            for (int j = 0; j < BWD1_KEYS; j++) acc += sdS[r][j] * sKf[j * D + d];
+            atomicAdd(dq_acc + head + (size_t)(q0 + r) * D + d, acc);
+        }
+    }
+    if (key >= seq) return;
+#pragma unroll
+    for (int c = 0; c < C; c++) {
+        size_t at = head + (size_t)key * D + 16 * c + 4 * part;
+        *reinterpret_cast<uint2 *>(dK + at) = make_uint2(pack_bf16(dk[c].x, dk[c].y), pack_bf16(dk[c].z, dk[c].w));
+        *reinterpret_cast<uint2 *>(dV + at) = make_uint2(pack_bf16(dv[c].x, dv[c].y), pack_bf16(dv[c].z, dv[c].w));
+    }
+}
+
+/* dQ from its fp32 sum to bf16 */
+__global__ void attention_bwd_convert_kernel(const float *acc, uint16_t *out, size_t n)
+{
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = float_bf16(acc[i]);
+}
+
+/* ================================================================ launchers */
+
+/* version 1: delta, dq_acc zeroed, a block a tile of 32 keys, then dQ to bf16 */
+template <int D> static cudaError_t launch1_d(const attention_bwd_problem *p)
+{
+    size_t n = (size_t)p->batch * p->heads * p->seq * D;
+    cudaError_t e = attention_bwd_delta_launch(p);
+    if (e == cudaSuccess) e = cudaMemsetAsync(p->dq_acc, 0, sizeof(float) * n);
+    if (e != cudaSuccess) return e;
+    dim3 grid((p->seq + BWD1_KEYS - 1) / BWD1_KEYS, p->batch * p->heads);
+    attention_bwd_kernel1<D><<<grid, BWD1_THREADS>>>(p->q, p->k, p->v, p->d_o, p->lse, p->delta, p->dq_acc, p->dk,
+                                                     p->dv, p->seq, p->causal);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    attention_bwd_convert_kernel<<<(unsigned)((n + 255) / 256), 256>>>(p->dq_acc, p->dq, n);
+    return cudaGetLastError();
+}
+static cudaError_t launch1(const attention_bwd_problem *p) { return p->dim == 64 ? launch1_d<64>(p) : launch1_d<128>(p); }
+
+/* Every version's launcher; version 0 is the library way, in attention_backward.c. To add a
+ * version: its kernel and launcher here, a row here, ATTENTION_BWD_VERSIONS in
+ * attention_backward_kernels.h, and a row in attention_backward.c's versions[]. */
+static const struct {
+    cudaError_t (*launch)(const attention_bwd_problem *p);
+} launchers[] = {
+    {NULL},
+    {launch1},
+};
+static_assert(sizeof launchers / sizeof launchers[0] == ATTENTION_BWD_VERSIONS,
+              "one row in launchers[] per version: ATTENTION_BWD_VERSIONS in attention_backward_kernels.h");
+
+extern "C" cudaError_t attention_bwd_launch(int v, const attention_bwd_problem *p)
+{
+    if (v < 1 || v >= ATTENTION_BWD_VERSIONS || (p->dim != 64 && p->dim != 128)) return cudaErrorInvalidValue;
+    return launchers[v].launch(p);
+}

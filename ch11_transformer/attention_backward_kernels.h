@@ -1,0 +1,46 @@
+/* attention_backward_kernels.h - launchers for attention_backward_kernels.cu (callable from C).
+ *
+ * The backward pass of attention_kernels.h's O = softmax(Q K^T / sqrt(D)) V: given dO, the
+ * gradients dQ, dK, dV (bf16 bits, (B, H, S, D) contiguous as Q, K, V), from Q, K, V, O, dO and
+ * each query row's log-sum-exp (what the forward writes into attention_problem.lse), fp32
+ * arithmetic. Causal: query i saw keys 0..i only, so only those pairs have gradients. */
+#ifndef ATTENTION_BACKWARD_KERNELS_H
+#define ATTENTION_BACKWARD_KERNELS_H
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Versions 0 (the library way: cuBLAS products around attention_bwd_rows_launch, in
+ * attention_backward.c) .. 1; attention_backward.c's version table has one row for each. */
+#define ATTENTION_BWD_VERSIONS 2
+
+typedef struct {
+    const uint16_t *q, *k, *v, *o, *d_o; /* bf16 bits, (B, H, S, D) */
+    const float *lse;                    /* (B H S): the forward's log-sum-exps */
+    uint16_t *dq, *dk, *dv;              /* bf16 bits, (B, H, S, D) */
+    float *delta;                        /* (B H S) floats of scratch: rowsum(dO o O) */
+    float *dq_acc;                       /* (B H S D) floats of scratch: dQ summed over key blocks */
+    int batch, heads, seq, dim;          /* dim: 64 or 128 */
+    int causal;
+} attention_bwd_problem;
+
+/* Launch version v (1..ATTENTION_BWD_VERSIONS - 1) on stream 0; returns the launch error. */
+cudaError_t attention_bwd_launch(int v, const attention_bwd_problem *p);
+
+/* Every version's first step: delta_i = sum_d dO_id O_id, a row's share of the softmax's
+ * gradient (dS = P o (dP - delta)), into p->delta. */
+cudaError_t attention_bwd_delta_launch(const attention_bwd_problem *p);
+
+/* Version 0's row kernel, between its cuBLAS products: from the scores s (rows x seq fp32, row r
+ * is query r % seq of its head, scaled by 1/sqrt(D)) and dp = dO V^T (the same shape), P =
+ * exp(s - lse) and dS = P (dP - delta) / sqrt(D), both bf16 (the next products' inputs), zero
+ * above the diagonal when causal. */
+cudaError_t attention_bwd_rows_launch(const float *s, const float *dp, const float *lse, const float *delta,
+                                      uint16_t *p, uint16_t *ds, long long rows, int seq, int dim, int causal);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
