@@ -419,7 +419,7 @@ emu_mutant_job() {
         *) verdict FAIL "$CHAPTER: emulated mutant: $name (no emulation for $file)"; return ;;
     esac
     if ! (
-        mkdir -p "$dir" && cp "$ROOT/$CHAPTER/$file" "$dir/$file" && sed -i "$expr" "$dir/$file" || exit 1
+        rm -rf "$dir" && mkdir -p "$dir" && cp "$ROOT/$CHAPTER/$file" "$dir/$file" && sed -i "$expr" "$dir/$file" || exit 1
         if cmp -s "$dir/$file" "$ROOT/$CHAPTER/$file"; then echo "the edit '$expr' no longer changes $file"; exit 1; fi
         diff "$ROOT/$CHAPTER/$file" "$dir/$file"
         make -s -C "$ROOT/tests" BIN="$dir" ${var:+"$var=$dir/$file"} "$dir/$prog"
