@@ -22,6 +22,11 @@ way PyTorch runs it, and the one our goals are measured against):
                       with cuDNN's (name=torch_cudnn); TFLOP/s counts 4 B H S^2 D, halved when
                       causal, as ch11's attention does. Each eager and as a graph's replay
                       (torch_flash_graph, torch_cudnn_graph), as the other operations.
+    python3 bench/torch_transformer.py attention_backward 4x16x4096x128[_causal]
+                      the same attention's backward alone: the forward run once outside the
+                      timing, then torch.autograd.grad(O, (q, k, v), dO) timed (name=
+                      torch_flash_bwd, torch_cudnn_bwd, and their _graph replays); TFLOP/s
+                      counts 2.5 times the forward's, as ch11's attention_backward does.
 
 GB/s counts the bytes the operation must move (softmax: x read once, y written once; the
 cross-entropy: the logits read once, their gradient written once; LayerNorm and RMSNorm: x read,
@@ -34,8 +39,8 @@ import torch_common
 from bench_args import Usage
 
 USAGE = ("usage: torch_transformer.py softmax|cross_entropy|layernorm|rmsnorm ROWSxCOLS [ITERS] | adamw gpt2 [ITERS]"
-         " | attention BxHxSxD[_causal] [ITERS]   (--help says more)")
-OPS = ("softmax", "cross_entropy", "layernorm", "rmsnorm", "adamw", "attention")
+         " | attention|attention_backward BxHxSxD[_causal] [ITERS]   (--help says more)")
+OPS = ("softmax", "cross_entropy", "layernorm", "rmsnorm", "adamw", "attention", "attention_backward")
 
 
 def gpt2_sizes():
@@ -63,7 +68,7 @@ def parse_args(argv):
         if shape != "gpt2":
             usage_error(f"adamw times the model gpt2 (got '{shape[:40]}')")
         return op, 0, 0, int(iters_text)
-    if op == "attention":
+    if op in ("attention", "attention_backward"):
         return op, attention_shape(shape), 0, int(iters_text)
     parts = shape.split("x")
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
@@ -114,6 +119,40 @@ def time_attention(torch, shape, iters):
                       f"tflops={flops / (ms * 1e9):.1f} check=none")
 
 
+def time_attention_backward(torch, shape, iters):
+    """The backward of F.scaled_dot_product_attention alone, one backend at a time: the forward
+    once, outside the timing, then the gradients of q, k, v for a fixed dO (torch.autograd.grad,
+    the graph kept for the next call), eager and as a graph's replay where capture works."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    b, h, s, d, causal = shape
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    q, k, v = ((torch.rand(b, h, s, d, device="cuda", generator=gen) * 4 - 2).to(torch.bfloat16).requires_grad_()
+               for _ in range(3))
+    d_o = (torch.rand(b, h, s, d, device="cuda", generator=gen) * 2 - 1).to(torch.bfloat16)
+    size = f"{b}x{h}x{s}x{d}" + ("_causal" if causal else "")
+    flops = 2.5 * 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+    for name, backend in (("torch_flash_bwd", SDPBackend.FLASH_ATTENTION),
+                          ("torch_cudnn_bwd", SDPBackend.CUDNN_ATTENTION)):
+        with sdpa_kernel(backend):
+            try:
+                out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                def fn(out=out):
+                    return torch.autograd.grad(out, (q, k, v), d_o, retain_graph=True)
+                fn()
+            except RuntimeError as e:
+                print(f"torch_transformer: {name} skipped ({str(e).splitlines()[0][:120]})")
+                continue
+            calls = [(name, fn)]
+            try:
+                calls.append((name + "_graph", torch_common.capture(torch, fn).replay))
+            except RuntimeError as e:
+                print(f"torch_transformer: {name}_graph skipped ({str(e).splitlines()[0][:120]})")
+            for label, call in calls:
+                ms = time_ms(torch, call, iters)
+                print(f"RESULT prog=attention_backward name={label} size={size} ms={ms:.4f} "
+                      f"tflops={flops / (ms * 1e9):.1f} check=none")
+
+
 MIN_SAMPLE_MS = 1.0  # common/labbook.h's LB_MIN_SAMPLE_MS
 
 
@@ -148,6 +187,9 @@ def main():
         return 0
     if op == "attention":
         time_attention(torch, rows, iters)
+        return 0
+    if op == "attention_backward":
+        time_attention_backward(torch, rows, iters)
         return 0
     gen = torch.Generator(device="cuda").manual_seed(1)
     if op == "adamw":  # a tensor each, with its gradient, as a model's parameters are

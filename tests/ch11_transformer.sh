@@ -224,6 +224,7 @@ mutant "attention version 3 copies whole tiles past S's end" attention_kernels.c
     's/src + (size_t)(r < valid ? r : 0) \* D + c, r < valid);/src + (size_t)r * D + c, true);/' \
     ./attention 3 --check-only --size 1000 --batch 1 --heads 1 --dim 64
 bad_input 2 "torch_transformer: '4x16x4096' is not an attention shape BxHxSxD[_causal]" python3 ../bench/torch_transformer.py attention 4x16x4096
+bad_input 2 "torch_transformer: '4x16x4096x96': D must be 64 or 128" python3 ../bench/torch_transformer.py attention_backward 4x16x4096x96
 
 # attention_backward: dQ, dK, dV from dO; every element of whole heads against the CPU in double
 # (attention_backward_head_cpu, itself checked by finite differences in test_attention) within
