@@ -102,25 +102,57 @@ static void make_bf16(uint16_t *bits, float *values, size_t n, float a, lb_rng *
     }
 }
 
-/* The CPU's gradients of the checked heads (every head when that costs at most ~2^30
- * multiply-adds, else the first and the last), every element, and each element's bound. The
- * bound takes the head's worst logit error, from its rows' forward in double. */
+/* The CPU's gradients of the checked heads: every head when that costs at most ~2^30
+ * multiply-adds, else the first and the last; whole heads (every element of dQ, dK and dV) while
+ * two cost at most ~2^34, and past that dQ alone on a random row in every band of 64 queries of
+ * the two heads and each head's first row (a row of dQ needs only its own row of P: O(S D), where
+ * dK and dV need every row's), with dK and dV then held to version 0's, which runs as the
+ * reference (bwd_reference.whole 0). Each element's bound takes the head's worst logit error, from
+ * its rows' forward in double. */
+#define BWD_CHECK_BAND 64
 typedef struct {
+    int whole;                  /* 1: whole heads; 0: dQ rows (rows[]) only */
+    size_t seq;                 /* S */
     size_t n_heads, *heads;     /* which heads */
-    double *want[3], *bound[3]; /* dQ, dK, dV: n_heads x S x D each */
+    size_t n_rows;              /* rows checked a head: S when whole */
+    int *rows;                  /* whole 0: the rows of dQ checked in each head */
+    double *want[3], *bound[3]; /* dQ, dK, dV: n_heads x n_rows x D each (dK, dV only when whole) */
 } bwd_reference;
 
-static bwd_reference reference_heads(const attention_cpu_inputs *in, const float *d_o)
+/* which heads are checked (*n_heads: all, or 2), and whether whole */
+static void check_plan(size_t S, size_t D, size_t heads, int causal, size_t *n_heads, int *whole)
+{
+    double per_head = 6.0 * (double)S * (causal ? S / 2.0 + 1 : (double)S) * (double)D;
+    *n_heads = per_head * (double)heads <= 1073741824.0 || heads == 1 ? heads : 2;
+    *whole = per_head * (double)*n_heads <= 17179869184.0;
+}
+
+static bwd_reference reference_heads(const attention_cpu_inputs *in, const float *d_o, unsigned long long seed)
 {
     size_t S = (size_t)in->seq, D = (size_t)in->dim, hn = S * D, heads = (size_t)in->batch * in->heads;
-    double cost = 6.0 * (double)heads * (double)S * (in->causal ? S / 2.0 + 1 : (double)S) * (double)D;
     bwd_reference r = {0};
-    r.n_heads = cost <= 1073741824.0 || heads == 1 ? heads : 2;
+    r.seq = S;
+    check_plan(S, D, heads, in->causal, &r.n_heads, &r.whole);
     r.heads = lb_host_alloc(sizeof(size_t) * r.n_heads, "the checked heads");
     for (size_t t = 0; t < r.n_heads; t++) r.heads[t] = r.n_heads == heads ? t : t * (heads - 1);
-    for (int g = 0; g < 3; g++) {
-        r.want[g] = lb_host_alloc(sizeof(double) * r.n_heads * hn, "the reference gradients");
-        r.bound[g] = lb_host_alloc(sizeof(double) * r.n_heads * hn, "their bounds");
+    r.n_rows = S;
+    if (!r.whole) { /* a random row in each band of 64, and row 0 */
+        size_t bands = (S + BWD_CHECK_BAND - 1) / BWD_CHECK_BAND;
+        r.rows = lb_host_alloc(sizeof(int) * (bands + 1), "the checked rows");
+        lb_rng rng;
+        lb_rng_seed(&rng, seed);
+        r.n_rows = 0;
+        for (size_t b = 0; b < bands; b++) {
+            size_t first = b * BWD_CHECK_BAND, len = S - first < BWD_CHECK_BAND ? S - first : BWD_CHECK_BAND;
+            int i = (int)(first + lb_rng_next(&rng) % len);
+            if (b == 0 && i != 0) r.rows[r.n_rows++] = 0;
+            r.rows[r.n_rows++] = i;
+        }
+    }
+    size_t rn = r.n_rows * D; /* a head's checked elements of each gradient */
+    for (int g = 0; g < (r.whole ? 3 : 1); g++) {
+        r.want[g] = lb_host_alloc(sizeof(double) * r.n_heads * rn, "the reference gradients");
+        r.bound[g] = lb_host_alloc(sizeof(double) * r.n_heads * rn, "their bounds");
     }
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t t = 0; t < r.n_heads; t++) {
@@ -135,12 +167,16 @@ static bwd_reference reference_heads(const attention_cpu_inputs *in, const float
             attention_row_cpu(in, h * S + i, o, m, &err, s, NULL);
             worst = fmax(worst, err);
         }
-        attention_backward_head_cpu(in, d_o + h * hn, h, r.want[0] + t * hn, r.want[1] + t * hn, r.want[2] + t * hn,
-                                    lse, scratch, mag);
-        for (int g = 0; g < 3; g++)
-            for (size_t e = 0; e < hn; e++)
-                r.bound[g][t * hn + e] =
-                    attention_backward_bound(r.want[g][t * hn + e], mag[g * hn + e], worst, in->dim, in->seq);
+        if (r.whole)
+            attention_backward_head_cpu(in, d_o + h * hn, h, r.want[0] + t * rn, r.want[1] + t * rn,
+                                        r.want[2] + t * rn, lse, scratch, mag);
+        else
+            attention_backward_dq_rows_cpu(in, d_o + h * hn, h, r.rows, (int)r.n_rows, r.want[0] + t * rn, mag,
+                                           scratch);
+        for (int g = 0; g < (r.whole ? 3 : 1); g++)
+            for (size_t e = 0; e < rn; e++)
+                r.bound[g][t * rn + e] =
+                    attention_backward_bound(r.want[g][t * rn + e], mag[g * hn + e], worst, in->dim, in->seq);
         free(mag), free(lse), free(scratch), free(o), free(m), free(s);
     }
     return r;
@@ -153,20 +189,23 @@ static double bound_of(size_t i, const void *ctx) { return ((const bound_ctx *)c
 
 static const char *grad_names[3] = {"dQ", "dK", "dV"};
 
-/* A version's gradients (bf16 bits, all of them copied back) on the checked heads */
-static lb_check check_heads(uint16_t *const got_bits[3], const bwd_reference *r, size_t hn, int quiet)
+/* A version's gradients (bf16 bits, all of them copied back) on the checked heads: every element,
+ * or dQ's checked rows */
+static lb_check check_heads(uint16_t *const got_bits[3], const bwd_reference *r, size_t dim, int quiet)
 {
     lb_check all = {0};
-    float *got = lb_host_alloc(sizeof(float) * r->n_heads * hn, "the checked heads"),
-          *want = lb_host_alloc(sizeof(float) * r->n_heads * hn, "");
-    for (int g = 0; g < 3; g++) {
+    size_t rn = r->n_rows * dim, hn = r->seq * dim;
+    float *got = lb_host_alloc(sizeof(float) * r->n_heads * rn, "the checked elements"),
+          *want = lb_host_alloc(sizeof(float) * r->n_heads * rn, "");
+    for (int g = 0; g < (r->whole ? 3 : 1); g++) {
         for (size_t t = 0; t < r->n_heads; t++)
-            for (size_t e = 0; e < hn; e++) {
-                got[t * hn + e] = lb_bf16_value(got_bits[g][r->heads[t] * hn + e]);
-                want[t * hn + e] = (float)r->want[g][t * hn + e];
+            for (size_t e = 0; e < rn; e++) {
+                size_t row = r->whole ? e / dim : (size_t)r->rows[e / dim];
+                got[t * rn + e] = lb_bf16_value(got_bits[g][r->heads[t] * hn + row * dim + e % dim]);
+                want[t * rn + e] = (float)r->want[g][t * rn + e];
             }
         bound_ctx b = {r->bound[g]};
-        lb_check c = lb_check_f32_bound(grad_names[g], got, want, r->n_heads * hn, bound_of, &b, quiet);
+        lb_check c = lb_check_f32_bound(grad_names[g], got, want, r->n_heads * rn, bound_of, &b, quiet);
         all.n_bad += c.n_bad;
         all.max_abs_err = fmax(all.max_abs_err, c.max_abs_err);
     }
@@ -254,11 +293,17 @@ int main(int argc, char **argv)
     if (!(o.amplitude > 0.0 && o.amplitude <= 100.0)) lb_usage_error(&program, "--amplitude must be in (0, 100]");
     size_t heads = (size_t)(o.batch * o.heads), n = heads * (size_t)seq * (size_t)o.dim, rows = heads * (size_t)seq;
     if (n > ((size_t)1 << 31)) lb_usage_error(&program, "B x H x S x D must be at most 2^31 (got %zu)", n);
-    int run_library_version = args.version <= 0;
+    size_t checked_heads;
+    int whole;
+    check_plan((size_t)seq, (size_t)o.dim, heads, o.causal, &checked_heads, &whole);
+    /* past whole heads on the CPU, version 0's dK and dV are the reference: it runs in any case */
+    int run_library_version = args.version <= 0 || !whole;
     size_t scores = run_library_version ? heads * (size_t)seq * (size_t)seq : 0;
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);
+    if (!whole && gpu.prop.major < 8)
+        lb_usage_error(&program, "at S = %lld dK and dV are checked against version 0, which needs sm_80 or newer", seq);
     lb_require_device_memory(2 * 8 * n + 4 * n + 8 * rows + 12 * scores,
                              run_library_version ? "the tensors and version 0's S, dP, P and dS" : "the tensors");
     if (!args.quiet)
@@ -301,11 +346,15 @@ int main(int argc, char **argv)
     }
 
     attention_cpu_inputs in = {h_in[0], h_in[1], h_in[2], (int)o.batch, (int)o.heads, (int)seq, (int)o.dim, o.causal};
-    bwd_reference ref = reference_heads(&in, h_in[3]);
-    size_t hn = (size_t)seq * (size_t)o.dim;
+    bwd_reference ref = reference_heads(&in, h_in[3], args.seed);
     double worst_bound = 0.0;
-    for (int g = 0; g < 3; g++)
-        for (size_t i = 0; i < ref.n_heads * hn; i++) worst_bound = fmax(worst_bound, ref.bound[g][i]);
+    for (int g = 0; g < (ref.whole ? 3 : 1); g++)
+        for (size_t i = 0; i < ref.n_heads * ref.n_rows * (size_t)o.dim; i++)
+            worst_bound = fmax(worst_bound, ref.bound[g][i]);
+    if (!args.quiet && !ref.whole)
+        printf("checked: dQ on %zu rows of heads %zu and %zu against the CPU, dK and dV against version 0 (whole "
+               "heads would take too long on the CPU at this size)\n",
+               ref.n_rows, ref.heads[0], ref.heads[ref.n_heads - 1]);
 
     /* ---- check and time each version against version 0, the library way */
     char sz[64];
@@ -320,19 +369,24 @@ int main(int argc, char **argv)
     }
     int have_lib = 0; /* version 0 ran: its gradients are the second reference */
     for (int v = 0; v < ATTENTION_BWD_VERSIONS; v++) {
-        if (!lb_version_wanted(&program, &args, &gpu, v)) continue;
+        int reference_only = v == 0 && !ref.whole && args.version > 0; /* version 0 for the check alone */
+        if (!reference_only && !lb_version_wanted(&program, &args, &gpu, v)) continue;
         job.version = v;
         for (int g = 0; g < 3; g++) lb_poison_device(d_grad[g], 2 * n); /* NaN bits: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));
         uint16_t **dst = v == 0 ? h_lib : h_grad;
         for (int g = 0; g < 3; g++) CUDA_CHECK(cudaMemcpy(dst[g], d_grad[g], 2 * n, cudaMemcpyDeviceToHost));
-        lb_check c = check_heads(dst, &ref, hn, args.quiet);
+        lb_check c = check_heads(dst, &ref, (size_t)o.dim, args.quiet);
         if (v > 0 && have_lib) {
             lb_check all = check_vs_library(h_grad, h_lib, n, 2.0 * worst_bound, args.quiet);
             c.n_bad += all.n_bad;
             c.max_abs_err = fmax(c.max_abs_err, all.max_abs_err);
         }
         have_lib |= v == 0;
+        if (reference_only) {
+            if (c.n_bad) lb_die(LB_EXIT_FAIL, "attention_backward: version 0, the reference of dK and dV, fails its check");
+            continue;
+        }
         float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
         char verdict[96];
         lb_report_row(&rep, v, NULL, ms, ms > 0 ? flops / (ms * 1e9) : 0.0, c.n_bad == 0,
@@ -358,6 +412,6 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaFree(d_lse));
     CUDA_CHECK(cudaFree(job.p.delta));
     CUDA_CHECK(cudaFree(job.p.dq_acc));
-    free(h_bits), free(ref.heads);
+    free(h_bits), free(ref.heads), free(ref.rows);
     return lb_report_finish(&rep);
 }

@@ -125,70 +125,94 @@ void attention_rows_cpu(const attention_cpu_inputs *in, const size_t *rows, int 
         for (int r = 0; r < n; r++) lse[r] = m[r] + log(l[r]);
 }
 
-/* The backward pass of one head in double (attention_cpu.h). Row by row: the row's P again (the
- * forward's softmax, from its max), O_i = P_i V (in double, not the kernel's: the reference is
- * the exact gradient of the exact attention), delta_i, then dS_i, which adds into dQ_i, dK and dV.
- * O(S^2 D) a head: small shapes only (the program checks sampled rows at large ones). */
+/* One query row i of a head's backward pass in double: its P again (the forward's softmax, from its
+ * max), delta_i, dS_i, and so dQ_i (D doubles, written) and the row's share of dK and dV (added;
+ * NULL: not wanted), with the terms' sizes for the bound where mq_i is not NULL (mk, mv as dk,
+ * dv). O_i is P_i V in double, not a kernel's: the reference is the exact gradient of the exact
+ * attention. p, dp: S doubles of scratch each. */
+static void backward_row(const attention_cpu_inputs *in, const float *do_, size_t head, int i, double *dq_i,
+                         double *dk, double *dv, double *lse_i, double *p, double *dp, double *mq_i, double *mk,
+                         double *mv)
+{
+    int S = in->seq, D = in->dim, keys = in->causal ? i + 1 : S;
+    size_t n = (size_t)S * D;
+    const float *k = in->k + head * n, *v = in->v + head * n;
+    const float *qi = in->q + head * n + (size_t)i * D, *doi = do_ + (size_t)i * D;
+    double scale = 1.0 / sqrt((double)D), m = -INFINITY, l = 0.0;
+    for (int d = 0; d < D; d++) {
+        dq_i[d] = 0.0;
+        if (mq_i) mq_i[d] = 0.0;
+    }
+    for (int j = 0; j < keys; j++) {
+        double dot = 0.0;
+        for (int d = 0; d < D; d++) dot += (double)qi[d] * k[(size_t)j * D + d];
+        p[j] = dot * scale;
+        m = fmax(m, p[j]);
+    }
+    for (int j = 0; j < keys; j++) l += (p[j] = exp(p[j] - m));
+    for (int j = 0; j < keys; j++) p[j] /= l;
+    *lse_i = m + log(l);
+    /* dP_ij = dO_i . V_j, and delta_i = dO_i . O_i = sum_j P_ij dP_ij; for the bound, the sizes of
+     * their terms: sum_d |dO_id V_jd| and sum_d |dO_id O_id|, which is what their roundings scale,
+     * however much the sums cancel */
+    double delta = 0.0, delta_size = 0.0;
+    for (int j = 0; j < keys; j++) {
+        double dot = 0.0;
+        for (int d = 0; d < D; d++) dot += (double)doi[d] * v[(size_t)j * D + d];
+        dp[j] = dot;
+        delta += p[j] * dot;
+    }
+    if (mq_i)
+        for (int d = 0; d < D; d++) {
+            double od = 0.0;
+            for (int j = 0; j < keys; j++) od += p[j] * v[(size_t)j * D + d];
+            delta_size += fabs((double)doi[d] * od);
+        }
+    for (int j = 0; j < keys; j++) {
+        double ds = p[j] * (dp[j] - delta) * scale; /* dS_ij, with the scale of S = c Q K^T */
+        for (int d = 0; d < D; d++) dq_i[d] += ds * k[(size_t)j * D + d];
+        if (dk)
+            for (int d = 0; d < D; d++) {
+                dk[(size_t)j * D + d] += ds * qi[d];
+                dv[(size_t)j * D + d] += p[j] * doi[d];
+            }
+        if (!mq_i) continue;
+        double dp_size = 0.0;
+        for (int d = 0; d < D; d++) dp_size += fabs((double)doi[d] * v[(size_t)j * D + d]);
+        double size = p[j] * (dp_size + delta_size) * scale;
+        for (int d = 0; d < D; d++) mq_i[d] += size * fabs((double)k[(size_t)j * D + d]);
+        if (mk)
+            for (int d = 0; d < D; d++) {
+                mk[(size_t)j * D + d] += size * fabs((double)qi[d]);
+                mv[(size_t)j * D + d] += p[j] * fabs((double)doi[d]);
+            }
+    }
+}
+
+/* The backward pass of one head in double (attention_cpu.h): row by row. O(S^2 D) a head. */
 void attention_backward_head_cpu(const attention_cpu_inputs *in, const float *do_, size_t head, double *dq,
                                  double *dk, double *dv, double *lse, double *scratch, double *mag)
 {
     int S = in->seq, D = in->dim;
     size_t n = (size_t)S * D;
-    const float *q = in->q + head * n, *k = in->k + head * n, *v = in->v + head * n;
-    double scale = 1.0 / sqrt((double)D), *p = scratch, *dp = scratch + S;
-    double *mq = mag ? mag : NULL, *mk = mag ? mag + n : NULL, *mv = mag ? mag + 2 * n : NULL;
+    double *mq = mag, *mk = mag ? mag + n : NULL, *mv = mag ? mag + 2 * n : NULL;
     for (size_t e = 0; e < n; e++) {
-        dq[e] = dk[e] = dv[e] = 0.0;
-        if (mag) mq[e] = mk[e] = mv[e] = 0.0;
+        dk[e] = dv[e] = 0.0;
+        if (mag) mk[e] = mv[e] = 0.0;
     }
-    for (int i = 0; i < S; i++) {
-        int keys = in->causal ? i + 1 : S;
-        const float *qi = q + (size_t)i * D, *doi = do_ + (size_t)i * D;
-        double m = -INFINITY, l = 0.0;
-        for (int j = 0; j < keys; j++) {
-            double dot = 0.0;
-            for (int d = 0; d < D; d++) dot += (double)qi[d] * k[(size_t)j * D + d];
-            p[j] = dot * scale;
-            m = fmax(m, p[j]);
-        }
-        for (int j = 0; j < keys; j++) l += (p[j] = exp(p[j] - m));
-        for (int j = 0; j < keys; j++) p[j] /= l;
-        lse[i] = m + log(l);
-        /* dP_ij = dO_i . V_j, and delta_i = dO_i . O_i = sum_j P_ij dP_ij; for the bound, the sizes
-         * of their terms: sum_d |dO_id V_jd| (kept in p's place once p is used) and sum_d |dO_id O_id|,
-         * which is what their roundings scale, however much the sums cancel */
-        double delta = 0.0, delta_size = 0.0;
-        for (int j = 0; j < keys; j++) {
-            double dot = 0.0;
-            for (int d = 0; d < D; d++) dot += (double)doi[d] * v[(size_t)j * D + d];
-            dp[j] = dot;
-            delta += p[j] * dot;
-        }
-        if (mag) {
-            for (int d = 0; d < D; d++) {
-                double od = 0.0;
-                for (int j = 0; j < keys; j++) od += p[j] * v[(size_t)j * D + d];
-                delta_size += fabs((double)doi[d] * od);
-            }
-        }
-        for (int j = 0; j < keys; j++) {
-            double ds = p[j] * (dp[j] - delta) * scale; /* dS_ij, with the scale of S = c Q K^T */
-            for (int d = 0; d < D; d++) {
-                dq[(size_t)i * D + d] += ds * k[(size_t)j * D + d];
-                dk[(size_t)j * D + d] += ds * qi[d];
-                dv[(size_t)j * D + d] += p[j] * doi[d];
-            }
-            if (!mag) continue;
-            double dp_size = 0.0;
-            for (int d = 0; d < D; d++) dp_size += fabs((double)doi[d] * v[(size_t)j * D + d]);
-            double size = p[j] * (dp_size + delta_size) * scale;
-            for (int d = 0; d < D; d++) {
-                mq[(size_t)i * D + d] += size * fabs((double)k[(size_t)j * D + d]);
-                mk[(size_t)j * D + d] += size * fabs((double)qi[d]);
-                mv[(size_t)j * D + d] += p[j] * fabs((double)doi[d]);
-            }
-        }
-    }
+    for (int i = 0; i < S; i++)
+        backward_row(in, do_, head, i, dq + (size_t)i * D, dk, dv, lse + i, scratch, scratch + S,
+                     mq ? mq + (size_t)i * D : NULL, mk, mv);
+}
+
+/* dQ's rows alone (attention_cpu.h): O(S D) a row */
+void attention_backward_dq_rows_cpu(const attention_cpu_inputs *in, const float *do_, size_t head, const int *rows,
+                                    int n_rows, double *dq, double *mag, double *scratch)
+{
+    double lse;
+    for (int t = 0; t < n_rows; t++)
+        backward_row(in, do_, head, rows[t], dq + (size_t)t * in->dim, NULL, NULL, &lse, scratch, scratch + in->seq,
+                     mag + (size_t)t * in->dim, NULL, NULL);
 }
 
 /* The bound on a gradient's element: like the forward's (attention_bound), a kernel's P carries

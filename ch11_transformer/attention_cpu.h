@@ -49,6 +49,11 @@ double attention_lse_bound(double lse, double logit_err, int dim, int seq);
  * (O in bf16) scale however much the sums cancel, for the bound. */
 void attention_backward_head_cpu(const attention_cpu_inputs *in, const float *do_, size_t head, double *dq,
                                  double *dk, double *dv, double *lse, double *scratch, double *mag);
+/* dQ's rows `rows` (n_rows query rows of the head) alone, each with its terms' sizes (dq, mag:
+ * n_rows x D): a row of dQ needs its own row of P only, O(S D), where dK and dV need every row's
+ * (the check at sizes where whole heads cost too much). scratch: 2 S doubles. */
+void attention_backward_dq_rows_cpu(const attention_cpu_inputs *in, const float *do_, size_t head, const int *rows,
+                                    int n_rows, double *dq, double *mag, double *scratch);
 /* The bound on an element of dQ, dK or dV (want: the CPU's, mag: its terms' sizes; logit_err as
  * the forward's, the head's worst) within which every backward version must land */
 double attention_backward_bound(double want, double mag, double logit_err, int dim, int seq);

@@ -243,6 +243,9 @@ gpu_check ./attention_backward --check-only --size 300 --batch 1 --heads 2 --dim
 gpu_check_large ./attention_backward --check-only --size 1000 --batch 3 --heads 1 --dim 128 --causal
 gpu_check_large ./attention_backward --check-only --size 4097 --batch 1 --heads 1 --dim 64 --causal
 gpu_check_large ./attention_backward --check-only --size 1024 --batch 2 --heads 8 --dim 128
+# past whole heads on the CPU: dQ on sampled rows, dK and dV against version 0, which runs even
+# when version 1 alone is asked for
+gpu_expect 0 "dK and dV against version 0" ./attention_backward 1 --check-only --size 4096 --batch 1 --heads 2 --dim 128
 # the same kernels on CPU threads, and the planted bugs of the issue: the rowsum(dO o O) term
 # dropped, the causal mask one key too far, one key block's share of dQ lost, dS without the scale
 emu_check emu_attention_backward 1 1 1 64 1

@@ -236,6 +236,19 @@ int main(void)
         double gw = gradient_gap(&in, do_, head, q, wrong);
         if (getenv("TEST_VERBOSE")) printf("  without the delta term: %.2e\n", gw);
         CHECK(gw > 1e-2);
+        /* dQ's rows alone are the whole head's, to the bit, and so are their terms' sizes */
+        {
+            int rows[3] = {0, S / 2, S - 1};
+            double rq[3 * 64], rm[3 * 64], *hmag = malloc(sizeof(double) * 3 * n);
+            attention_backward_head_cpu(&in, do_, head, dq, dk, dv, lse, scratch, hmag);
+            attention_backward_dq_rows_cpu(&in, do_, head, rows, 3, rq, rm, scratch);
+            int same = 1;
+            for (int t = 0; t < 3; t++)
+                for (int d = 0; d < D; d++)
+                    same &= rq[t * D + d] == dq[(size_t)rows[t] * D + d] && rm[t * D + d] == hmag[(size_t)rows[t] * D + d];
+            CHECK(same);
+            free(hmag);
+        }
         free(wrong), free(s), free(do_), free(dq), free(dk), free(dv), free(lse), free(scratch);
         free_inputs(&in);
     }
