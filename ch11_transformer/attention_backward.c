@@ -10,7 +10,7 @@
  *   run:   ./attention_backward [version] [--size S] [--batch B] [--heads H] [--dim D] [--causal]
  *
  * versions: the table versions[] below (0 cuBLAS around our row kernel, 1 flash in fp32 on the
- * CUDA cores), listed by ./attention_backward --help; the kernels are in
+ * CUDA cores, 2 flash with mma.sync), listed by ./attention_backward --help; the kernels are in
  * attention_backward_kernels.cu. A program of its own rather than a mode of ./attention: its own
  * version table, its own inputs (dO) and checks, and the forward it needs is attention's, linked
  * in (attention_kernels.cu, run once with its log-sum-exps before the versions). TFLOP/s counts
@@ -87,6 +87,7 @@ static cudaError_t run_kernel(void *ctx)
 static const lb_version versions[] = {
     {0, "cublas", "cuBLAS, S and dP in memory, our rows", 80, run_library},
     {1, "flash_simt", "flash, fp32 CUDA cores, dQ by atomics", LB_OLDEST_SM, run_kernel},
+    {2, "flash_mma", "flash, mma.sync bf16, dQ by atomics", 80, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == ATTENTION_BWD_VERSIONS,
                "one row in versions[] per version: ATTENTION_BWD_VERSIONS in attention_backward_kernels.h");
@@ -246,7 +247,7 @@ typedef struct {
 static const lb_program program_template = {
     .name = "attention_backward",
     .synopsis = "dQ, dK, dV of O = softmax(Q K^T / sqrt(D)) V from dO, bf16 in and out: cuBLAS with S and dP in "
-                "memory, flash on the CUDA cores",
+                "memory, flash on the CUDA cores and with mma.sync",
     .details = "--size is S, the sequence length (default 1024, at most 65536). Q, K, V and dO uniform (Q and K in\n"
                "[-amplitude, amplitude], V and dO in [-1, 1]); O and the log-sum-exps from attention's forward.\n"
                "Version 0 writes 12 bytes a score (S, dP, P, dS): B H S^2 of each.\n",

@@ -12,10 +12,15 @@
  *      its keys, dV += P^T dO and dK += dS^T Q in registers, and dQ += dS K added into an fp32
  *      buffer (atomics: every key block adds to every query row it sees), converted to bf16 by a
  *      last pass. Nothing S x S is written.
+ *   2  the same order on the tensor cores with mma.sync (bf16 operands, fp32 accumulators): a
+ *      block owns 64 keys (4 warps of 16), walks query tiles of 64; S^T = K Q^T and dP^T = V dO^T
+ *      by mma, P^T and dS^T in the accumulators, dV += P^T dO and dK += dS^T Q with the
+ *      accumulators as the A operand, dS^T through shared memory for dQ = dS K (atomics again)
  * Every version first computes delta (attention_bwd_delta_kernel).
  */
 #include "attention_backward_kernels.h"
 #include "attention_device.cuh" /* bf16_float, float_bf16, pack_bf16 */
+#include "lb_tensor_core.cuh"   /* ldmatrix, mma.sync */
 
 #include <stdlib.h>
 
@@ -195,6 +200,181 @@ __global__ void attention_bwd_convert_kernel(const float *acc, uint16_t *out, si
     if (i < n) out[i] = float_bf16(acc[i]);
 }
 
+/* ================================================================ version 2: mma.sync, FlashAttention-2 */
+
+#define BWD2_KEYS 64    /* a block's keys: 4 warps of 16 */
+#define BWD2_QUERIES 64 /* a tile of query rows */
+#define BWD2_THREADS 128
+
+/* shared memory: K, V (the block's keys), Q, dO (a query tile), rows of D bf16 padded by 16 bytes
+ * so that ldmatrix's 8 row addresses fall in 8 different bank groups; then dS^T (keys x queries,
+ * bf16, padded the same way), and the tile's lse and delta */
+template <int D> struct bwd2_layout {
+    static const int LD = D + 8, LDS = BWD2_QUERIES + 8;
+    static const int TILE = 64 * LD; /* elements of one 64-row tile */
+    static const int BYTES = 4 * TILE * 2 + BWD2_KEYS * LDS * 2 + 2 * BWD2_QUERIES * 4;
+};
+
+/* 64 rows of D bf16 from global (rows past `valid` as zeros) into a padded tile, 16 bytes a load */
+template <int D> __device__ __forceinline__ void load_tile2(uint16_t *dst, const uint16_t *src, int valid)
+{
+    const int LD = bwd2_layout<D>::LD, CHUNKS = D / 8;
+    for (int i = threadIdx.x; i < 64 * CHUNKS; i += BWD2_THREADS) {
+        int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (r < valid) x = *reinterpret_cast<const uint4 *>(src + (size_t)r * D + c);
+        *reinterpret_cast<uint4 *>(dst + r * LD + c) = x;
+    }
+}
+
+/* out (16 x 64, eight 16x8 accumulator tiles) = A (16 rows of a padded tile, from row a0, all of
+ * D) times B^T (64 rows of another tile, all of D): S^T = K Q^T, dP^T = V dO^T */
+template <int D>
+__device__ __forceinline__ void mma_rows_rows(float out[8][4], const uint16_t *A, int a0, const uint16_t *B, int lane)
+{
+    const int LD = bwd2_layout<D>::LD;
+#pragma unroll
+    for (int j = 0; j < 8; j++) out[j][0] = out[j][1] = out[j][2] = out[j][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        uint32_t a[4];
+        ldmatrix_x4(a, A + (a0 + lane % 16) * LD + kk * 16 + (lane / 16) * 8);
+#pragma unroll
+        for (int p = 0; p < 4; p++) { /* B's rows 16p..16p+15: two 8-column tiles of out */
+            uint32_t r[4];
+            ldmatrix_x4(r, B + (p * 16 + (lane / 16) * 8 + lane % 8) * LD + kk * 16 + ((lane / 8) & 1) * 8);
+            uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+            mma_16816(out[2 * p], a, b0);
+            mma_16816(out[2 * p + 1], a, b1);
+        }
+    }
+}
+
+/* acc (16 x D) += X (16 x 64, accumulator tiles in registers, rounded to bf16 as the A operand:
+ * two 16x8 tiles are one 16x16 A fragment) times Y (64 rows of a padded tile, all of D, read
+ * transposed by ldmatrix.trans as the B operand): dV += P^T dO, dK += dS^T Q */
+template <int D>
+__device__ __forceinline__ void mma_regs_rows(float (*acc)[4], const float x[8][4], const uint16_t *Y, int lane)
+{
+    const int LD = bwd2_layout<D>::LD;
+#pragma unroll
+    for (int ks = 0; ks < 4; ks++) {
+        uint32_t a[4] = {pack_bf16(x[2 * ks][0], x[2 * ks][1]), pack_bf16(x[2 * ks][2], x[2 * ks][3]),
+                         pack_bf16(x[2 * ks + 1][0], x[2 * ks + 1][1]), pack_bf16(x[2 * ks + 1][2], x[2 * ks + 1][3])};
+#pragma unroll
+        for (int dp = 0; dp < D / 16; dp++) {
+            uint32_t r[4];
+            ldmatrix_x4_trans(r, Y + (ks * 16 + ((lane / 8) & 1) * 8 + lane % 8) * LD + dp * 16 + (lane / 16) * 8);
+            uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+            mma_16816(acc[2 * dp], a, b0);
+            mma_16816(acc[2 * dp + 1], a, b1);
+        }
+    }
+}
+
+/* A block owns 64 keys (warp w: keys 16w..16w+15, their dK and dV in its registers) and walks the
+ * query tiles of 64 (a causal block from its own first key's tile). Per tile, each warp:
+ *   S^T (16 keys x 64 queries) = K Q^T and dP^T = V dO^T by mma.sync (both operands rows of a
+ *   shared tile, by ldmatrix); P^T = exp(S^T / sqrt(D) - lse) and dS^T = P^T (dP^T - delta) /
+ *   sqrt(D) in the accumulators (a lane holds two keys and, of each 8 queries, two);
+ *   dV += P^T dO and dK += dS^T Q: the accumulators become the A operand as they are, dO and Q are
+ *   read transposed (ldmatrix.trans);
+ *   dS^T into shared memory (bf16); then, the block's dS^T complete, warp w takes the tile's
+ *   queries 16w..16w+15: dQ (16 x D) = dS K over the block's 64 keys, A from dS^T by
+ *   ldmatrix.trans, B from K by ldmatrix.trans, added into dq_acc with atomics. */
+template <int D>
+__global__ void __launch_bounds__(BWD2_THREADS)
+    attention_bwd_kernel2(const uint16_t *Q, const uint16_t *K, const uint16_t *V, const uint16_t *dO,
+                          const float *lse, const float *delta, float *dq_acc, uint16_t *dK, uint16_t *dV, int seq,
+                          int causal)
+{
+#if LB_SM80
+    typedef bwd2_layout<D> L;
+    extern __shared__ __align__(16) uint16_t smem_bwd2[];
+    uint16_t *sK = smem_bwd2, *sV = sK + L::TILE, *sQ = sV + L::TILE, *sdO = sQ + L::TILE, *sdS = sdO + L::TILE;
+    float *sL = reinterpret_cast<float *>(sdS + BWD2_KEYS * L::LDS), *sDelta = sL + BWD2_QUERIES;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    int k0 = blockIdx.x * BWD2_KEYS;
+    size_t head = (size_t)blockIdx.y * seq * D, head_row = (size_t)blockIdx.y * seq;
+    const float scale = rsqrtf((float)D);
+    load_tile2<D>(sK, K + head + (size_t)k0 * D, seq - k0);
+    load_tile2<D>(sV, V + head + (size_t)k0 * D, seq - k0);
+    int key[2] = {k0 + 16 * warp + g, k0 + 16 * warp + g + 8}; /* this lane's two keys */
+    float dk[D / 8][4] = {}, dv[D / 8][4] = {};
+    for (int q0 = causal ? k0 : 0; q0 < seq; q0 += BWD2_QUERIES) {
+        __syncthreads(); /* the last tile's Q, dO and dS^T no longer read (and K, V written) */
+        load_tile2<D>(sQ, Q + head + (size_t)q0 * D, seq - q0);
+        load_tile2<D>(sdO, dO + head + (size_t)q0 * D, seq - q0);
+        if (threadIdx.x < BWD2_QUERIES) {
+            int row = q0 + threadIdx.x;
+            sL[threadIdx.x] = row < seq ? lse[head_row + row] : 0.0f;
+            sDelta[threadIdx.x] = row < seq ? delta[head_row + row] : 0.0f;
+        }
+        __syncthreads();
+        float pt[8][4], ds[8][4];
+        mma_rows_rows<D>(pt, sK, 16 * warp, sQ, lane);
+        mma_rows_rows<D>(ds, sV, 16 * warp, sdO, lane); /* dP^T for now */
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int ql = 8 * j + 2 * t4 + (e & 1), row = q0 + ql, kj = key[e / 2];
+                bool seen = kj < seq && row < seq && (!causal || kj <= row);
+                pt[j][e] = seen ? expf(pt[j][e] * scale - sL[ql]) : 0.0f;
+                ds[j][e] = pt[j][e] * (ds[j][e] - sDelta[ql]) * scale;
+            }
+        mma_regs_rows<D>(dv, pt, sdO, lane);
+        mma_regs_rows<D>(dk, ds, sQ, lane);
+#pragma unroll
+        for (int j = 0; j < 8; j++) { /* dS^T's rows 16w + g and + 8, columns 8j + 2 t4 and + 1 */
+            int c = 8 * j + 2 * t4;
+            *reinterpret_cast<uint32_t *>(sdS + (16 * warp + g) * L::LDS + c) = pack_bf16(ds[j][0], ds[j][1]);
+            *reinterpret_cast<uint32_t *>(sdS + (16 * warp + g + 8) * L::LDS + c) = pack_bf16(ds[j][2], ds[j][3]);
+        }
+        __syncthreads(); /* the block's dS^T complete */
+        float dq[D / 8][4] = {};
+#pragma unroll
+        for (int kk = 0; kk < BWD2_KEYS / 16; kk++) {
+            uint32_t a[4]; /* dS (queries 16w.. x keys 16kk..): dS^T's block read transposed */
+            ldmatrix_x4_trans(a, sdS + (kk * 16 + (lane / 16) * 8 + lane % 8) * L::LDS + 16 * warp + ((lane / 8) & 1) * 8);
+#pragma unroll
+            for (int dp = 0; dp < D / 16; dp++) {
+                uint32_t r[4];
+                ldmatrix_x4_trans(r, sK + (kk * 16 + ((lane / 8) & 1) * 8 + lane % 8) * L::LD + dp * 16 + (lane / 16) * 8);
+                uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                mma_16816(dq[2 * dp], a, b0);
+                mma_16816(dq[2 * dp + 1], a, b1);
+            }
+        }
+        int row = q0 + 16 * warp + g;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+            int c = 8 * j + 2 * t4;
+            if (row < seq) {
+                atomicAdd(dq_acc + head + (size_t)row * D + c, dq[j][0]);
+                atomicAdd(dq_acc + head + (size_t)row * D + c + 1, dq[j][1]);
+            }
+            if (row + 8 < seq) {
+                atomicAdd(dq_acc + head + (size_t)(row + 8) * D + c, dq[j][2]);
+                atomicAdd(dq_acc + head + (size_t)(row + 8) * D + c + 1, dq[j][3]);
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) { /* the lane's two keys, columns 8j + 2 t4 and + 1 */
+        int c = 8 * j + 2 * t4;
+        if (key[0] < seq) {
+            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[0] * D + c) = pack_bf16(dk[j][0], dk[j][1]);
+            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[0] * D + c) = pack_bf16(dv[j][0], dv[j][1]);
+        }
+        if (key[1] < seq) {
+            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[1] * D + c) = pack_bf16(dk[j][2], dk[j][3]);
+            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[1] * D + c) = pack_bf16(dv[j][2], dv[j][3]);
+        }
+    }
+#endif
+}
+
 /* ================================================================ launchers */
 
 /* version 1: delta, dq_acc zeroed, a block a tile of 32 keys, then dQ to bf16 */
@@ -213,6 +393,26 @@ template <int D> static cudaError_t launch1_d(const attention_bwd_problem *p)
 }
 static cudaError_t launch1(const attention_bwd_problem *p) { return p->dim == 64 ? launch1_d<64>(p) : launch1_d<128>(p); }
 
+/* version 2: as 1, a block a tile of 64 keys; its shared memory (45 or 79 KiB) past the default 48
+ * KiB at D = 128, raised at the first launch at each D */
+template <int D> static cudaError_t launch2_d(const attention_bwd_problem *p)
+{
+    static const cudaError_t allowed =
+        cudaFuncSetAttribute(attention_bwd_kernel2<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bwd2_layout<D>::BYTES);
+    if (allowed != cudaSuccess) return allowed;
+    size_t n = (size_t)p->batch * p->heads * p->seq * D;
+    cudaError_t e = attention_bwd_delta_launch(p);
+    if (e == cudaSuccess) e = cudaMemsetAsync(p->dq_acc, 0, sizeof(float) * n);
+    if (e != cudaSuccess) return e;
+    dim3 grid((p->seq + BWD2_KEYS - 1) / BWD2_KEYS, p->batch * p->heads);
+    attention_bwd_kernel2<D><<<grid, BWD2_THREADS, bwd2_layout<D>::BYTES>>>(
+        p->q, p->k, p->v, p->d_o, p->lse, p->delta, p->dq_acc, p->dk, p->dv, p->seq, p->causal);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    attention_bwd_convert_kernel<<<(unsigned)((n + 255) / 256), 256>>>(p->dq_acc, p->dq, n);
+    return cudaGetLastError();
+}
+static cudaError_t launch2(const attention_bwd_problem *p) { return p->dim == 64 ? launch2_d<64>(p) : launch2_d<128>(p); }
+
 /* Every version's launcher; version 0 is the library way, in attention_backward.c. To add a
  * version: its kernel and launcher here, a row here, ATTENTION_BWD_VERSIONS in
  * attention_backward_kernels.h, and a row in attention_backward.c's versions[]. */
@@ -221,6 +421,7 @@ static const struct {
 } launchers[] = {
     {NULL},
     {launch1},
+    {launch2},
 };
 static_assert(sizeof launchers / sizeof launchers[0] == ATTENTION_BWD_VERSIONS,
               "one row in launchers[] per version: ATTENTION_BWD_VERSIONS in attention_backward_kernels.h");

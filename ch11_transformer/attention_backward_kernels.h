@@ -13,8 +13,8 @@ extern "C" {
 #endif
 
 /* Versions 0 (the library way: cuBLAS products around attention_bwd_rows_launch, in
- * attention_backward.c) .. 1; attention_backward.c's version table has one row for each. */
-#define ATTENTION_BWD_VERSIONS 2
+ * attention_backward.c) .. 2; attention_backward.c's version table has one row for each. */
+#define ATTENTION_BWD_VERSIONS 3
 
 typedef struct {
     const uint16_t *q, *k, *v, *o, *d_o; /* bf16 bits, (B, H, S, D) */

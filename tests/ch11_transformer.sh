@@ -234,7 +234,7 @@ bad_input 0 'usage: attention_backward ' ./attention_backward --help
 bad_input 2 '--dim must be 64 or 128 (got 96)' ./attention_backward --dim 96
 bad_input 2 '--size: S must be 1..65536 (got 65537)' ./attention_backward --size 65537
 bad_input 2 '--batch and --heads must be positive, B x H at most 65535 (got 300 x 300)' ./attention_backward --batch 300 --heads 300
-bad_input 2 "version '2' does not exist (0..1)" ./attention_backward 2
+bad_input 2 "version '3' does not exist (0..2)" ./attention_backward 3
 no_gpu ./attention_backward
 gpu_check ./attention_backward --check-only --size 1 --batch 3 --heads 1 --dim 128 --causal
 gpu_check ./attention_backward --check-only --size 17 --batch 1 --heads 3 --dim 64
@@ -260,11 +260,22 @@ emu_mutant "attention backward 1 causal mask one key too far" attention_backward
 emu_mutant "attention backward 1 loses the first key block's dQ" attention_backward_kernels.cu \
     's/            atomicAdd(dq_acc + head/            if (blockIdx.x) atomicAdd(dq_acc + head/' \
     emu_attention_backward 1 2 100 64 1
+emu_check emu_attention_backward 1 1 65 64 1 2 2
+emu_check emu_attention_backward 1 2 200 128 0 10 2
+emu_mutant "attention backward 2 without the rowsum(dO o O) term" attention_backward_kernels.cu \
+    's/ds\[j\]\[e\] = pt\[j\]\[e\] \* (ds\[j\]\[e\] - sDelta\[ql\]) \* scale;/ds[j][e] = pt[j][e] * ds[j][e] * scale;/' \
+    emu_attention_backward 1 2 100 64 1 2 2
+emu_mutant "attention backward 2 adds dS K over three of its four key groups" attention_backward_kernels.cu \
+    's/for (int kk = 0; kk < BWD2_KEYS \/ 16; kk++) {/for (int kk = 0; kk < BWD2_KEYS \/ 16 - 1; kk++) {/' \
+    emu_attention_backward 1 2 100 64 1 2 2
 emu_mutant "attention backward 1 leaves the softmax scale out of dS" attention_backward_kernels.cu \
     's/float ds = p \* (dp - sDelta\[r\]) \* scale;/float ds = p * (dp - sDelta[r]);/' emu_attention_backward 1 2 100 64 1
 mutant "attention backward 1 without the rowsum(dO o O) term" attention_backward_kernels.cu \
     's/float ds = p \* (dp - sDelta\[r\]) \* scale;/float ds = p * dp * scale;/' \
     ./attention_backward 1 --check-only --size 300 --batch 1 --heads 2 --dim 64 --causal
+mutant "attention backward 2 adds dS K over three of its four key groups" attention_backward_kernels.cu \
+    's/for (int kk = 0; kk < BWD2_KEYS \/ 16; kk++) {/for (int kk = 0; kk < BWD2_KEYS \/ 16 - 1; kk++) {/' \
+    ./attention_backward 2 --check-only --size 300 --batch 1 --heads 2 --dim 128 --causal
 mutant "attention backward 0 without the rowsum(dO o O) term" attention_backward_kernels.cu \
     's/dS\[e\] = float_bf16(p \* (dp\[e\] - dl) \* scale);/dS[e] = float_bf16(p * dp[e] * scale);/' \
     ./attention_backward 0 --check-only --size 300 --batch 1 --heads 2 --dim 64 --causal
