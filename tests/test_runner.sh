@@ -165,6 +165,17 @@ $diff_to_42
 expect 0 sh -c './prog value | grep -q \"value 42\"'
 \`\`\`" scenario "without a GPU, SOLUTION_BUILDS=1 builds the solution's copy" 0 \
     'builds warning-free.*3 passed, 0 failed, 2 skipped' "$good" FAKE_GPU_EXIT=77 SOLUTION_BUILDS=1 FLATTEN=1
+# the emulated cases: left out on a GPU machine (a skip REQUIRE_GPU=1 does not fail: the GPU runs
+# the kernels themselves), run with EMU=1 and wherever there is no GPU
+mkdir -p "$WORK/tests/bin" && printf '#!/bin/sh\necho emulated PASS\nexit 0\n' >"$WORK/tests/bin/fakeemu" &&
+    chmod +x "$WORK/tests/bin/fakeemu"
+emu='gpu_check ./prog ok
+emu_check fakeemu 1 2 3'
+scenario "emulated cases left out on a GPU machine, even under REQUIRE_GPU=1" 0 "^1 passed, 0 failed, 1 skipped$" \
+    "$emu" FAKE_GPU_EXIT=0 REQUIRE_GPU=1
+scenario "EMU=1 runs the emulated cases on a GPU machine" 0 "^2 passed, 0 failed, 0 skipped$" "$emu" FAKE_GPU_EXIT=0 \
+    REQUIRE_GPU=1 EMU=1
+scenario "without a GPU the emulated cases run" 0 "^1 passed, 0 failed, 1 skipped$" "$emu" FAKE_GPU_EXIT=77
 # a version the program skips for the GPU: fine normally, a failure under REQUIRE_GPU=1
 scenario "a version skipped for the GPU passes without REQUIRE_GPU" 0 "^1 passed, 0 failed, 0 skipped$" \
     'gpu_check ./prog old' FAKE_GPU_EXIT=0
