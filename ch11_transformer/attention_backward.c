@@ -10,8 +10,8 @@
  *   run:   ./attention_backward [version] [--size S] [--batch B] [--heads H] [--dim D] [--causal]
  *
  * versions: the table versions[] below (0 cuBLAS around our row kernel, 1 flash in fp32 on the
- * CUDA cores, 2 flash with mma.sync), listed by ./attention_backward --help; the kernels are in
- * attention_backward_kernels.cu. A program of its own rather than a mode of ./attention: its own
+ * CUDA cores, 2 flash with mma.sync, 3 with wgmma on sm_90a), listed by ./attention_backward --help; the kernels are in
+ * attention_backward_kernels.cu and attention_backward_hopper.cu. A program of its own rather than a mode of ./attention: its own
  * version table, its own inputs (dO) and checks, and the forward it needs is attention's, linked
  * in (attention_kernels.cu, run once with its log-sum-exps before the versions). TFLOP/s counts
  * 2.5 times the forward's 4 B H S^2 D (halved when causal): the five S x S x D products of a
@@ -88,6 +88,7 @@ static const lb_version versions[] = {
     {0, "cublas", "cuBLAS, S and dP in memory, our rows", 80, run_library},
     {1, "flash_simt", "flash, fp32 CUDA cores, dQ by atomics", LB_OLDEST_SM, run_kernel},
     {2, "flash_mma", "flash, mma.sync bf16, dQ by atomics", 80, run_kernel},
+    {3, "flash_wgmma", "flash, wgmma bf16, one warpgroup", 90, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == ATTENTION_BWD_VERSIONS,
                "one row in versions[] per version: ATTENTION_BWD_VERSIONS in attention_backward_kernels.h");
@@ -371,7 +372,7 @@ int main(int argc, char **argv)
     int have_lib = 0; /* version 0 ran: its gradients are the second reference */
     for (int v = 0; v < ATTENTION_BWD_VERSIONS; v++) {
         int reference_only = v == 0 && !ref.whole && args.version > 0; /* version 0 for the check alone */
-        if (!reference_only && !lb_version_wanted(&program, &args, &gpu, v)) continue;
+        if (!reference_only && !lb_version_runs(&program, &args, &gpu, v, attention_bwd_unavailable(v))) continue;
         job.version = v;
         for (int g = 0; g < 3; g++) lb_poison_device(d_grad[g], 2 * n); /* NaN bits: an element never written fails */
         CUDA_CHECK(versions[v].run(&job));

@@ -16,6 +16,7 @@
  *      block owns 64 keys (4 warps of 16), walks query tiles of 64; S^T = K Q^T and dP^T = V dO^T
  *      by mma, P^T and dS^T in the accumulators, dV += P^T dO and dK += dS^T Q with the
  *      accumulators as the A operand, dS^T through shared memory for dQ = dS K (atomics again)
+ *   3  the same with Hopper's wgmma (sm_90a): attention_backward_hopper.cu
  * Every version first computes delta (attention_bwd_delta_kernel).
  */
 #include "attention_backward_kernels.h"
@@ -377,6 +378,12 @@ __global__ void __launch_bounds__(BWD2_THREADS)
 
 /* ================================================================ launchers */
 
+extern "C" cudaError_t attention_bwd_convert_launch(const float *acc, uint16_t *out, size_t n)
+{
+    attention_bwd_convert_kernel<<<(unsigned)((n + 255) / 256), 256>>>(acc, out, n);
+    return cudaGetLastError();
+}
+
 /* version 1: delta, dq_acc zeroed, a block a tile of 32 keys, then dQ to bf16 */
 template <int D> static cudaError_t launch1_d(const attention_bwd_problem *p)
 {
@@ -388,8 +395,7 @@ template <int D> static cudaError_t launch1_d(const attention_bwd_problem *p)
     attention_bwd_kernel1<D><<<grid, BWD1_THREADS>>>(p->q, p->k, p->v, p->d_o, p->lse, p->delta, p->dq_acc, p->dk,
                                                      p->dv, p->seq, p->causal);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    attention_bwd_convert_kernel<<<(unsigned)((n + 255) / 256), 256>>>(p->dq_acc, p->dq, n);
-    return cudaGetLastError();
+    return attention_bwd_convert_launch(p->dq_acc, p->dq, n);
 }
 static cudaError_t launch1(const attention_bwd_problem *p) { return p->dim == 64 ? launch1_d<64>(p) : launch1_d<128>(p); }
 
@@ -408,23 +414,31 @@ template <int D> static cudaError_t launch2_d(const attention_bwd_problem *p)
     attention_bwd_kernel2<D><<<grid, BWD2_THREADS, bwd2_layout<D>::BYTES>>>(
         p->q, p->k, p->v, p->d_o, p->lse, p->delta, p->dq_acc, p->dk, p->dv, p->seq, p->causal);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    attention_bwd_convert_kernel<<<(unsigned)((n + 255) / 256), 256>>>(p->dq_acc, p->dq, n);
-    return cudaGetLastError();
+    return attention_bwd_convert_launch(p->dq_acc, p->dq, n);
 }
 static cudaError_t launch2(const attention_bwd_problem *p) { return p->dim == 64 ? launch2_d<64>(p) : launch2_d<128>(p); }
 
-/* Every version's launcher; version 0 is the library way, in attention_backward.c. To add a
- * version: its kernel and launcher here, a row here, ATTENTION_BWD_VERSIONS in
+/* Every version's launcher, and for Hopper's (attention_backward_hopper.cu) the test of whether
+ * this GPU runs it; version 0 is the library way, in attention_backward.c. To add a version: its
+ * kernel and launcher here (or in attention_backward_hopper.cu for sm_90a's instructions), a row here, ATTENTION_BWD_VERSIONS in
  * attention_backward_kernels.h, and a row in attention_backward.c's versions[]. */
 static const struct {
     cudaError_t (*launch)(const attention_bwd_problem *p);
+    const char *(*unavailable)(void); /* NULL: every GPU the program runs on */
 } launchers[] = {
-    {NULL},
-    {launch1},
-    {launch2},
+    {NULL, NULL},
+    {launch1, NULL},
+    {launch2, NULL},
+    {attention_bwd_launch3, attention_bwd_hopper_unavailable},
 };
 static_assert(sizeof launchers / sizeof launchers[0] == ATTENTION_BWD_VERSIONS,
               "one row in launchers[] per version: ATTENTION_BWD_VERSIONS in attention_backward_kernels.h");
+
+extern "C" const char *attention_bwd_unavailable(int v)
+{
+    if (v < 0 || v >= ATTENTION_BWD_VERSIONS || !launchers[v].unavailable) return NULL;
+    return launchers[v].unavailable();
+}
 
 extern "C" cudaError_t attention_bwd_launch(int v, const attention_bwd_problem *p)
 {

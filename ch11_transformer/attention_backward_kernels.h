@@ -13,8 +13,8 @@ extern "C" {
 #endif
 
 /* Versions 0 (the library way: cuBLAS products around attention_bwd_rows_launch, in
- * attention_backward.c) .. 2; attention_backward.c's version table has one row for each. */
-#define ATTENTION_BWD_VERSIONS 3
+ * attention_backward.c) .. 3; attention_backward.c's version table has one row for each. */
+#define ATTENTION_BWD_VERSIONS 4
 
 typedef struct {
     const uint16_t *q, *k, *v, *o, *d_o; /* bf16 bits, (B, H, S, D) */
@@ -29,6 +29,10 @@ typedef struct {
 /* Launch version v (1..ATTENTION_BWD_VERSIONS - 1) on stream 0; returns the launch error. */
 cudaError_t attention_bwd_launch(int v, const attention_bwd_problem *p);
 
+/* NULL when version v can run on this GPU with this build, else the reason it cannot (version 3:
+ * sm_90a's wgmma). Needs the current device (after lb_gpu_init). */
+const char *attention_bwd_unavailable(int v);
+
 /* Every version's first step: delta_i = sum_d dO_id O_id, a row's share of the softmax's
  * gradient (dS = P o (dP - delta)), into p->delta. */
 cudaError_t attention_bwd_delta_launch(const attention_bwd_problem *p);
@@ -39,6 +43,13 @@ cudaError_t attention_bwd_delta_launch(const attention_bwd_problem *p);
  * above the diagonal when causal. */
 cudaError_t attention_bwd_rows_launch(const float *s, const float *dp, const float *lse, const float *delta,
                                       uint16_t *p, uint16_t *ds, long long rows, int seq, int dim, int causal);
+
+/* dQ's fp32 sum to bf16 (every tiled version's last pass) */
+cudaError_t attention_bwd_convert_launch(const float *acc, uint16_t *out, size_t n);
+
+/* attention_backward_hopper.cu: version 3 (sm_90a), for attention_backward_kernels.cu's table */
+cudaError_t attention_bwd_launch3(const attention_bwd_problem *p);
+const char *attention_bwd_hopper_unavailable(void); /* lb_sm90a_unavailable's answer */
 
 #ifdef __cplusplus
 }

@@ -297,6 +297,7 @@ template <int pending> __device__ __forceinline__ void wgmma_wait()
  * a warpgroup, N/2 registers each) = or += A (64 x k) B (k x N). Each thread holds d[4j + e] at
  * row 16w + g (+ 8 when e >= 2), column 8j + 2q + (e & 1), for warp w of the group and lane 4g + q.
  *   _ss: A and B from shared-memory descriptors, both K-major (K contiguous);
+ *   _ss_tt: both from descriptors, both MN-major (read transposed);
  *   _rs_bt: A from registers (four a thread, the layout of mma.sync's A), B from a descriptor
  *   read transposed (MN-major: N contiguous, as V in attention).
  * accumulate 0 overwrites d (a tile's first k step); the forms without it always add. */
@@ -325,6 +326,30 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16_ss(float d[64], uint64_t d
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" LB_WG_R64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : LB_WG_D64
+                 : "l"(da), "l"(db), "r"(accumulate));
+}
+/* bf16, 64 x 64 x 16 (attention's backward: S^T = K Q^T and dP^T = V dO^T on a tile of 64 queries) */
+__device__ __forceinline__ void wgmma_m64n64k16_bf16_ss(float d[32], uint64_t da, uint64_t db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" LB_WG_R32 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : LB_WG_D32
+                 : "l"(da), "l"(db), "r"(accumulate));
+}
+/* bf16, 64 x N x 16 with both operands read transposed (MN-major: A's M and B's N contiguous),
+ * N = 64 and 128 (attention's backward: dQ = dS K from dS^T and K as stored) */
+__device__ __forceinline__ void wgmma_m64n64k16_bf16_ss_tt(float d[32], uint64_t da, uint64_t db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" LB_WG_R32 "}, %32, %33, p, 1, 1, 1, 1;\n}\n"
+                 : LB_WG_D32
+                 : "l"(da), "l"(db), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_m64n128k16_bf16_ss_tt(float d[64], uint64_t da, uint64_t db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" LB_WG_R64 "}, %64, %65, p, 1, 1, 1, 1;\n}\n"
                  : LB_WG_D64
                  : "l"(da), "l"(db), "r"(accumulate));
 }

@@ -411,6 +411,7 @@ emu_mutant_job() {
         attention_kernels.cu) var=EMU_ATTENTION_KERNELS ;;
         attention_hopper.cu) var=EMU_ATTENTION_HOPPER ;;
         attention_backward_kernels.cu) var=EMU_ATTENTION_BACKWARD_KERNELS ;;
+        attention_backward_hopper.cu) var=EMU_ATTENTION_BACKWARD_HOPPER ;;
         matmul_kernels.cu) var=EMU_MATMUL_KERNELS ;;
         tensor_gemm_kernels.cu) var=EMU_TENSOR_GEMM_KERNELS ;;
         tensor_gemm_hopper.cu) var=EMU_TENSOR_GEMM_HOPPER ;;

@@ -336,8 +336,9 @@ inline float emu_mnmajor(emu_desc d, int k, int n)
 
 /* wgmma m64nNk(32 bytes), fp32 accumulators, by the 128 threads of a warpgroup: d (64 x N) =
  * (accumulate ? d : 0) + A (64 x K) B (K x N), K = 16 bf16 (bytes 2) or 8 tf32 (bytes 4). A from
- * desc_a (K-major), or from registers a (non-null, bf16: warp w's four registers hold rows 16w..,
- * as mma.sync's A); B from desc_b, K-major or (mn_major_b, bf16) MN-major. Thread (warp w, lane
+ * desc_a, K-major or (mn_major_a, bf16) MN-major, or from registers a (non-null, bf16: warp w's
+ * four registers hold rows 16w.., as mma.sync's A); B from desc_b, K-major or (mn_major_b, bf16)
+ * MN-major. Thread (warp w, lane
  * 4g + q) holds d[4j + e] = row 16w + g (+8 when e >= 2), column 8j + 2q + (e & 1).
  *
  * As on the GPU, the result lands at wgmma.wait_group: issued, a wgmma is recorded (with its
@@ -347,7 +348,7 @@ inline float emu_mnmajor(emu_desc d, int k, int n)
  * it. Wgmma on the same d in flight chain, as the tensor cores chain them. */
 struct emu_wgmma_op {
     float *d;
-    int N, accumulate, chained, mn_major_b, bytes;
+    int N, accumulate, chained, mn_major_a, mn_major_b, bytes;
     uint64_t desc_a, desc_b;
     bool reg_a;
     uint32_t a[32][4];       /* register A: this thread's warp's lanes (its rows are theirs) */
@@ -378,11 +379,12 @@ inline bool emu_wgmma_in_flight_after(const emu_wgmma_op &op)
     return false;
 }
 inline void emu_wgmma(float *d, int N, uint64_t desc_a, const uint32_t *a, uint64_t desc_b, int mn_major_b,
-                      int accumulate, int bytes = 2)
+                      int accumulate, int bytes = 2, int mn_major_a = 0)
 {
     int wg = emu_tid / 128, t = emu_tid % 128, w = t / 32;
     emu_wgmma_op op;
     op.d = d, op.N = N, op.accumulate = accumulate, op.mn_major_b = mn_major_b, op.bytes = bytes;
+    op.mn_major_a = mn_major_a;
     op.desc_a = desc_a, op.desc_b = desc_b, op.reg_a = a != nullptr;
     op.chained = accumulate && emu_wgmma_in_flight(d);
     if (accumulate && !op.chained) op.base.assign(d, d + N / 2);
@@ -422,8 +424,9 @@ inline void emu_wgmma_land(const emu_wgmma_op &op)
             int row = 16 * w + l / 4 + 8 * (e / 2), col = 8 * j + 2 * (l % 4) + (e & 1);
             float s = !op.accumulate ? 0.0f : op.chained ? acc[4 * j + e] : op.base[4 * j + e];
             for (int k = 0; k < K; k++) {
-                float av = op.reg_a ? emu_half(op.a[emu_a_lane(row, k)][emu_a_reg(row, k)], k % 2)
-                                    : emu_kmajor(A, row, k, op.bytes);
+                float av = op.reg_a        ? emu_half(op.a[emu_a_lane(row, k)][emu_a_reg(row, k)], k % 2)
+                           : op.mn_major_a ? emu_mnmajor(A, k, row) /* A read transposed: M contiguous */
+                                           : emu_kmajor(A, row, k, op.bytes);
                 float bv = op.mn_major_b ? emu_mnmajor(B, k, col) : emu_kmajor(B, col, k, op.bytes);
                 s += av * bv;
             }
@@ -461,6 +464,18 @@ template <int pending> inline void wgmma_wait()
 inline void wgmma_m64n128k16_bf16_ss(float d[64], uint64_t da, uint64_t db, int accumulate)
 {
     emu_wgmma(d, 128, da, nullptr, db, 0, accumulate);
+}
+inline void wgmma_m64n64k16_bf16_ss(float d[32], uint64_t da, uint64_t db, int accumulate)
+{
+    emu_wgmma(d, 64, da, nullptr, db, 0, accumulate);
+}
+inline void wgmma_m64n64k16_bf16_ss_tt(float d[32], uint64_t da, uint64_t db, int accumulate)
+{
+    emu_wgmma(d, 64, da, nullptr, db, 1, accumulate, 2, 1);
+}
+inline void wgmma_m64n128k16_bf16_ss_tt(float d[64], uint64_t da, uint64_t db, int accumulate)
+{
+    emu_wgmma(d, 128, da, nullptr, db, 1, accumulate, 2, 1);
 }
 inline void wgmma_m64n256k16_bf16_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 2); }
 inline void wgmma_m64n256k8_tf32_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 4); }
