@@ -63,7 +63,7 @@ template <int D> __device__ __forceinline__ void issue_regs_rows(float *acc, con
         uint32_t a[4] = {pack_bf16(x[8 * ks], x[8 * ks + 1]), pack_bf16(x[8 * ks + 2], x[8 * ks + 3]),
                          pack_bf16(x[8 * ks + 4], x[8 * ks + 5]), pack_bf16(x[8 * ks + 6], x[8 * ks + 7])};
         uint64_t dy = wgmma_desc_mn(Y + ks * 16 * 128, BWD3_BOX);
-        if (D == 128)
+        if constexpr (D == 128)
             wgmma_m64n128k16_bf16_rs_bt(acc, a, dy);
         else
             wgmma_m64n64k16_bf16_rs_bt(acc, a, dy);
@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(BWD3_THREADS, 1)
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
             uint64_t da = wgmma_desc_mn(sdST + ks * 16 * 128, BWD3_BOX), db = wgmma_desc_mn(sK + ks * 16 * 128, BWD3_BOX);
-            if (D == 128)
+            if constexpr (D == 128)
                 wgmma_m64n128k16_bf16_ss_tt(dq, da, db, ks > 0);
             else
                 wgmma_m64n64k16_bf16_ss_tt(dq, da, db, ks > 0);
