@@ -88,15 +88,6 @@ _Static_assert(sizeof versions / sizeof versions[0] == ATTENTION_VERSIONS,
 
 /* ---------------------------------------------------------------- inputs and checks */
 
-/* n bf16 values uniform in [-a, a]: their bits for the GPU, their values for the CPU */
-static void make_bf16(uint16_t *bits, float *values, size_t n, float a, lb_rng *rng)
-{
-    for (size_t i = 0; i < n; i++) {
-        bits[i] = lb_bf16_bits(lb_rng_uniform(rng, -a, a));
-        values[i] = lb_bf16_value(bits[i]);
-    }
-}
-
 /* The CPU's rows of O: every row when that costs at most ~2^29 multiply-adds; else, in every
  * head, one random row in each band of ATT_CHECK_BAND queries, and the head's first row
  * (causal, that row sees one key: O is V's first row). 64 queries is the smallest block of any
@@ -317,7 +308,7 @@ int main(int argc, char **argv)
     lb_rng rng;
     lb_rng_seed(&rng, args.seed);
     for (int t = 0; t < 3; t++) {
-        make_bf16(h_bits, h_in[t], n, t < 2 ? (float)amplitude : 1.0f, &rng);
+        lb_bf16_uniform(h_bits, h_in[t], n, t < 2 ? (float)amplitude : 1.0f, &rng);
         CUDA_CHECK(lb_malloc_guarded((void **)&d_in[t], 2 * n)); /* NaN past the end: an over-read fails */
         CUDA_CHECK(cudaMemcpy(d_in[t], h_bits, 2 * n, cudaMemcpyHostToDevice));
     }

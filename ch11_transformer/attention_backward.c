@@ -95,15 +95,6 @@ _Static_assert(sizeof versions / sizeof versions[0] == ATTENTION_BWD_VERSIONS,
 
 /* ---------------------------------------------------------------- inputs and checks */
 
-/* n bf16 values uniform in [-a, a]: their bits for the GPU, their values for the CPU */
-static void make_bf16(uint16_t *bits, float *values, size_t n, float a, lb_rng *rng)
-{
-    for (size_t i = 0; i < n; i++) {
-        bits[i] = lb_bf16_bits(lb_rng_uniform(rng, -a, a));
-        values[i] = lb_bf16_value(bits[i]);
-    }
-}
-
 /* The CPU's gradients of the checked heads: every head when that costs at most ~2^30
  * multiply-adds, else the first and the last; whole heads (every element of dQ, dK and dV) while
  * two cost at most ~2^34, and past that dQ alone on a random row in every band of 64 queries of
@@ -322,7 +313,7 @@ int main(int argc, char **argv)
     lb_rng_seed(&rng, args.seed);
     for (int t = 0; t < 4; t++) {
         h_in[t] = lb_host_alloc(4 * n, in_names[t]);
-        make_bf16(h_bits, h_in[t], n, t < 2 ? (float)o.amplitude : 1.0f, &rng);
+        lb_bf16_uniform(h_bits, h_in[t], n, t < 2 ? (float)o.amplitude : 1.0f, &rng);
         CUDA_CHECK(lb_malloc_guarded((void **)&d_in[t], 2 * n));
         CUDA_CHECK(cudaMemcpy(d_in[t], h_bits, 2 * n, cudaMemcpyHostToDevice));
     }

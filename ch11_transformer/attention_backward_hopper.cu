@@ -180,24 +180,19 @@ __global__ void __launch_bounds__(BWD3_THREADS, 1)
 
 extern "C" const char *attention_bwd_hopper_unavailable(void) { return lb_sm90a_unavailable(1); }
 
-/* version 3: delta, dq_acc zeroed, a block a tile of 64 keys (its shared memory, 42 or 74 KiB,
- * asked for at the first launch at each D), then dQ to bf16 */
-template <int D> static cudaError_t launch3_d(const attention_bwd_problem *p)
+/* version 3: a block a tile of 64 keys; its shared memory (42 or 74 KiB) asked for at the first
+ * launch at each D */
+template <int D> static cudaError_t kernel3(const attention_bwd_problem *p)
 {
     static const cudaError_t allowed =
         cudaFuncSetAttribute(attention_bwd_kernel3<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bwd3_layout<D>::BYTES);
     if (allowed != cudaSuccess) return allowed;
-    size_t n = (size_t)p->batch * p->heads * p->seq * D;
-    cudaError_t e = attention_bwd_delta_launch(p);
-    if (e == cudaSuccess) e = cudaMemsetAsync(p->dq_acc, 0, sizeof(float) * n);
-    if (e != cudaSuccess) return e;
     dim3 grid((p->seq + BWD3_KEYS - 1) / BWD3_KEYS, p->batch * p->heads);
     attention_bwd_kernel3<D><<<grid, BWD3_THREADS, bwd3_layout<D>::BYTES>>>(
         p->q, p->k, p->v, p->d_o, p->lse, p->delta, p->dq_acc, p->dk, p->dv, p->seq, p->causal);
-    if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    return attention_bwd_convert_launch(p->dq_acc, p->dq, n);
+    return cudaGetLastError();
 }
 extern "C" cudaError_t attention_bwd_launch3(const attention_bwd_problem *p)
 {
-    return p->dim == 64 ? launch3_d<64>(p) : launch3_d<128>(p);
+    return attention_bwd_tiled(p, p->dim == 64 ? kernel3<64> : kernel3<128>);
 }

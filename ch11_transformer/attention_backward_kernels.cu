@@ -378,45 +378,49 @@ __global__ void __launch_bounds__(BWD2_THREADS)
 
 /* ================================================================ launchers */
 
-extern "C" cudaError_t attention_bwd_convert_launch(const float *acc, uint16_t *out, size_t n)
+/* Every tiled version (1-3) runs the same way around its kernel: delta, dq_acc zeroed, the kernel
+ * (`kernel` launches it), then dQ from its fp32 sum to bf16 */
+extern "C" cudaError_t attention_bwd_tiled(const attention_bwd_problem *p,
+                                           cudaError_t (*kernel)(const attention_bwd_problem *p))
 {
-    attention_bwd_convert_kernel<<<(unsigned)((n + 255) / 256), 256>>>(acc, out, n);
+    size_t n = (size_t)p->batch * p->heads * p->seq * p->dim;
+    cudaError_t e = attention_bwd_delta_launch(p);
+    if (e == cudaSuccess) e = cudaMemsetAsync(p->dq_acc, 0, sizeof(float) * n);
+    if (e == cudaSuccess) e = kernel(p);
+    if (e != cudaSuccess) return e;
+    attention_bwd_convert_kernel<<<(unsigned)((n + 255) / 256), 256>>>(p->dq_acc, p->dq, n);
     return cudaGetLastError();
 }
 
-/* version 1: delta, dq_acc zeroed, a block a tile of 32 keys, then dQ to bf16 */
-template <int D> static cudaError_t launch1_d(const attention_bwd_problem *p)
+/* version 1: a block a tile of 32 keys */
+template <int D> static cudaError_t kernel1(const attention_bwd_problem *p)
 {
-    size_t n = (size_t)p->batch * p->heads * p->seq * D;
-    cudaError_t e = attention_bwd_delta_launch(p);
-    if (e == cudaSuccess) e = cudaMemsetAsync(p->dq_acc, 0, sizeof(float) * n);
-    if (e != cudaSuccess) return e;
     dim3 grid((p->seq + BWD1_KEYS - 1) / BWD1_KEYS, p->batch * p->heads);
     attention_bwd_kernel1<D><<<grid, BWD1_THREADS>>>(p->q, p->k, p->v, p->d_o, p->lse, p->delta, p->dq_acc, p->dk,
                                                      p->dv, p->seq, p->causal);
-    if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    return attention_bwd_convert_launch(p->dq_acc, p->dq, n);
+    return cudaGetLastError();
 }
-static cudaError_t launch1(const attention_bwd_problem *p) { return p->dim == 64 ? launch1_d<64>(p) : launch1_d<128>(p); }
+static cudaError_t launch1(const attention_bwd_problem *p)
+{
+    return attention_bwd_tiled(p, p->dim == 64 ? kernel1<64> : kernel1<128>);
+}
 
-/* version 2: as 1, a block a tile of 64 keys; its shared memory (45 or 79 KiB) past the default 48
- * KiB at D = 128, raised at the first launch at each D */
-template <int D> static cudaError_t launch2_d(const attention_bwd_problem *p)
+/* version 2: a block a tile of 64 keys; its shared memory (45 or 79 KiB) past the default 48 KiB
+ * at D = 128, raised at the first launch at each D */
+template <int D> static cudaError_t kernel2(const attention_bwd_problem *p)
 {
     static const cudaError_t allowed =
         cudaFuncSetAttribute(attention_bwd_kernel2<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bwd2_layout<D>::BYTES);
     if (allowed != cudaSuccess) return allowed;
-    size_t n = (size_t)p->batch * p->heads * p->seq * D;
-    cudaError_t e = attention_bwd_delta_launch(p);
-    if (e == cudaSuccess) e = cudaMemsetAsync(p->dq_acc, 0, sizeof(float) * n);
-    if (e != cudaSuccess) return e;
     dim3 grid((p->seq + BWD2_KEYS - 1) / BWD2_KEYS, p->batch * p->heads);
     attention_bwd_kernel2<D><<<grid, BWD2_THREADS, bwd2_layout<D>::BYTES>>>(
         p->q, p->k, p->v, p->d_o, p->lse, p->delta, p->dq_acc, p->dk, p->dv, p->seq, p->causal);
-    if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    return attention_bwd_convert_launch(p->dq_acc, p->dq, n);
+    return cudaGetLastError();
 }
-static cudaError_t launch2(const attention_bwd_problem *p) { return p->dim == 64 ? launch2_d<64>(p) : launch2_d<128>(p); }
+static cudaError_t launch2(const attention_bwd_problem *p)
+{
+    return attention_bwd_tiled(p, p->dim == 64 ? kernel2<64> : kernel2<128>);
+}
 
 /* Every version's launcher, and for Hopper's (attention_backward_hopper.cu) the test of whether
  * this GPU runs it; version 0 is the library way, in attention_backward.c. To add a version: its

@@ -44,8 +44,9 @@ cudaError_t attention_bwd_delta_launch(const attention_bwd_problem *p);
 cudaError_t attention_bwd_rows_launch(const float *s, const float *dp, const float *lse, const float *delta,
                                       uint16_t *p, uint16_t *ds, long long rows, int seq, int dim, int causal);
 
-/* dQ's fp32 sum to bf16 (every tiled version's last pass) */
-cudaError_t attention_bwd_convert_launch(const float *acc, uint16_t *out, size_t n);
+/* Every tiled version (1-3) around its kernel (`kernel` launches it): delta, the fp32 sum of dQ
+ * zeroed, the kernel, then dQ to bf16 */
+cudaError_t attention_bwd_tiled(const attention_bwd_problem *p, cudaError_t (*kernel)(const attention_bwd_problem *p));
 
 /* attention_backward_hopper.cu: version 3 (sm_90a), for attention_backward_kernels.cu's table */
 cudaError_t attention_bwd_launch3(const attention_bwd_problem *p);

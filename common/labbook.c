@@ -258,6 +258,13 @@ float lb_bf16_value(uint16_t b)
     memcpy(&x, &u, 4);
     return x;
 }
+void lb_bf16_uniform(uint16_t *bits, float *values, size_t n, float a, lb_rng *rng)
+{
+    for (size_t i = 0; i < n; i++) {
+        bits[i] = lb_bf16_bits(lb_rng_uniform(rng, -a, a));
+        values[i] = lb_bf16_value(bits[i]);
+    }
+}
 
 void lb_poison_host(void *p, size_t bytes) { memset(p, 0xFF, bytes); }
 

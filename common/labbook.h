@@ -342,6 +342,9 @@ void lb_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out
  * checked on the CPU as exactly the numbers the GPU reads. */
 uint16_t lb_bf16_bits(float x);
 float lb_bf16_value(uint16_t b);
+/* n bf16 values uniform in [-a, a] from rng: their bits (for the GPU) and their values (for the
+ * CPU, exactly what the GPU reads) */
+void lb_bf16_uniform(uint16_t *bits, float *values, size_t n, float a, lb_rng *rng);
 
 /* Fill with 0xFF bytes: as float that is NaN, as int -1; an element a kernel forgot to write
  * then fails the check instead of passing with leftover data. */

@@ -77,7 +77,7 @@ static attention_cpu_inputs make_inputs(int batch, int heads, int seq, int dim, 
     lb_rng_seed(&rng, seed);
     for (int t = 0; t < 3; t++) {
         x[t] = malloc(4 * n);
-        make_bf16(bits, x[t], n, t < 2 ? amp : 1.0f, &rng);
+        lb_bf16_uniform(bits, x[t], n, t < 2 ? amp : 1.0f, &rng);
     }
     free(bits);
     attention_cpu_inputs in = {x[0], x[1], x[2], batch, heads, seq, dim, causal};
