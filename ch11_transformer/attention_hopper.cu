@@ -26,9 +26,9 @@
  * holds a tile of K and one of V, 64 KiB at D = 128 (32 at D = 64), beside Q's 32 KiB: at most 3
  * fit in the 227 KiB a block may have on an H100/H200, and a ring needs 2. With 2, version 5's
  * consumers hold both at once (S of tile t, P V of tile t - 1), so the next tile's copy starts
- * only when P V of t - 1 is done; the third lets it start a tile earlier (NOTES: version 5 went
- * from 463 to 606 TFLOP/s at 4x16x4096x128 on an H100). Refused here, when building, rather than
- * by the driver when the program sets up. */
+ * only when P V of t - 1 is done; the third lets it start a tile earlier (NOTES: "Why version 5
+ * lost to version 4"). Refused here, when building, rather than by the driver when the program
+ * sets up. */
 #ifndef ATT_STAGES
 #define ATT_STAGES 3
 #endif
