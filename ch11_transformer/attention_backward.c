@@ -239,7 +239,7 @@ typedef struct {
 static const lb_program program_template = {
     .name = "attention_backward",
     .synopsis = "dQ, dK, dV of O = softmax(Q K^T / sqrt(D)) V from dO, bf16 in and out: cuBLAS with S and dP in "
-                "memory, flash on the CUDA cores and with mma.sync",
+                "memory, flash on the CUDA cores, with mma.sync and with wgmma",
     .details = "--size is S, the sequence length (default 1024, at most 65536). Q, K, V and dO uniform (Q and K in\n"
                "[-amplitude, amplitude], V and dO in [-1, 1]); O and the log-sum-exps from attention's forward.\n"
                "Version 0 writes 12 bytes a score (S, dP, P, dS): B H S^2 of each.\n",
