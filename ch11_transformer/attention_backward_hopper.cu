@@ -1,5 +1,5 @@
-/* attention_backward_hopper.cu - attention's backward version 3: FlashAttention-2's loop order with
- * Hopper's wgmma. Its instructions exist only in sm_90a, so this file is compiled for sm_90a alone,
+/* attention_backward_hopper.cu - attention's backward versions 3 and 4: FlashAttention-2's loop
+ * order with Hopper's wgmma, and FlashAttention-3's backward. Its instructions exist only in sm_90a, so this file is compiled for sm_90a alone,
  * whatever ARCH is (common/rules.mk); on any GPU but an H100/H200 the version is listed as skipped.
  * Versions 0-2, the table of launchers and the problem's description are in
  * attention_backward_kernels.cu and attention_backward_kernels.h.
@@ -12,12 +12,19 @@
  *      Q read transposed), dS^T into shared memory, and dQ = dS K (wgmma with both operands read
  *      transposed) added into dq_acc with atomics. No TMA and one warpgroup: the copies and the
  *      products take turns (the producer warpgroup of FlashAttention-3 is the next step).
+ *   4  FlashAttention-3's shape: a block of 128 keys, a producer thread and two consumer
+ *      warpgroups (64 keys each). The producer loads K and V once and each query tile's Q and dO
+ *      by TMA into a two-stage ring, so that the next tile arrives while this one is worked on
+ *      (the consumers load its log-sum-exps and deltas themselves, a tile ahead); the consumers run version 3's products on their keys,
+ *      share the tile's dS^T, split its dQ into two 64 x 64 blocks and add each into dq_acc with
+ *      one TMA reduce-add (the copy engine sums in L2) instead of an atomic per element.
  */
 #include "attention_backward_kernels.h"
 #include "attention_device.cuh" /* pack_bf16 */
 #include "labbook.h"            /* lb_sm90a_unavailable */
 #include "lb_tensor_core.cuh"   /* wgmma, descriptors, fences */
 
+#include <cuda.h> /* CUtensorMap (a type only: no libcuda link) */
 #include <stdlib.h>
 
 #define BWD3_KEYS 64    /* a block's keys: the warpgroup's 64 rows */
@@ -176,6 +183,275 @@ __global__ void __launch_bounds__(BWD3_THREADS, 1)
     }
 }
 
+/* ================================================================ version 4: FlashAttention-3's backward */
+
+#define BWD4_KEYS 128    /* a block's keys: 64 for each of the two consumer warpgroups */
+#define BWD4_STAGES 2    /* query tiles in flight: the producer loads one while the consumers work on the other */
+#define BWD4_THREADS 384 /* warpgroup 0 the producer (one warp of it), 1 and 2 the consumers */
+#define BWD4_DQ_BOX (64 * 128) /* an fp32 box of dQ: 64 rows x 32 floats (128 bytes) */
+
+/* A tile has QT queries: 64 at D = 128, 128 at D = 64, so that either way each consumer computes
+ * one 64 x 64 block of the tile's dQ (at D = 128 the consumers split D, at 64 the queries).
+ * Shared memory, 1024-byte aligned; a tile of R rows is D/64 "column boxes" of R rows x 128 bytes
+ * (64 bf16), R * 128 bytes apart, each in the 128-byte swizzle (what TMA writes, wgmma reads):
+ *   K, V: 128 rows each, loaded once; Q and dO: QT rows, one of each a stage;
+ *   dS^T: 128 key rows x QT queries (QT/64 column boxes), two buffers (tile t in buffer t % 2:
+ *     the other consumer may still read tile t - 1's in its dQ product while this one writes);
+ *   dQ: a consumer's 64 x 64 fp32 block, two boxes of 32 columns, the TMA reduce-add's source;
+ *   the tile's log-sum-exps (log2 units) and deltas, QT floats each, two buffers (tile t in
+ *   buffer t % 2: the consumers load tile t + 1's while they work on tile t). */
+template <int D> struct bwd4_layout {
+    static const int QT = D == 128 ? 64 : 128;
+    static const int KV_BYTES = BWD4_KEYS * D * 2, K_BOX = BWD4_KEYS * 128;
+    static const int QT_BYTES = QT * D * 2, Q_BOX = QT * 128;
+    static const int DST_BYTES = BWD4_KEYS * QT * 2, DST_BOX = BWD4_KEYS * 128;
+    static const int DQ_BYTES = 2 * BWD4_DQ_BOX;
+    static const int Q_AT = 2 * KV_BYTES, DST_AT = Q_AT + BWD4_STAGES * 2 * QT_BYTES, DQ_AT = DST_AT + 2 * DST_BYTES,
+                     ROWS_AT = DQ_AT + 2 * DQ_BYTES;
+    static const int BYTES = ROWS_AT + 2 * 2 * QT * 4 + 1024;
+};
+
+/* The block's shared memory by name */
+template <int D> struct bwd4_smem {
+    typedef bwd4_layout<D> L;
+    uint8_t *base;
+    __device__ uint8_t *k() const { return base; }
+    __device__ uint8_t *v() const { return base + L::KV_BYTES; }
+    __device__ uint8_t *q(int s) const { return base + L::Q_AT + 2 * s * L::QT_BYTES; }
+    __device__ uint8_t *d_o(int s) const { return q(s) + L::QT_BYTES; }
+    __device__ uint8_t *dst(int b) const { return base + L::DST_AT + b * L::DST_BYTES; }
+    __device__ uint8_t *dq(int c) const { return base + L::DQ_AT + c * L::DQ_BYTES; }
+    __device__ float *lse(int b) const { return reinterpret_cast<float *>(base + L::ROWS_AT) + 2 * b * L::QT; }
+    __device__ float *delta(int b) const { return lse(b) + L::QT; }
+};
+
+/* The producer (one thread of warpgroup 0): K and V once (kv_full), then per query tile its Q and
+ * dO boxes by TMA (full[s]), once both consumers have released the stage's last use (empty[s]) */
+template <int D>
+__device__ __forceinline__ void produce4(const bwd4_smem<D> &sm, const CUtensorMap *mapQ, const CUtensorMap *mapK,
+                                         const CUtensorMap *mapV, const CUtensorMap *mapdO, uint64_t *kv_full,
+                                         uint64_t *full, uint64_t *empty, int k0, int q_first, int tiles, int bh)
+{
+    typedef bwd4_layout<D> L;
+    mbar_arrive_expect(kv_full, 2 * L::KV_BYTES);
+    for (int b = 0; b < D / 64; b++) {
+        tma_load_3d(sm.k() + b * L::K_BOX, mapK, 64 * b, k0, bh, kv_full);
+        tma_load_3d(sm.v() + b * L::K_BOX, mapV, 64 * b, k0, bh, kv_full);
+    }
+    for (int t = 0; t < tiles; t++) {
+        int s = t % BWD4_STAGES, use = t / BWD4_STAGES, q0 = q_first + t * L::QT;
+        if (use > 0) mbar_wait(&empty[s], (use - 1) & 1);
+        mbar_arrive_expect(&full[s], 2 * L::QT_BYTES);
+        for (int b = 0; b < D / 64; b++) {
+            tma_load_3d(sm.q(s) + b * L::Q_BOX, mapQ, 64 * b, q0, bh, &full[s]);
+            tma_load_3d(sm.d_o(s) + b * L::Q_BOX, mapdO, 64 * b, q0, bh, &full[s]);
+        }
+    }
+}
+
+/* A consumer thread's share of a tile's log-sum-exps (times log2 e, for exp2) and deltas: of the
+ * 256 consumer threads, thread i < QT loads row i's log-sum-exp, QT <= i < 2 QT row i - QT's delta
+ * (zero past S) */
+template <int D>
+__device__ __forceinline__ float load_row_value(const float *lse, const float *delta, int q0, int bh, int seq)
+{
+    const int QT = bwd4_layout<D>::QT;
+    int i = threadIdx.x - 128, row = q0 + i % QT;
+    if (i >= 2 * QT || row >= seq) return 0.0f;
+    return i < QT ? lse[(size_t)bh * seq + row] * LOG2E : delta[(size_t)bh * seq + row];
+}
+template <int D> __device__ __forceinline__ void store_row_value(const bwd4_smem<D> &sm, int b, float x)
+{
+    int i = threadIdx.x - 128;
+    if (i < 2 * bwd4_layout<D>::QT) sm.lse(b)[i] = x; /* lse(b) and delta(b) are adjacent */
+}
+
+/* out (64 keys x QT queries) = K_c Q^T or V_c dO^T: the consumer's 64 rows of a 128-row tile
+ * (from byte `rows_at` of each column box) times a stage's tile, both K-major */
+template <int D>
+__device__ __forceinline__ void issue_keys_queries(float *out, const uint8_t *keys, int rows_at, const uint8_t *queries)
+{
+    typedef bwd4_layout<D> L;
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ks++) { /* k-step ks: 32 bytes into column box ks / 4 */
+        uint64_t da = wgmma_desc(keys + (ks / 4) * L::K_BOX + rows_at + (ks % 4) * 32);
+        uint64_t db = wgmma_desc(queries + (ks / 4) * L::Q_BOX + (ks % 4) * 32);
+        if constexpr (L::QT == 128)
+            wgmma_m64n128k16_bf16_ss(out, da, db, ks > 0);
+        else
+            wgmma_m64n64k16_bf16_ss(out, da, db, ks > 0);
+    }
+}
+
+/* acc (64 keys x D) += X (64 x QT, accumulators as A operands) Y (a stage's QT rows, read
+ * transposed): dV += P^T dO, dK += dS^T Q */
+template <int D> __device__ __forceinline__ void issue_regs_queries(float *acc, const float *x, const uint8_t *Y)
+{
+    typedef bwd4_layout<D> L;
+#pragma unroll
+    for (int ks = 0; ks < L::QT / 16; ks++) {
+        uint32_t a[4] = {pack_bf16(x[8 * ks], x[8 * ks + 1]), pack_bf16(x[8 * ks + 2], x[8 * ks + 3]),
+                         pack_bf16(x[8 * ks + 4], x[8 * ks + 5]), pack_bf16(x[8 * ks + 6], x[8 * ks + 7])};
+        uint64_t dy = wgmma_desc_mn(Y + ks * 16 * 128, L::Q_BOX);
+        if constexpr (D == 128)
+            wgmma_m64n128k16_bf16_rs_bt(acc, a, dy);
+        else
+            wgmma_m64n64k16_bf16_rs_bt(acc, a, dy);
+    }
+}
+
+/* Consumer c (0 or 1) owns keys k0 + 64c .. + 63: their dK and dV in its accumulators. Per query
+ * tile (stage s, dS^T buffer b = t % 2):
+ *   S^T and dP^T (64 x QT) by wgmma from shared memory; P^T = exp2(S^T scale log2 e - lse) and
+ *   dS^T = P^T (dP^T - delta) / sqrt(D) in the registers; dS^T (bf16) into its rows of buffer b;
+ *   dV += P^T dO and dK += dS^T Q issued with the A operands from registers;
+ *   named barrier 1 (both consumers): the tile's whole dS^T written; then this consumer's block of
+ *   dQ = dS K over all 128 keys (queries 64 mq.., columns 64 nd..: mq = c at D = 64, nd = c at
+ *   128), both operands read transposed; the stage released once dV and dK have landed;
+ *   the dQ block into its fp32 boxes (swizzled), named barrier 2 + c (the consumer's 128
+ *   threads), and its first thread adds the boxes into dq_acc by TMA reduce-add. Before that
+ *   thread meets barrier 1 again it waits until its last reduce has read the boxes. */
+template <int D>
+__device__ __forceinline__ void consume4(const bwd4_smem<D> &sm, const CUtensorMap *mapDQ, const float *lse,
+                                         const float *delta, uint64_t *kv_full, uint64_t *full, uint64_t *empty, int c,
+                                         int k0, int q_first, int tiles, int bh, int seq, int causal, uint16_t *dK,
+                                         uint16_t *dV)
+{
+    typedef bwd4_layout<D> L;
+    const int QT = L::QT, mq = D == 64 ? c : 0, nd = D == 128 ? c : 0;
+    int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    bool leader = threadIdx.x % 128 == 0;
+    int key[2] = {k0 + 64 * c + 16 * warp + g, k0 + 64 * c + 16 * warp + g + 8}; /* this thread's two keys */
+    const float scale = rsqrtf((float)D), scale_log2 = scale * LOG2E;
+    float dk[D / 2] = {}, dv[D / 2] = {};
+    store_row_value<D>(sm, 0, load_row_value<D>(lse, delta, q_first, bh, seq));
+    bar_sync<1, 256>(); /* tile 0's rows in buffer 0 */
+    mbar_wait(kv_full, 0);
+    for (int t = 0; t < tiles; t++) {
+        int s = t % BWD4_STAGES, b = t % 2, q0 = q_first + t * QT;
+        /* the next tile's rows, loaded now and stored once this tile's are read (before barrier 1,
+         * which every thread passed after its last read of that buffer, a tile ago) */
+        float next = t + 1 < tiles ? load_row_value<D>(lse, delta, q0 + QT, bh, seq) : 0.0f;
+        mbar_wait(&full[s], (t / BWD4_STAGES) & 1);
+        const float *sL = sm.lse(b), *sDelta = sm.delta(b);
+        float pt[QT / 2], ds[QT / 2];
+        wgmma_fence();
+        issue_keys_queries<D>(pt, sm.k(), c * 64 * 128, sm.q(s));   /* S^T */
+        issue_keys_queries<D>(ds, sm.v(), c * 64 * 128, sm.d_o(s)); /* dP^T, for now */
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_settle<QT / 2>(pt);
+        wgmma_settle<QT / 2>(ds);
+#pragma unroll
+        for (int j = 0; j < QT / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int ql = 8 * j + 2 * t4 + (e & 1), row = q0 + ql, kj = key[e / 2];
+                bool seen = kj < seq && row < seq && (!causal || kj <= row);
+                float p = seen ? fast_exp2(fmaf(pt[4 * j + e], scale_log2, -sL[ql])) : 0.0f;
+                pt[4 * j + e] = p;
+                ds[4 * j + e] = p * (ds[4 * j + e] - sDelta[ql]) * scale;
+            }
+        /* dS^T (bf16) into buffer b: key row r, query column ql in column box ql / 64 */
+        uint8_t *dst = sm.dst(b);
+#pragma unroll
+        for (int j = 0; j < QT / 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int r = 64 * c + 16 * warp + g + 8 * h, ql = 8 * j + 2 * t4;
+                *reinterpret_cast<uint32_t *>(dst + (ql / 64) * L::DST_BOX + r * 128 + ((((ql % 64) / 8) ^ (r % 8)) * 16) +
+                                              (ql % 8) * 2) = pack_bf16(ds[4 * j + 2 * h], ds[4 * j + 2 * h + 1]);
+            }
+        fence_proxy_async_shared(); /* the stores visible to wgmma (the async proxy) */
+        store_row_value<D>(sm, b ^ 1, next);
+        wgmma_fence();
+        issue_regs_queries<D>(dv, pt, sm.d_o(s)); /* dV += P^T dO */
+        issue_regs_queries<D>(dk, ds, sm.q(s));   /* dK += dS^T Q */
+        wgmma_commit();
+        if (leader) bulk_wait_read<0>(); /* the last reduce has read this consumer's dQ boxes */
+        bar_sync<1, 256>();              /* both consumers' dS^T in buffer b, the next tile's rows */
+        float dq[32];
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < BWD4_KEYS / 16; ks++) { /* keys 16 ks..: 2048 bytes down the column boxes */
+            uint64_t da = wgmma_desc_mn(dst + mq * L::DST_BOX + ks * 2048, L::DST_BOX);
+            uint64_t db = wgmma_desc_mn(sm.k() + nd * L::K_BOX + ks * 2048, L::K_BOX);
+            wgmma_m64n64k16_bf16_ss_tt(dq, da, db, ks > 0);
+        }
+        wgmma_commit();
+        wgmma_wait<1>(); /* dV and dK have landed: the stage's Q and dO are free */
+        wgmma_settle<D / 2>(dv);
+        wgmma_settle<D / 2>(dk);
+        if (leader) mbar_arrive(&empty[s]);
+        wgmma_wait<0>();
+        wgmma_settle<32>(dq);
+        /* the block of dQ into two fp32 boxes: row r (a query), column col (of the block's 64) */
+        uint8_t *sdq = sm.dq(c);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int r = 16 * warp + g + 8 * h, col = 8 * j + 2 * t4;
+                *reinterpret_cast<float2 *>(sdq + (col / 32) * BWD4_DQ_BOX + r * 128 + ((((col % 32) / 4) ^ (r % 8)) * 16) +
+                                            (col % 4) * 4) = make_float2(dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]);
+            }
+        fence_proxy_async_shared();
+        if (c == 0)
+            bar_sync<2, 128>();
+        else
+            bar_sync<3, 128>();
+        if (leader) {
+            for (int box = 0; box < 2; box++)
+                tma_reduce_add_3d(mapDQ, sdq + box * BWD4_DQ_BOX, 64 * nd + 32 * box, q0 + 64 * mq, bh);
+            bulk_commit();
+        }
+    }
+    if (leader) bulk_wait<0>(); /* every reduce done before the block ends */
+    size_t head = (size_t)bh * seq * D;
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) { /* the thread's two keys, columns 8j + 2 t4 and + 1 */
+        int col = 8 * j + 2 * t4;
+        for (int h = 0; h < 2; h++) {
+            if (key[h] >= seq) continue;
+            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[h] * D + col) = pack_bf16(dk[4 * j + 2 * h], dk[4 * j + 2 * h + 1]);
+            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[h] * D + col) = pack_bf16(dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
+        }
+    }
+}
+
+/* A block per 128 keys of a head (blockIdx.x 0 first: causal, the block with the most query
+ * tiles); warpgroup 0's first thread produces, warpgroups 1 and 2 consume. setmaxnreg moves
+ * registers from the producer (24) to the consumers' (240: dK and dV, D/2 each, S^T and dP^T,
+ * QT/2 each, and the A operands of the products in flight). */
+template <int D>
+__global__ void __launch_bounds__(BWD4_THREADS, 1)
+    attention_bwd_kernel4(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
+                          const __grid_constant__ CUtensorMap mapV, const __grid_constant__ CUtensorMap mapdO,
+                          const __grid_constant__ CUtensorMap mapDQ, const float *lse, const float *delta, uint16_t *dK,
+                          uint16_t *dV, int seq, int causal)
+{
+    typedef bwd4_layout<D> L;
+    extern __shared__ uint8_t smem_bwd4[];
+    __shared__ uint64_t kv_full, full[BWD4_STAGES], empty[BWD4_STAGES];
+    bwd4_smem<D> sm = {aligned_smem(smem_bwd4)};
+    int k0 = blockIdx.x * BWD4_KEYS, bh = blockIdx.y;
+    int q_first = causal ? k0 : 0, tiles = (seq - q_first + L::QT - 1) / L::QT;
+    if (threadIdx.x == 0) {
+        mbar_init(&kv_full, 1);
+        for (int s = 0; s < BWD4_STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 2);
+        mbar_fence_init();
+    }
+    __syncthreads();
+    int wg = threadIdx.x / 128;
+    if (wg == 0) {
+        setmaxnreg_dec<24>();
+        if (threadIdx.x == 0) produce4<D>(sm, &mapQ, &mapK, &mapV, &mapdO, &kv_full, full, empty, k0, q_first, tiles, bh);
+        return;
+    }
+    setmaxnreg_inc<240>(); /* 232 leaves ptxas short: it serialises the wgmma (C7512) */
+    consume4<D>(sm, &mapDQ, lse, delta, &kv_full, full, empty, wg - 1, k0, q_first, tiles, bh, seq, causal, dK, dV);
+}
+
 /* ================================================================ launcher */
 
 extern "C" const char *attention_bwd_hopper_unavailable(void) { return lb_sm90a_unavailable(1); }
@@ -195,4 +471,54 @@ template <int D> static cudaError_t kernel3(const attention_bwd_problem *p)
 extern "C" cudaError_t attention_bwd_launch3(const attention_bwd_problem *p)
 {
     return attention_bwd_tiled(p, p->dim == 64 ? kernel3<64> : kernel3<128>);
+}
+
+/* the state bound to the buffers (attention_bwd_prepare, once): version 4's tensor maps */
+typedef struct {
+    CUtensorMap q, k, v, d_o, dq_acc;
+} bwd_maps;
+
+/* a (B H, S, D) tensor seen by the copy engine in boxes of `rows` rows x 128 bytes (64 bf16 or
+ * 32 floats) at (d, s, head): rows past S arrive as zeros (loads) or are not written (reduce) */
+static cudaError_t make_map(CUtensorMap *map, const void *base, const attention_bwd_problem *p, int rows, int fp32)
+{
+    size_t elem = fp32 ? 4 : 2;
+    cuuint64_t dims[3] = {(cuuint64_t)p->dim, (cuuint64_t)p->seq, (cuuint64_t)p->batch * p->heads};
+    cuuint64_t strides[2] = {(cuuint64_t)(p->dim * elem), (cuuint64_t)(p->seq * p->dim * elem)}; /* bytes */
+    cuuint32_t box[3] = {(cuuint32_t)(128 / elem), (cuuint32_t)rows, 1};
+    return lb_tensor_map(map, fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, base, dims,
+                         strides, box, !fp32);
+}
+
+extern "C" cudaError_t attention_bwd_hopper_prepare(attention_bwd_problem *p)
+{
+    bwd_maps *m = (bwd_maps *)calloc(1, sizeof *m);
+    if (!m) return cudaErrorMemoryAllocation;
+    p->prepared = m;
+    int qt = p->dim == 128 ? bwd4_layout<128>::QT : bwd4_layout<64>::QT;
+    cudaError_t e = make_map(&m->q, p->q, p, qt, 0);
+    if (e == cudaSuccess) e = make_map(&m->d_o, p->d_o, p, qt, 0);
+    if (e == cudaSuccess) e = make_map(&m->k, p->k, p, BWD4_KEYS, 0);
+    if (e == cudaSuccess) e = make_map(&m->v, p->v, p, BWD4_KEYS, 0);
+    if (e == cudaSuccess) e = make_map(&m->dq_acc, p->dq_acc, p, 64, 1);
+    return e;
+}
+
+/* version 4: a block of 384 threads a (128 keys, head); its shared memory (194 or 195 KiB)
+ * asked for at the first launch at each D */
+template <int D> static cudaError_t kernel4(const attention_bwd_problem *p)
+{
+    static const cudaError_t allowed =
+        cudaFuncSetAttribute(attention_bwd_kernel4<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bwd4_layout<D>::BYTES);
+    if (allowed != cudaSuccess) return allowed;
+    const bwd_maps *m = (const bwd_maps *)p->prepared;
+    dim3 grid((p->seq + BWD4_KEYS - 1) / BWD4_KEYS, p->batch * p->heads);
+    attention_bwd_kernel4<D><<<grid, BWD4_THREADS, bwd4_layout<D>::BYTES>>>(
+        m->q, m->k, m->v, m->d_o, m->dq_acc, p->lse, p->delta, p->dk, p->dv, p->seq, p->causal);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t attention_bwd_launch4(const attention_bwd_problem *p)
+{
+    if (!p->prepared) return cudaErrorInvalidValue; /* attention_bwd_prepare was not called */
+    return attention_bwd_tiled(p, p->dim == 64 ? kernel4<64> : kernel4<128>);
 }

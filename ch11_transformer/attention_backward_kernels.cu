@@ -17,6 +17,8 @@
  *      by mma, P^T and dS^T in the accumulators, dV += P^T dO and dK += dS^T Q with the
  *      accumulators as the A operand, dS^T through shared memory for dQ = dS K (atomics again)
  *   3  the same with Hopper's wgmma (sm_90a): attention_backward_hopper.cu
+ *   4  FlashAttention-3's backward (sm_90a): a producer thread loading by TMA, two consumer
+ *      warpgroups, dQ added by the copy engine's reduce-add: attention_backward_hopper.cu
  * Every version first computes delta (attention_bwd_delta_kernel).
  */
 #include "attention_backward_kernels.h"
@@ -434,6 +436,7 @@ static const struct {
     {launch1, NULL},
     {launch2, NULL},
     {attention_bwd_launch3, attention_bwd_hopper_unavailable},
+    {attention_bwd_launch4, attention_bwd_hopper_unavailable},
 };
 static_assert(sizeof launchers / sizeof launchers[0] == ATTENTION_BWD_VERSIONS,
               "one row in launchers[] per version: ATTENTION_BWD_VERSIONS in attention_backward_kernels.h");
@@ -442,6 +445,19 @@ extern "C" const char *attention_bwd_unavailable(int v)
 {
     if (v < 0 || v >= ATTENTION_BWD_VERSIONS || !launchers[v].unavailable) return NULL;
     return launchers[v].unavailable();
+}
+
+extern "C" cudaError_t attention_bwd_prepare(attention_bwd_problem *p)
+{
+    p->prepared = NULL;
+    if (attention_bwd_hopper_unavailable()) return cudaSuccess; /* no wgmma here: no maps to make */
+    return attention_bwd_hopper_prepare(p);
+}
+
+extern "C" void attention_bwd_release(attention_bwd_problem *p)
+{
+    free(p->prepared);
+    p->prepared = NULL;
 }
 
 extern "C" cudaError_t attention_bwd_launch(int v, const attention_bwd_problem *p)

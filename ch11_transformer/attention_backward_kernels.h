@@ -13,8 +13,8 @@ extern "C" {
 #endif
 
 /* Versions 0 (the library way: cuBLAS products around attention_bwd_rows_launch, in
- * attention_backward.c) .. 3; attention_backward.c's version table has one row for each. */
-#define ATTENTION_BWD_VERSIONS 4
+ * attention_backward.c) .. 4; attention_backward.c's version table has one row for each. */
+#define ATTENTION_BWD_VERSIONS 5
 
 typedef struct {
     const uint16_t *q, *k, *v, *o, *d_o; /* bf16 bits, (B, H, S, D) */
@@ -24,14 +24,21 @@ typedef struct {
     float *dq_acc;                       /* (B H S D) floats of scratch: dQ summed over key blocks */
     int batch, heads, seq, dim;          /* dim: 64 or 128 */
     int causal;
+    void *prepared; /* version 4's tensor maps (attention_bwd_prepare), NULL before */
 } attention_bwd_problem;
 
 /* Launch version v (1..ATTENTION_BWD_VERSIONS - 1) on stream 0; returns the launch error. */
 cudaError_t attention_bwd_launch(int v, const attention_bwd_problem *p);
 
-/* NULL when version v can run on this GPU with this build, else the reason it cannot (version 3:
- * sm_90a's wgmma). Needs the current device (after lb_gpu_init). */
+/* NULL when version v can run on this GPU with this build, else the reason it cannot (versions 3
+ * and 4: sm_90a's wgmma). Needs the current device (after lb_gpu_init). */
 const char *attention_bwd_unavailable(int v);
+
+/* The state bound to p's buffers that version 4 needs (the copy engine's tensor maps of Q, K, V,
+ * dO and dq_acc): once, after the buffers are allocated and before the first launch, outside any
+ * timing; attention_bwd_release frees it. A GPU without sm_90a gets none (p->prepared NULL). */
+cudaError_t attention_bwd_prepare(attention_bwd_problem *p);
+void attention_bwd_release(attention_bwd_problem *p);
 
 /* Every version's first step: delta_i = sum_d dO_id O_id, a row's share of the softmax's
  * gradient (dS = P o (dP - delta)), into p->delta. */
@@ -44,12 +51,14 @@ cudaError_t attention_bwd_delta_launch(const attention_bwd_problem *p);
 cudaError_t attention_bwd_rows_launch(const float *s, const float *dp, const float *lse, const float *delta,
                                       uint16_t *p, uint16_t *ds, long long rows, int seq, int dim, int causal);
 
-/* Every tiled version (1-3) around its kernel (`kernel` launches it): delta, the fp32 sum of dQ
+/* Every tiled version (1-4) around its kernel (`kernel` launches it): delta, the fp32 sum of dQ
  * zeroed, the kernel, then dQ to bf16 */
 cudaError_t attention_bwd_tiled(const attention_bwd_problem *p, cudaError_t (*kernel)(const attention_bwd_problem *p));
 
-/* attention_backward_hopper.cu: version 3 (sm_90a), for attention_backward_kernels.cu's table */
+/* attention_backward_hopper.cu: versions 3 and 4 (sm_90a), for attention_backward_kernels.cu's table */
 cudaError_t attention_bwd_launch3(const attention_bwd_problem *p);
+cudaError_t attention_bwd_launch4(const attention_bwd_problem *p);
+cudaError_t attention_bwd_hopper_prepare(attention_bwd_problem *p); /* version 4's tensor maps */
 const char *attention_bwd_hopper_unavailable(void); /* lb_sm90a_unavailable's answer */
 
 #ifdef __cplusplus

@@ -223,6 +223,14 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void 
                  "r"(y), "r"(smem_addr(src))
                  : "memory");
 }
+/* The same from a box of fp32 in shared memory, added into the tensor at (x, y, z) (the copy
+ * engine's reduction in L2: many blocks may add into one place, as atomics would) */
+__device__ __forceinline__ void tma_reduce_add_3d(const CUtensorMap *map, const void *src, int x, int y, int z)
+{
+    asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(map),
+                 "r"(x), "r"(y), "r"(z), "r"(smem_addr(src))
+                 : "memory");
+}
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 /* until at most `pending` of this thread's groups still read their shared memory (it may be
  * written again) */

@@ -234,7 +234,7 @@ bad_input 0 'usage: attention_backward ' ./attention_backward --help
 bad_input 2 '--dim must be 64 or 128 (got 96)' ./attention_backward --dim 96
 bad_input 2 '--size: S must be 1..65536 (got 65537)' ./attention_backward --size 65537
 bad_input 2 '--batch and --heads must be positive, B x H at most 65535 (got 300 x 300)' ./attention_backward --batch 300 --heads 300
-bad_input 2 "version '4' does not exist (0..3)" ./attention_backward 4
+bad_input 2 "version '5' does not exist (0..4)" ./attention_backward 5
 no_gpu ./attention_backward
 gpu_check ./attention_backward --check-only --size 1 --batch 3 --heads 1 --dim 128 --causal
 gpu_check ./attention_backward --check-only --size 17 --batch 1 --heads 3 --dim 64
@@ -275,6 +275,16 @@ emu_mutant "attention backward 3 writes dS^T without the swizzle" attention_back
 emu_mutant "attention backward 3 multiplies dS by V instead of K" attention_backward_hopper.cu \
     's/wgmma_desc_mn(sK + ks \* 16 \* 128, BWD3_BOX);/wgmma_desc_mn(sV + ks * 16 * 128, BWD3_BOX);/' \
     emu_attention_backward 1 2 100 64 1 2 3
+emu_check emu_attention_backward 3 1 17 64 0 2 4
+emu_check emu_attention_backward 2 2 129 128 1 2 4
+emu_check emu_attention_backward 1 1 300 64 1 10 4
+emu_check emu_attention_backward 1 2 200 128 0 10 4
+emu_mutant "attention backward 4 adds each dQ block at the first columns" attention_backward_hopper.cu \
+    's/64 \* nd + 32 \* box, q0 + 64 \* mq/32 * box, q0 + 64 * mq/' emu_attention_backward 1 2 200 128 0 2 4
+emu_mutant "attention backward 4 writes its dQ boxes before the last reduce has read them" attention_backward_hopper.cu \
+    's/if (leader) bulk_wait_read<0>();/if (0) bulk_wait_read<0>();/' emu_attention_backward 1 2 300 128 1 2 4
+emu_mutant "attention backward 4 stores the next tile's rows over this tile's" attention_backward_hopper.cu \
+    's/store_row_value<D>(sm, b ^ 1, next);/store_row_value<D>(sm, b, next);/' emu_attention_backward 1 2 300 128 1 2 4
 emu_mutant "attention backward 1 leaves the softmax scale out of dS" attention_backward_kernels.cu \
     's/float ds = p \* (dp - sDelta\[r\]) \* scale;/float ds = p * (dp - sDelta[r]);/' emu_attention_backward 1 2 100 64 1
 mutant "attention backward 1 without the rowsum(dO o O) term" attention_backward_kernels.cu \
@@ -286,6 +296,9 @@ mutant "attention backward 2 adds dS K over three of its four key groups" attent
 mutant "attention backward 3 writes dS^T without the swizzle" attention_backward_hopper.cu \
     's/(((c \/ 8) ^ (r % 8)) \* 16)/((c \/ 8) * 16)/' \
     ./attention_backward 3 --check-only --size 300 --batch 1 --heads 2 --dim 128 --causal
+mutant "attention backward 4 adds each dQ block at the first columns" attention_backward_hopper.cu \
+    's/64 \* nd + 32 \* box, q0 + 64 \* mq/32 * box, q0 + 64 * mq/' \
+    ./attention_backward 4 --check-only --size 300 --batch 1 --heads 2 --dim 128
 mutant "attention backward 0 without the rowsum(dO o O) term" attention_backward_kernels.cu \
     's/dS\[e\] = float_bf16(p \* (dp\[e\] - dl) \* scale);/dS[e] = float_bf16(p * dp[e] * scale);/' \
     ./attention_backward 0 --check-only --size 300 --batch 1 --heads 2 --dim 64 --causal

@@ -68,7 +68,11 @@ int main(int argc, char **argv)
     }
 
     attention_bwd_problem p = {q.data(), k.data(), v.data(), o.data(), g.data(), lse.data(), dq.data(), dk.data(),
-                               dv.data(), delta.data(), dq_acc.data(), B, H, S, D, causal};
+                               dv.data(), delta.data(), dq_acc.data(), B, H, S, D, causal, NULL};
+    if (attention_bwd_prepare(&p) != cudaSuccess) { /* version 4's tensor maps */
+        fprintf(stderr, "emu_attention_backward: attention_bwd_prepare failed\n");
+        return 1;
+    }
     std::vector<int> versions;
     for (int a = 7; a < argc; a++) versions.push_back(atoi(argv[a]));
     if (versions.empty())
@@ -101,5 +105,6 @@ int main(int argc, char **argv)
         printf(" %s\n", bad_any ? "FAIL" : "PASS");
         failed += bad_any;
     }
+    attention_bwd_release(&p);
     return emu_finish(failed);
 }

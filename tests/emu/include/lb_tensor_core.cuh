@@ -493,7 +493,8 @@ template <int N> inline void wgmma_settle(float *) {}
 struct emu_store {
     const CUtensorMap *map;
     uint32_t src;
-    int x, y;
+    int x, y, z;
+    bool add; /* tma_reduce_add_3d: fp32 added (atomically: other blocks add into the same place) */
 };
 inline thread_local std::vector<emu_store> emu_open_group;
 inline thread_local std::vector<std::vector<emu_store>> emu_groups; /* committed, oldest first */
@@ -504,10 +505,17 @@ inline void emu_do_store(const emu_store &st)
     uint32_t row_bytes = e.box[0] * e.elem;
     for (uint32_t r = 0; r < e.box[1]; r++)
         for (uint32_t c = 0; c < e.box[0]; c++) {
-            uint64_t gx = (uint64_t)st.x + c, gy = (uint64_t)st.y + r;
-            if (gx < e.dims[0] && gy < e.dims[1])
-                memcpy(e.base + gy * e.strides[0] + gx * e.elem,
-                       emu_blk->smem + emu_swizzle128(st.src + r * row_bytes + c * e.elem), e.elem);
+            uint64_t gx = (uint64_t)st.x + c, gy = (uint64_t)st.y + r, gz = (uint64_t)st.z;
+            if (gx >= e.dims[0] || gy >= e.dims[1] || gz >= e.dims[2]) continue;
+            uint8_t *dst = e.base + gz * e.strides[1] + gy * e.strides[0] + gx * e.elem;
+            const uint8_t *src = emu_blk->smem + emu_swizzle128(st.src + r * row_bytes + c * e.elem);
+            if (st.add) {
+                float v;
+                memcpy(&v, src, 4);
+                std::atomic_ref<float>(*reinterpret_cast<float *>(dst)).fetch_add(v);
+            } else {
+                memcpy(dst, src, e.elem);
+            }
         }
 }
 inline void tma_store_2d(const CUtensorMap *map, const void *src, int x, int y)
@@ -519,7 +527,18 @@ inline void tma_store_2d(const CUtensorMap *map, const void *src, int x, int y)
         fprintf(stderr, "emulation: a swizzled TMA store box must start 1024-byte aligned, 128 bytes a row\n");
         abort();
     }
-    emu_open_group.push_back({map, s0, x, y});
+    emu_open_group.push_back({map, s0, x, y, 0, false});
+}
+inline void tma_reduce_add_3d(const CUtensorMap *map, const void *src, int x, int y, int z)
+{
+    emu_map e;
+    memcpy(&e, map, sizeof e);
+    uint32_t s0 = smem_addr(src);
+    if (s0 % 1024 || e.box[0] * e.elem != 128 || e.elem != 4) {
+        fprintf(stderr, "emulation: a TMA reduce-add box of fp32, 1024-byte aligned, 128 bytes a row\n");
+        abort();
+    }
+    emu_open_group.push_back({map, s0, x, y, z, true});
 }
 inline void bulk_commit()
 {
