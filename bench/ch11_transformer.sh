@@ -28,9 +28,12 @@ for shape in 4x16x4096x128 4x16x4096x64 8x16x1024x64; do
     measure python3 ../bench/torch_transformer.py attention ${shape}_causal
 done
 # attention's backward pass, every version beside PyTorch's flash and cuDNN backward, at the
-# smallest of the six shapes (the larger ones wait for the tensor-core versions: version 1's
-# atomics and the CPU's check of whole heads take minutes there)
-measure ./attention_backward --batch 8 --heads 16 --size 1024 --dim 64
-measure ./attention_backward --batch 8 --heads 16 --size 1024 --dim 64 --causal
-measure python3 ../bench/torch_transformer.py attention_backward 8x16x1024x64
-measure python3 ../bench/torch_transformer.py attention_backward 8x16x1024x64_causal
+# smallest of the forward's shapes and at the largest (there the CPU checks dQ on sampled rows and
+# version 0 is the reference of dK and dV; version 1 takes about 0.1 s a call)
+for shape in 8x16x1024x64 4x16x4096x128; do
+    IFS=x read -r b h s d <<<"$shape"
+    measure ./attention_backward --batch "$b" --heads "$h" --size "$s" --dim "$d"
+    measure ./attention_backward --batch "$b" --heads "$h" --size "$s" --dim "$d" --causal
+    measure python3 ../bench/torch_transformer.py attention_backward "$shape"
+    measure python3 ../bench/torch_transformer.py attention_backward "${shape}_causal"
+done
