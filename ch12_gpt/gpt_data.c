@@ -98,19 +98,11 @@ int gpt_text_fits(const gpt_text *t, int T, char *why, size_t why_len)
 
 /* ---------------------------------------------------------------- the batches */
 
-uint64_t gpt_rng_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-void gpt_batch(const gpt_text *t, int validation, int B, int T, uint64_t *state, int *inputs, int *targets)
+void gpt_batch(const gpt_text *t, int validation, int B, int T, lb_rng *rng, int *inputs, int *targets)
 {
     size_t lo = validation ? t->n_train : 0, hi = validation ? t->n : t->n_train;
     for (int b = 0; b < B; b++) {
-        size_t start = lo + (size_t)(gpt_rng_next(state) % (uint64_t)(hi - lo - (size_t)T));
+        size_t start = lo + (size_t)(lb_rng_next(rng) % (uint64_t)(hi - lo - (size_t)T));
         for (int i = 0; i < T; i++) {
             inputs[(size_t)b * T + i] = t->tokens[start + i];
             targets[(size_t)b * T + i] = t->tokens[start + i + 1];

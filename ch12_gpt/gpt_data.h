@@ -6,6 +6,7 @@
 #ifndef GPT_DATA_H
 #define GPT_DATA_H
 #include "gpt_cpu.h"
+#include "labbook.h" /* lb_rng */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,14 +27,11 @@ void gpt_text_free(gpt_text *t);
 /* both parts must hold a sequence of T tokens and its T targets: T + 1 tokens each */
 int gpt_text_fits(const gpt_text *t, int T, char *why, size_t why_len);
 
-/* ---- the batches. splitmix64 is the generator both this program and bench/torch_gpt.py use,
- * so that both train on the same sequences in the same order: state += 0x9E3779B97F4A7C15;
- * z = state; z = (z ^ z >> 30) * 0xBF58476D1CE4E5B9; z = (z ^ z >> 27) * 0x94D049BB133111EB;
- * return z ^ z >> 31. Sequence b of a batch starts at lo + next() % (hi - lo - T), where
- * [lo, hi) is the part (training or validation): inputs are the T tokens from there, targets the
- * T tokens one further. */
-uint64_t gpt_rng_next(uint64_t *state);
-void gpt_batch(const gpt_text *t, int validation, int B, int T, uint64_t *state, int *inputs, int *targets);
+/* ---- the batches, drawn with common/'s lb_rng (splitmix64, seeded by lb_rng_seed: both written
+ * out in labbook.c, so that bench/torch_gpt.py draws the same sequences in the same order):
+ * sequence b of a batch starts at lo + lb_rng_next() % (hi - lo - T), where [lo, hi) is the part
+ * (training or validation); inputs are the T tokens from there, targets the T tokens one further. */
+void gpt_batch(const gpt_text *t, int validation, int B, int T, lb_rng *rng, int *inputs, int *targets);
 
 /* ---- the checkpoint, little-endian, its size fixed by its header:
  *   8 bytes   "LBGPT01\n"

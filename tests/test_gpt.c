@@ -5,8 +5,8 @@
  *   the layers against known answers, attention's causality; the parameters' layout tiling the
  *   array;
  *   the data: a text's vocabulary, split and tokens; bad files (missing, empty, binary, not ASCII,
- *   too short) refused with their reason; the batch generator's first numbers (bench/torch_gpt.py
- *   must draw the same); a checkpoint written and read back bit for bit, and truncated, foreign,
+ *   too short) refused with their reason; the batch generator's first numbers (common's lb_rng,
+ *   which bench/torch_gpt.py must draw the same); a checkpoint written and read back bit for bit, and truncated, foreign,
  *   or of another configuration refused. Needs no GPU. */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include "../ch12_gpt/gpt_cpu.h"
@@ -22,7 +22,7 @@
 
 /* ---------------------------------------------------------------- the model's gradient */
 
-static double uniform(uint64_t *s) { return (double)(gpt_rng_next(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0; }
+static double uniform(lb_rng *r) { return (double)(lb_rng_next(r) >> 11) * 0x1.0p-53 * 2.0 - 1.0; }
 
 /* the worst |analytic - numeric| / (|numeric| + 1e-4) over every parameter; *zero_ok: the rows no
  * input touches have exactly zero gradient */
@@ -31,9 +31,10 @@ static double gradient_error(const gpt_config *c, int B, int T, uint64_t seed, i
     size_t P = gpt_param_count(c);
     double *p = malloc(sizeof(double) * P), *g = malloc(sizeof(double) * P);
     int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
-    uint64_t s = seed;
+    lb_rng s;
+    lb_rng_seed(&s, seed);
     for (size_t i = 0; i < P; i++) p[i] = 0.5 * uniform(&s);
-    for (int i = 0; i < B * T; i++) tok[i] = (int)(gpt_rng_next(&s) % c->vocab), tgt[i] = (int)(gpt_rng_next(&s) % c->vocab);
+    for (int i = 0; i < B * T; i++) tok[i] = (int)(lb_rng_next(&s) % c->vocab), tgt[i] = (int)(lb_rng_next(&s) % c->vocab);
     const char *err = NULL;
     gpt_model_cpu(c, p, tok, tgt, B, T, g, &err);
     double worst = 0.0, h = 1e-5;
@@ -83,7 +84,8 @@ static void test_layers(void)
     CHECK(att[1] == 0.0); /* above the diagonal */
     /* causal: changing the last position's K and V leaves every earlier row of y as it was */
     double big[5 * 3 * 4], y1[5 * 4], y2[5 * 4], att5[2 * 25];
-    uint64_t s = 3;
+    lb_rng s;
+    lb_rng_seed(&s, 3);
     for (int i = 0; i < 5 * 12; i++) big[i] = uniform(&s);
     gpt_attention_cpu(y1, att5, big, 1, 5, 4, 2);
     for (int i = 4 * 12 + 4; i < 5 * 12; i++) big[i] += 1.0;
@@ -161,7 +163,8 @@ static void test_text(void)
     CHECK(gpt_text_fits(&t, 4, why, sizeof why));
     CHECK(!gpt_text_fits(&t, 4 + 1, why, sizeof why) && strstr(why, "too short")); /* validation: 5 characters */
     /* a batch: targets are the inputs one further on, both inside their part */
-    uint64_t s = 7;
+    lb_rng s;
+    lb_rng_seed(&s, 7);
     int in[3 * 4], tg[3 * 4], inside = 1;
     gpt_batch(&t, 1, 3, 4, &s, in, tg);
     for (int b = 0; b < 3; b++)
@@ -191,10 +194,11 @@ static void test_text(void)
 
 static void test_rng(void)
 {
-    /* splitmix64 from 0: its published first outputs (bench/torch_gpt.py holds the same check) */
-    uint64_t s = 0;
-    CHECK(gpt_rng_next(&s) == 0xE220A8397B1DCDAFull);
-    CHECK(gpt_rng_next(&s) == 0x6E789E6AA1B965F4ull);
+    /* splitmix64 with the state 0 (lb_rng_seed mixes a seed first): its published first outputs,
+     * which bench/torch_gpt.py checks too */
+    lb_rng r = {0};
+    CHECK(lb_rng_next(&r) == 0xE220A8397B1DCDAFull);
+    CHECK(lb_rng_next(&r) == 0x6E789E6AA1B965F4ull);
 }
 
 static void test_checkpoint(void)

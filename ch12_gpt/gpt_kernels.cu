@@ -1,0 +1,271 @@
+/* gpt_kernels.cu - the kernels a GPT needs beyond ch11's (gpt_kernels.h), fp32: the embeddings,
+ * bias and residual adds, GELU, attention's head reshapes, its causal mask and softmax backward,
+ * and the gradient's global norm. Each is the GPU twin of a function of gpt_cpu.c; the program
+ * (gpt.c) checks the whole step against gpt_model_cpu. Element-wise kernels walk their arrays in a
+ * grid-stride loop, one element a thread a step, consecutive threads on consecutive elements (the
+ * loads coalesce). Built by make in this folder. */
+#include "gpt_kernels.h"
+
+#include <math.h>
+
+#define GPT_BLOCK 256
+
+/* blocks for n elements, a grid-stride loop covering the rest (at most 65535 x 16 blocks) */
+static unsigned blocks_for(size_t n)
+{
+    size_t b = (n + GPT_BLOCK - 1) / GPT_BLOCK;
+    return (unsigned)(b < 1 ? 1 : b > 1048560 ? 1048560 : b);
+}
+#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+/* ---------------------------------------------------------------- embeddings */
+
+__global__ void embed_kernel(float *x, const int *tokens, const float *wte, const float *wpe, int T, int C, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        size_t row = i / C;
+        int c = (int)(i % C);
+        x[i] = wte[(size_t)tokens[row] * C + c] + wpe[(size_t)(row % T) * C + c];
+    }
+}
+extern "C" cudaError_t gpt_embed_launch(float *x, const int *tokens, const float *wte, const float *wpe, int B, int T, int C)
+{
+    size_t n = (size_t)B * T * C;
+    embed_kernel<<<blocks_for(n), GPT_BLOCK>>>(x, tokens, wte, wpe, T, C, n);
+    return cudaGetLastError();
+}
+
+__global__ void embed_backward_wte_kernel(float *dwte, const float *dx, const int *tokens, int C, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        size_t row = i / C;
+        atomicAdd(&dwte[(size_t)tokens[row] * C + i % C], dx[i]);
+    }
+}
+/* a thread per (position, channel): the batch's B rows summed in order */
+__global__ void embed_backward_wpe_kernel(float *dwpe, const float *dx, int B, int T, int C)
+{
+    size_t tc = (size_t)T * C;
+    GRID_STRIDE(i, tc)
+    {
+        float s = 0.0f;
+        for (int b = 0; b < B; b++) s += dx[(size_t)b * tc + i];
+        dwpe[i] += s;
+    }
+}
+extern "C" cudaError_t gpt_embed_backward_launch(float *dwte, float *dwpe, const float *dx, const int *tokens, int B,
+                                                 int T, int C)
+{
+    size_t n = (size_t)B * T * C;
+    embed_backward_wte_kernel<<<blocks_for(n), GPT_BLOCK>>>(dwte, dx, tokens, C, n);
+    embed_backward_wpe_kernel<<<blocks_for((size_t)T * C), GPT_BLOCK>>>(dwpe, dx, B, T, C);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- bias, column sums, adds */
+
+__global__ void bias_add_kernel(float *out, const float *b, int O, size_t n)
+{
+    GRID_STRIDE(i, n) out[i] += b[i % O];
+}
+extern "C" cudaError_t gpt_bias_add_launch(float *out, const float *b, int N, int O)
+{
+    size_t n = (size_t)N * O;
+    bias_add_kernel<<<blocks_for(n), GPT_BLOCK>>>(out, b, O, n);
+    return cudaGetLastError();
+}
+
+/* a thread a column; consecutive threads read consecutive columns of a row (coalesced) */
+__global__ void column_sum_kernel(float *db, const float *d, int N, int O)
+{
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= O) return;
+    float s = 0.0f;
+    for (int r = 0; r < N; r++) s += d[(size_t)r * O + o];
+    db[o] = s;
+}
+extern "C" cudaError_t gpt_column_sum_launch(float *db, const float *d, int N, int O)
+{
+    column_sum_kernel<<<(O + GPT_BLOCK - 1) / GPT_BLOCK, GPT_BLOCK>>>(db, d, N, O);
+    return cudaGetLastError();
+}
+
+__global__ void add_kernel(float *out, const float *a, const float *b, size_t n)
+{
+    GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+}
+extern "C" cudaError_t gpt_add_launch(float *out, const float *a, const float *b, size_t n)
+{
+    add_kernel<<<blocks_for(n), GPT_BLOCK>>>(out, a, b, n);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- GELU */
+
+#define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
+__global__ void gelu_kernel(float *out, const float *x, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        float v = x[i];
+        out[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+    }
+}
+__global__ void gelu_backward_kernel(float *dx, const float *dout, const float *x, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        float v = x[i], t = tanhf(GELU_K * (v + 0.044715f * v * v * v));
+        float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+        dx[i] = dout[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+    }
+}
+extern "C" cudaError_t gpt_gelu_launch(float *out, const float *x, size_t n)
+{
+    gelu_kernel<<<blocks_for(n), GPT_BLOCK>>>(out, x, n);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t gpt_gelu_backward_launch(float *dx, const float *dout, const float *x, size_t n)
+{
+    gelu_backward_kernel<<<blocks_for(n), GPT_BLOCK>>>(dx, dout, x, n);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- attention's heads */
+
+/* element i of a (B, H, T, hs) tensor: its row b T + t of the (N, width) one and its column
+ * h hs + d; `part` picks Q (0), K (1) or V (2) of qkv */
+__device__ __forceinline__ size_t row_major_of(size_t i, int T, int C, int H, int width, int part)
+{
+    int hs = C / H, d = (int)(i % hs);
+    size_t bht = i / hs;
+    int t = (int)(bht % T), h = (int)(bht / T % H);
+    size_t b = bht / ((size_t)T * H);
+    return (b * T + t) * width + (size_t)part * C + (size_t)h * hs + d;
+}
+__global__ void split_heads_kernel(float *q, float *k, float *v, const float *qkv, int T, int C, int H, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        q[i] = qkv[row_major_of(i, T, C, H, 3 * C, 0)];
+        k[i] = qkv[row_major_of(i, T, C, H, 3 * C, 1)];
+        v[i] = qkv[row_major_of(i, T, C, H, 3 * C, 2)];
+    }
+}
+__global__ void join_qkv_kernel(float *dqkv, const float *dq, const float *dk, const float *dv, int T, int C, int H, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        dqkv[row_major_of(i, T, C, H, 3 * C, 0)] = dq[i];
+        dqkv[row_major_of(i, T, C, H, 3 * C, 1)] = dk[i];
+        dqkv[row_major_of(i, T, C, H, 3 * C, 2)] = dv[i];
+    }
+}
+__global__ void merge_heads_kernel(float *y, const float *yh, int T, int C, int H, size_t n)
+{
+    GRID_STRIDE(i, n) y[row_major_of(i, T, C, H, C, 0)] = yh[i];
+}
+__global__ void unmerge_heads_kernel(float *yh, const float *y, int T, int C, int H, size_t n)
+{
+    GRID_STRIDE(i, n) yh[i] = y[row_major_of(i, T, C, H, C, 0)];
+}
+extern "C" cudaError_t gpt_split_heads_launch(float *q, float *k, float *v, const float *qkv, int B, int T, int C, int H)
+{
+    size_t n = (size_t)B * T * C;
+    split_heads_kernel<<<blocks_for(n), GPT_BLOCK>>>(q, k, v, qkv, T, C, H, n);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t gpt_join_qkv_launch(float *dqkv, const float *dq, const float *dk, const float *dv, int B, int T,
+                                           int C, int H)
+{
+    size_t n = (size_t)B * T * C;
+    join_qkv_kernel<<<blocks_for(n), GPT_BLOCK>>>(dqkv, dq, dk, dv, T, C, H, n);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t gpt_merge_heads_launch(float *y, const float *yh, int B, int T, int C, int H)
+{
+    size_t n = (size_t)B * T * C;
+    merge_heads_kernel<<<blocks_for(n), GPT_BLOCK>>>(y, yh, T, C, H, n);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t gpt_unmerge_heads_launch(float *yh, const float *y, int B, int T, int C, int H)
+{
+    size_t n = (size_t)B * T * C;
+    unmerge_heads_kernel<<<blocks_for(n), GPT_BLOCK>>>(yh, y, T, C, H, n);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- the causal softmax's edges */
+
+__global__ void causal_mask_kernel(float *s, int T, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        int j = (int)(i % T), query = (int)(i / T % T);
+        if (j > query) s[i] = -INFINITY;
+    }
+}
+extern "C" cudaError_t gpt_causal_mask_launch(float *s, long long rows, int T)
+{
+    size_t n = (size_t)rows * T;
+    causal_mask_kernel<<<blocks_for(n), GPT_BLOCK>>>(s, T, n);
+    return cudaGetLastError();
+}
+
+/* a warp a row: the row's sum of p dp by shuffles, then each element */
+__global__ void softmax_backward_kernel(float *ds, const float *p, const float *dp, long long rows, int T, float scale)
+{
+    long long row = blockIdx.x * (long long)(blockDim.x / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= rows) return;
+    const float *pr = p + row * T, *dpr = dp + row * T;
+    float s = 0.0f;
+    for (int j = lane; j < T; j += 32) s += pr[j] * dpr[j];
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    for (int j = lane; j < T; j += 32) ds[row * T + j] = pr[j] * (dpr[j] - s) * scale;
+}
+extern "C" cudaError_t gpt_softmax_backward_launch(float *ds, const float *p, const float *dp, long long rows, int T,
+                                                   float scale)
+{
+    unsigned blocks = (unsigned)((rows + GPT_BLOCK / 32 - 1) / (GPT_BLOCK / 32));
+    softmax_backward_kernel<<<blocks, GPT_BLOCK>>>(ds, p, dp, rows, T, scale);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- the global norm */
+
+/* each block sums its share of squares (warp shuffles, then the block's warps), one atomic a block */
+__global__ void sum_squares_kernel(float *sumsq, const float *g, size_t n)
+{
+    __shared__ float warp_sums[GPT_BLOCK / 32];
+    float s = 0.0f;
+    GRID_STRIDE(i, n) s += g[i] * g[i];
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float t = 0.0f;
+        for (int w = 0; w < GPT_BLOCK / 32; w++) t += warp_sums[w];
+        atomicAdd(sumsq, t);
+    }
+}
+extern "C" cudaError_t gpt_sum_squares_launch(float *sumsq, const float *g, size_t n)
+{
+    unsigned blocks = blocks_for(n);
+    sum_squares_kernel<<<blocks < 1024 ? blocks : 1024, GPT_BLOCK>>>(sumsq, g, n);
+    return cudaGetLastError();
+}
+
+__global__ void clip_kernel(float *g, size_t n, const float *sumsq, float clip)
+{
+    float norm = sqrtf(*sumsq), f = norm > clip ? clip / norm : 1.0f;
+    if (f == 1.0f) return;
+    GRID_STRIDE(i, n) g[i] *= f;
+}
+extern "C" cudaError_t gpt_clip_launch(float *g, size_t n, const float *sumsq, float clip)
+{
+    clip_kernel<<<blocks_for(n), GPT_BLOCK>>>(g, n, sumsq, clip);
+    return cudaGetLastError();
+}

@@ -1,0 +1,51 @@
+/* gpt_kernels.h - launchers for gpt_kernels.cu (callable from C): what a GPT needs that ch11 does
+ * not have. Each is the GPU twin of a function of gpt_cpu.c, in fp32; all arrays row-major, from
+ * cudaMalloc, N = B T rows. Each returns cudaGetLastError(). */
+#ifndef GPT_KERNELS_H
+#define GPT_KERNELS_H
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* x (N, C) = wte[tokens] + wpe[position] (gpt_embed_cpu) */
+cudaError_t gpt_embed_launch(float *x, const int *tokens, const float *wte, const float *wpe, int B, int T, int C);
+/* dwte[tokens[n]] += dx[n] (atomics: a token may appear many times); dwpe[t] += sum over the
+ * batch of dx[b, t] (a thread a column, the batch in order: no atomics) */
+cudaError_t gpt_embed_backward_launch(float *dwte, float *dwpe, const float *dx, const int *tokens, int B, int T, int C);
+
+/* out (N, O) += b, each row */
+cudaError_t gpt_bias_add_launch(float *out, const float *b, int N, int O);
+/* db (O) = the column sums of d (N, O), in row order */
+cudaError_t gpt_column_sum_launch(float *db, const float *d, int N, int O);
+/* out (n) = a + b; out may be a or b */
+cudaError_t gpt_add_launch(float *out, const float *a, const float *b, size_t n);
+
+/* GELU, tanh form (gpt_gelu_cpu); the backward writes dx = dout GELU'(x) */
+cudaError_t gpt_gelu_launch(float *out, const float *x, size_t n);
+cudaError_t gpt_gelu_backward_launch(float *dx, const float *dout, const float *x, size_t n);
+
+/* Attention's heads: qkv (N, 3C) to q, k, v (B, H, T, C/H) each, and back (the backward's dq,
+ * dk, dv into dqkv); y (B, H, T, C/H) to (N, C), and back */
+cudaError_t gpt_split_heads_launch(float *q, float *k, float *v, const float *qkv, int B, int T, int C, int H);
+cudaError_t gpt_join_qkv_launch(float *dqkv, const float *dq, const float *dk, const float *dv, int B, int T, int C,
+                                int H);
+cudaError_t gpt_merge_heads_launch(float *y, const float *yh, int B, int T, int C, int H);
+cudaError_t gpt_unmerge_heads_launch(float *yh, const float *y, int B, int T, int C, int H);
+
+/* the causal mask on rows of T scores (B H T rows, row r is query r % T): -inf past the diagonal */
+cudaError_t gpt_causal_mask_launch(float *s, long long rows, int T);
+/* the softmax's backward on the same rows: ds = p (dp - sum_j p_j dp_j) scale, zero past the
+ * diagonal (p is zero there) */
+cudaError_t gpt_softmax_backward_launch(float *ds, const float *p, const float *dp, long long rows, int T, float scale);
+
+/* the gradient's global norm: *sumsq (one float, zeroed by the caller) += sum of g^2 over n */
+cudaError_t gpt_sum_squares_launch(float *sumsq, const float *g, size_t n);
+/* clipping: g *= min(1, clip / sqrt(*sumsq)), the norm read on the device */
+cudaError_t gpt_clip_launch(float *g, size_t n, const float *sumsq, float clip);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
