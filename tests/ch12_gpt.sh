@@ -17,3 +17,23 @@ gpt_mutant "the tied token embedding's gradient counted once (the classifier's s
     's/dwte\[(size_t)tokens\[n\] \* C + c\] += dx\[(size_t)n \* C + c\];/(void)dwte;/'
 gpt_mutant "the causal mask one key too far (forward and backward alike)" \
     's/j <= i;/j <= i + 1 \&\& j < T;/g; s/if (j > i) continue;/if (j > i + 1) continue;/'
+# the program: input refused before the GPU (exit 2 with the reason), no GPU (77), then on a GPU
+# one step of a tiny model against the CPU model, and a short training run that writes text
+bad_input 0 'usage: gpt ' ./gpt --help
+bad_input 2 "unknown argument '--bogus'" ./gpt --bogus
+bad_input 2 "version '1' does not exist (0..0)" ./gpt 1
+bad_input 2 'no-such-file.txt: No such file or directory' ./gpt --data no-such-file.txt
+bad_input 2 'the file is empty' ./gpt --data ../tests/data/empty.cu
+bad_input 2 'a binary file (a zero byte at offset 5), not text' ./gpt --data ../tests/data/weights_v1.bin
+bad_input 2 'not ASCII text: byte 0xC8 at offset 15 (line 4, column 1)' ./gpt --data ../datasets/camera.pgm
+bad_input 2 'not ASCII text: byte 0xE2 at offset 2 (line 1, column 3)' ./gpt --data ../tests/data/utf8_quote.txt
+bad_input 2 'too short for a context of 300: 2460 characters train and 274 validate' ./gpt --data ../datasets/iris.csv --context 300
+bad_input 2 'the heads must divide the channels (L 6, H 5, C 384, T 256)' ./gpt --heads 5
+bad_input 2 "not a checkpoint of this chapter's gpt" ./gpt --load ../tests/data/weights_v1.bin --steps 0
+bad_input 2 '--steps 0 needs --load (a model to sample from)' ./gpt --steps 0
+bad_input 2 "--save 'no-such-folder/g.ckpt': no folder 'no-such-folder'" ./gpt --save no-such-folder/g.ckpt
+no_gpu ./gpt --check
+no_gpu ./gpt --steps 1
+gpu_check ./gpt --check
+gpu_check ./gpt --quiet --layers 2 --heads 2 --channels 64 --context 64 --batch 8 --steps 20 --eval-batches 2 --sample 40
+gpu_expect 2 'GiB of device memory' ./gpt --layers 96 --heads 64 --channels 8192 --context 4096 --batch 64 --steps 1
