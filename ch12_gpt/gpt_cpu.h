@@ -13,6 +13,9 @@
 #ifndef GPT_CPU_H
 #define GPT_CPU_H
 #include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct {
     int layers;       /* L */
@@ -96,4 +99,7 @@ void gpt_classifier_backward_cpu(double *dx, double *dwte, const double *probs, 
 double gpt_model_cpu(const gpt_config *c, const double *params, const int *tokens, const int *targets, int B, int T,
                      double *grads, const char **err);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

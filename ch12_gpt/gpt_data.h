@@ -10,6 +10,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- the text: a file of ASCII (printable characters, newlines and tabs), one token a
  * character. The vocabulary is the characters the file holds, in ascending order: token i is
@@ -57,4 +60,7 @@ void gpt_checkpoint_free(gpt_checkpoint *ck);
  * checkpoint") */
 int gpt_config_same(const gpt_config *here, const gpt_config *file, char *why, size_t why_len);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -37,3 +37,26 @@ no_gpu ./gpt --steps 1
 gpu_check ./gpt --check
 gpu_check ./gpt --quiet --layers 2 --heads 2 --channels 64 --context 64 --batch 8 --steps 20 --eval-batches 2 --sample 40
 gpu_expect 2 'GiB of device memory' ./gpt --layers 96 --heads 64 --channels 8192 --context 4096 --batch 64 --steps 1
+# the whole training step on CPU threads: gpt_model.c as written, over the emulated runtime and
+# cuBLAS, with gpt_kernels.cu and ch11's kernels (tests/emu/emu_gpt.cpp): the loss, every
+# gradient, the norm, the clipped gradient and one AdamW step against the CPU model; then the
+# issue's planted bugs in the GPU code: each must fail it
+emu_check emu_gpt 2 2 32 16 37 40 2
+emu_check emu_gpt 1 3 24 5 7 7 3
+emu_check emu_gpt 3 4 32 9 11 16 2
+EMU_ARGS="1 2 16 8 11 12 2" # small: each bug still shows (the GELU one at 1.5e-4, 5x the tolerance)
+emu_mutant "GELU's derivative of the erf form" gpt_kernels.cu \
+    's/dx\[i\] = dout\[i\] \* (0.5f \* (1.0f + t) + 0.5f \* v \* (1.0f - t \* t) \* du);/dx[i] = dout[i] * (0.5f * (1.0f + erff(v * 0.70710678f)) + v * expf(-0.5f * v * v) * 0.39894228f);/' \
+    emu_gpt $EMU_ARGS
+emu_mutant "the residual's gradient dropped in the MLP's backward" gpt_model.c \
+    's/CUDA_CHECK(gpt_add_launch(g->dmid, g->dmid, g->d, NC));/(void)0;/' emu_gpt $EMU_ARGS
+emu_mutant "the position embedding's gradient from the first sequence only" gpt_kernels.cu \
+    's/for (int b = 0; b < B; b++) s += dx\[(size_t)b \* tc + i\];/for (int b = 0; b < B; b++) s += dx[(size_t)b * tc + i] * (b == 0);/' \
+    emu_gpt $EMU_ARGS
+emu_mutant "the tied embedding's gradient counted once (the classifier's share dropped)" gpt_model.c \
+    's/linear_bwd(g, g->dln, g->grads + gpt_offset_wte(c), g->dlogits/linear_bwd(g, g->dln, g->dlogits + 0 * gpt_offset_wte(c), g->dlogits/' \
+    emu_gpt $EMU_ARGS
+emu_mutant "the causal mask one key too far" gpt_kernels.cu \
+    's/if (j > query) s\[i\] = -INFINITY;/if (j > query + 1) s[i] = -INFINITY;/' emu_gpt $EMU_ARGS
+emu_mutant "weight decay on the biases and LayerNorms too" gpt_model.c \
+    's/g->n_plain, 1, 0.0f, &g->adam\[1\]/g->n_plain, 1, wd, \&g->adam[1]/' emu_gpt $EMU_ARGS

@@ -416,6 +416,8 @@ emu_mutant_job() {
         tensor_gemm_kernels.cu) var=EMU_TENSOR_GEMM_KERNELS ;;
         tensor_gemm_hopper.cu) var=EMU_TENSOR_GEMM_HOPPER ;;
         dnn_fused_kernels.cu) var=EMU_DNN_FUSED_KERNELS ;;
+        gpt_kernels.cu) var=EMU_GPT_KERNELS ;;
+        gpt_model.c) var=EMU_GPT_MODEL ;; # ch12's host step code, emulated with its kernels
         *.cuh) var="" ;; # a chapter's device header: the kernels built in the mutant's folder include its copy there first
         *) verdict FAIL "$CHAPTER: emulated mutant: $name (no emulation for $file)"; return ;;
     esac

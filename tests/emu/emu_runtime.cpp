@@ -16,7 +16,7 @@ static void fresh_block(emu_block *b, int n)
     memset(b->smem, 0xFF, EMU_SMEM_BYTES); /* NaN, as bf16 and as float */
     b->block.reset(new std::barrier<>(n));
     b->warp.clear(), b->wg.clear();
-    for (int w = 0; w < n / 32; w++) b->warp.emplace_back(new std::barrier<>(32));
+    for (int w = 0; w < (n + 31) / 32; w++) b->warp.emplace_back(new std::barrier<>(n < 32 ? n : 32));
     for (int g = 0; g < n / 128; g++) b->wg.emplace_back(new std::barrier<>(128));
     for (std::unique_ptr<std::barrier<>> &named : b->named) named.reset();
     emu_tma_pending.clear(); /* loads nobody waited for: this block's, gone with it */
@@ -34,7 +34,7 @@ struct next_block {
 void emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body)
 {
     int n = (int)(block.x * block.y * block.z);
-    if (n > 1024 || n % 32) {
+    if (n > 1024 || (n % 32 && n > 32)) { /* a block smaller than a warp is one partial warp */
         fprintf(stderr, "emulation: blocks of whole warps only (got %u x %u x %u)\n", block.x, block.y, block.z);
         abort();
     }
@@ -97,6 +97,31 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t)
     memset(p, value, bytes);
     return cudaSuccess;
 }
+/* device memory is host memory here: a host program (ch12's gpt_model.c) runs on it unchanged.
+ * cudaMalloc's bytes start as NaN (0xFF), as nothing guarantees them on the GPU */
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+    *p = malloc(bytes ? bytes : 1);
+    if (!*p) return cudaErrorMemoryAllocation;
+    memset(*p, 0xFF, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void *p)
+{
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaMemset(void *p, int value, size_t bytes) { return cudaMemsetAsync(p, value, bytes, 0); }
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind)
+{
+    memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t)
+{
+    return cudaMemcpy(dst, src, bytes, kind);
+}
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 }
 
 int emu_finish(int failed)

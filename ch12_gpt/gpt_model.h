@@ -1,0 +1,76 @@
+/* gpt_model.h - ch12's GPT on the GPU (gpt_model.c): its buffers and the steps of training, the
+ * forward, the backward and the update, as version 0 computes them (fp32; cuBLAS, ch11's kernels
+ * and gpt_kernels.cu). Host C; gpt.c trains with it, tests/emu/emu_gpt.cpp runs it on CPU threads
+ * against gpt_model_cpu. */
+#ifndef GPT_MODEL_H
+#define GPT_MODEL_H
+#include <cublas_v2.h>
+#include "adamw_kernels.h" /* ch11's: adamw_tensor, adamw_state */
+#include "gpt_cpu.h"
+
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* the parameters, their gradients and AdamW's moments (P floats each, in gpt_tensor_at's order),
+ * the activations the backward needs (per layer), and the scratch of one step */
+typedef struct {
+    gpt_config c;
+    int B, T; /* the largest batch and sequence the buffers hold */
+    size_t P;
+    cublasHandle_t blas;
+    float *params, *grads, *m, *v;
+    int *tokens, *targets; /* B T each */
+    float *res;           /* the residual stream entering each layer, and leaving the last: (L + 1) N C */
+    float *mid;           /* after each layer's attention: L N C */
+    float *ln1, *ln2;     /* L N C each */
+    float *mean1, *rstd1, *mean2, *rstd2; /* L N each */
+    float *qkv;           /* L N 3C */
+    float *att;           /* the attention's probabilities: L B H T T */
+    float *atty;          /* the heads' outputs merged: L N C */
+    float *fch, *gelu;    /* L N 4C each */
+    float *lnf, *meanf, *rstdf;
+    float *logits, *dlogits, *probs; /* N V each (probs: cross-entropy version 1's scratch) */
+    float *loss, *row_loss;          /* 1, N */
+    /* the backward's scratch */
+    float *d, *dmid, *dln, *datty, *dqkv;        /* N C, N C, N C, N C, N 3C */
+    float *dfc, *dgelu;                          /* N 4C each */
+    float *q, *k, *vh, *yh, *dq, *dk, *dv, *dyh; /* (B, H, T, C/H) each */
+    float *scores;                               /* B H T T: S, then dP, then dS */
+    float *ln_partial;                           /* LayerNorm backward's column sums */
+    float *sumsq;                                /* the gradient's squared norm */
+    adamw_state *adam;                           /* two: the decayed tensors and the others */
+    adamw_tensor *decayed, *plain;
+    int n_decayed, n_plain;
+} gpt_gpu;
+
+/* The check of a step against gpt_model_cpu (gpt --check, tests/emu/emu_gpt.cpp), at L2 H2 C32
+ * T16 V37, 2 sequences: each element within GPT_CHECK_ATOL of its tensor's largest |gradient| plus
+ * GPT_CHECK_RTOL of its own, the loss within GPT_CHECK_RTOL. Measured, not derived: fp32 against
+ * double came to 1.1e-6 of a tensor's largest on CPU threads; the smallest planted bug (GELU's
+ * derivative in its erf form) to 4.5e-4 (NOTES). */
+#define GPT_CHECK_ATOL 3e-5
+#define GPT_CHECK_RTOL 1e-4
+
+/* device bytes gpt_gpu_alloc asks for, for the check before it */
+size_t gpt_device_bytes(const gpt_config *c, int B, int T);
+/* every buffer for batches of up to B sequences of up to T tokens; AdamW's moments and step count
+ * zero. Exits on a CUDA or cuBLAS error. */
+void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T);
+void gpt_gpu_free(gpt_gpu *g);
+
+/* The forward of B sequences of T tokens (g->tokens, B <= g->B, T <= g->T): the activations kept
+ * for the backward, the logits (B T, V); with_loss: the mean cross-entropy against g->targets
+ * (g->loss) and its gradient (g->dlogits) too */
+void gpt_forward(gpt_gpu *g, int B, int T, int with_loss);
+/* every parameter's gradient into g->grads, from the last forward's activations and dlogits */
+void gpt_backward(gpt_gpu *g, int B, int T);
+/* the gradient clipped to a global norm of at most `clip` (its squared norm left in g->sumsq),
+ * then AdamW at rate lr, weight decay wd on the matrices */
+void gpt_update(gpt_gpu *g, float lr, float wd, float clip);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

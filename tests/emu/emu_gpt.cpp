@@ -1,0 +1,147 @@
+/* emu_gpt.cpp - ch12's training step on CPU threads: gpt_model.c (the host code of version 0, as
+ * written) over the emulated runtime and cuBLAS (emu_runtime.cpp, emu_cublas.cpp), with
+ * gpt_kernels.cu and ch11's LayerNorm, softmax, cross-entropy and AdamW kernels emulated
+ * (emu_cuda.h), against the model on the CPU in double (gpt_cpu.c):
+ *
+ *   emu_gpt L H C T V Vp B
+ *
+ * one step of B sequences of T tokens: the loss, every parameter's gradient, then the update's
+ * squared norm, the clipped gradient and the parameters after one AdamW step (the CPU's AdamW on
+ * the CPU's gradient). Parameters uniform in [-0.3, 0.3] and tokens from a fixed seed. Exit 0 when
+ * all agree, 1 otherwise. */
+#include "emu_cuda.h"
+#include "gpt_model.h"
+
+#include <cstdarg>
+
+/* what gpt_model.c asks of labbook.c: errors end the run, as they do there */
+extern "C" {
+void lb_cuda_fail(cudaError_t err, const char *call, const char *file, int line)
+{
+    fprintf(stderr, "%s:%d: %s failed: error %d\n", file, line, call, (int)err);
+    exit(3);
+}
+void lb_lib_fail(const char *lib, int code, const char *name, const char *text, const char *call, const char *file,
+                 int line)
+{
+    fprintf(stderr, "%s:%d: %s failed: %s %d %s (%s)\n", file, line, call, lib, code, name, text);
+    exit(3);
+}
+void *lb_host_alloc(size_t bytes, const char *what)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "out of host memory for %s\n", what);
+        exit(2);
+    }
+    return p;
+}
+void lb_die(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(code);
+}
+}
+
+static uint64_t state = 0x9E3779B97F4A7C15ull;
+static double uniform() /* splitmix64, in [-1, 1) */
+{
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+}
+
+/* got against want, tensor by tensor: within GPT_CHECK_ATOL of the tensor's largest |want| plus
+ * GPT_CHECK_RTOL of the element's (gpt_model.h: fp32 against double); prints the first miss */
+static double worst_seen; /* the largest error in units of its tensor's largest |want| */
+static int compare(const char *what, const gpt_config *c, const float *got, const double *want)
+{
+    int bad = 0;
+    for (size_t i = 0; i < gpt_tensor_count(c); i++) {
+        gpt_tensor t = gpt_tensor_at(c, i);
+        size_t n = t.rows * t.cols, misses = 0, first = 0;
+        double largest = 0.0;
+        for (size_t e = 0; e < n; e++) largest = std::max(largest, fabs(want[t.offset + e]));
+        for (size_t e = 0; e < n; e++) {
+            double w = want[t.offset + e], err = fabs(got[t.offset + e] - w);
+            if (largest > 0) worst_seen = std::max(worst_seen, err / largest);
+            if (!(err <= GPT_CHECK_ATOL * largest + GPT_CHECK_RTOL * fabs(w) + 1e-12) && !misses++) first = e;
+        }
+        if (misses) {
+            printf("  %s of %s (layer %d): %zu of %zu wrong, first at %zu: got %.7g, want %.7g\n", what, t.name, t.layer,
+                   misses, n, first, got[t.offset + first], want[t.offset + first]);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 8) {
+        fprintf(stderr, "usage: emu_gpt L H C T V Vp B\n");
+        return 2;
+    }
+    gpt_config c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
+    int B = atoi(argv[7]), T = c.context, N = B * T;
+    if (gpt_config_error(&c) || B < 1) {
+        fprintf(stderr, "emu_gpt: %s\n", B < 1 ? "B must be positive" : gpt_config_error(&c));
+        return 2;
+    }
+    size_t P = gpt_param_count(&c);
+    std::vector<float> p(P), got(P);
+    std::vector<double> dp(P), dg(P);
+    std::vector<int> tok(N), tgt(N);
+    for (size_t i = 0; i < P; i++) p[i] = (float)(0.3 * uniform()), dp[i] = p[i];
+    for (int i = 0; i < N; i++)
+        tok[i] = (int)((uniform() + 1) * 0.5 * c.vocab) % c.vocab, tgt[i] = (int)((uniform() + 1) * 0.5 * c.vocab) % c.vocab;
+    const char *err = NULL;
+    double want_loss = gpt_model_cpu(&c, dp.data(), tok.data(), tgt.data(), B, T, dg.data(), &err);
+
+    gpt_gpu g;
+    gpt_gpu_alloc(&g, &c, B, T);
+    memcpy(g.params, p.data(), 4 * P);
+    memcpy(g.tokens, tok.data(), 4 * (size_t)N);
+    memcpy(g.targets, tgt.data(), 4 * (size_t)N);
+    gpt_forward(&g, B, T, 1);
+    gpt_backward(&g, B, T);
+    float loss = *g.loss;
+    int bad = !(fabs(loss - want_loss) <= GPT_CHECK_RTOL * fabs(want_loss));
+    printf("emulated gpt L%d H%d C%d T%d V%d Vp%d B%d: loss %.7f, the CPU's %.7f\n", c.layers, c.heads, c.channels,
+           c.context, c.vocab, c.vocab_padded, B, loss, want_loss);
+    bad |= compare("the gradient", &c, g.grads, dg.data());
+
+    /* one update: clipped to a norm of half the gradient's, then AdamW (lr 0.01, wd 0.1 on the
+     * matrices), against the same on the CPU */
+    double sumsq = 0.0;
+    for (size_t i = 0; i < P; i++) sumsq += dg[i] * dg[i];
+    float clip = (float)(0.5 * sqrt(sumsq)), lr = 0.01f, wd = 0.1f;
+    gpt_update(&g, lr, wd, clip);
+    double f = clip / sqrt(sumsq);
+    if (!(fabs(*g.sumsq - sumsq) <= 1e-4 * sumsq)) bad = 1, printf("  the squared norm %.7g, want %.7g\n", *g.sumsq, sumsq);
+    /* AdamW's first step from the GPU's own clipped gradient (itself checked against the CPU's
+     * just below): m / (1 - beta1) = g and v / (1 - beta2) = g^2, so the step is lr g / (|g| + eps);
+     * from the CPU's gradient instead, an element near zero whose fp32 sign differs would move the
+     * other way */
+    std::vector<double> clipped(P), after(P);
+    for (size_t i = 0; i < gpt_tensor_count(&c); i++) {
+        gpt_tensor t = gpt_tensor_at(&c, i);
+        double decay = t.rows > 1 ? wd : 0.0;
+        for (size_t e = t.offset; e < t.offset + t.rows * t.cols; e++) {
+            double gr = g.grads[e];
+            clipped[e] = dg[e] * f;
+            after[e] = dp[e] - lr * (gr / (fabs(gr) + 1e-8) + decay * dp[e]);
+        }
+    }
+    bad |= compare("the clipped gradient", &c, g.grads, clipped.data());
+    bad |= compare("the parameters after AdamW", &c, g.params, after.data());
+    printf("emulated gpt: loss, %zu gradients, the norm, the clipped gradient and one AdamW step (worst %.2g of a "
+           "tensor's largest): %s\n", P, worst_seen, bad ? "FAIL" : "PASS");
+    gpt_gpu_free(&g);
+    return emu_finish(bad);
+}
