@@ -34,6 +34,8 @@ function unit_text(u) {
     if (u == "create_ms") return "ms to create"
     if (u == "build_s") return "s to compile"
     if (u == "kernel_share") return "kernel share"
+    if (u == "tokens_s") return "tokens/s"
+    if (u == "val_loss") return "validation loss (nats)"
     return u
 }
 function rate_text(u, v) {

@@ -60,3 +60,6 @@ emu_mutant "the causal mask one key too far" gpt_kernels.cu \
     's/if (j > query) s\[i\] = -INFINITY;/if (j > query + 1) s[i] = -INFINITY;/' emu_gpt $EMU_ARGS
 emu_mutant "weight decay on the biases and LayerNorms too" gpt_model.c \
     's/g->n_plain, 1, 0.0f, &g->adam\[1\]/g->n_plain, 1, wd, \&g->adam[1]/' emu_gpt $EMU_ARGS
+bad_input 2 '--synthetic trains on random tokens, for speed: no --load, --save or --sample' ./gpt --synthetic --sample 10
+bad_input 2 'the heads must divide the channels (L 12, H 7, C 768, T 1024)' ./gpt --synthetic --heads 7
+gpu_check ./gpt --synthetic --layers 2 --context 256 --batch 4 --steps 3

@@ -1,0 +1,5 @@
+# bench/ch12_gpt.sh - ch12's measurements, sourced by bench/run.sh (measure is defined there): the
+# training step at GPT-2 124M's shape on random tokens (T 1024, batch 8), and the small model on
+# Shakespeare (its tokens/s and its validation loss after 2000 steps)
+measure ./gpt --synthetic --steps 20
+measure ./gpt --steps 2000 --eval-every 500
