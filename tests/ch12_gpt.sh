@@ -63,3 +63,7 @@ emu_mutant "weight decay on the biases and LayerNorms too" gpt_model.c \
 bad_input 2 '--synthetic trains on random tokens, for speed: no --load, --save or --sample' ./gpt --synthetic --sample 10
 bad_input 2 'the heads must divide the channels (L 12, H 7, C 768, T 1024)' ./gpt --synthetic --heads 7
 gpu_check ./gpt --synthetic --layers 2 --context 256 --batch 4 --steps 3
+# PyTorch's side: its batch generator is ./gpt's (no torch needed), and bad arguments exit 2
+run_case "$CHAPTER: torch_gpt.py draws ./gpt's batches" 0 "selftest PASS" "" python3 ../bench/torch_gpt.py selftest
+bad_input 2 'H must divide C (got 12,5,768,1024,8)' python3 ../bench/torch_gpt.py speed 12,5,768,1024,8
+bad_input 2 "the first argument is speed or selftest (got 'bogus')" python3 ../bench/torch_gpt.py bogus

@@ -194,6 +194,15 @@ static void test_text(void)
 
 static void test_rng(void)
 {
+    /* gpt_batch over 100 tokens 0..99 (90 train), 3 sequences of 4 from seed 7: they start at 21,
+     * 6 and 39 (bench/torch_gpt.py's selftest holds its generator to the same) */
+    int tokens[100], in[12], tg[12];
+    for (int i = 0; i < 100; i++) tokens[i] = i;
+    gpt_text t = {.n = 100, .tokens = tokens, .vocab = 100, .n_train = 90};
+    lb_rng r7;
+    lb_rng_seed(&r7, 7);
+    gpt_batch(&t, 0, 3, 4, &r7, in, tg);
+    CHECK(in[0] == 21 && in[4] == 6 && in[8] == 39 && tg[0] == 22 && tg[11] == 43);
     /* splitmix64 with the state 0 (lb_rng_seed mixes a seed first): its published first outputs,
      * which bench/torch_gpt.py checks too */
     lb_rng r = {0};

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""bench/torch_gpt.py - PyTorch's side of ch12's GPT: the same model (GPT-2's architecture, the
+parameters in the order of ch12_gpt/gpt_cpu.h's gpt_tensor_at, the output layer tied to the
+token embedding), trained the way practice has it on PyTorch: bf16 autocast, its fastest
+scaled_dot_product_attention, fused AdamW, the gradient clipped to norm 1, eager and under
+torch.compile. Prints RESULT lines in the lab book's format, so that `make bench` puts them beside
+./gpt's in one run:
+
+    python3 bench/torch_gpt.py speed L,H,C,T,B [V]   a training step on random tokens (V 50257,
+                                                     padded to 50304 as ./gpt --synthetic does)
+    python3 bench/torch_gpt.py selftest              the batch generator against ./gpt's (no GPU)
+
+Timed like ./gpt: warm-up steps (and compilation) first, then the steps between two CUDA events;
+tokens/s = B T steps / time. The generator is common/'s lb_rng (splitmix64, seeded through
+lb_rng_seed), written out below: the same seed draws the same batches on both sides.
+
+Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (skipped).
+"""
+import sys
+
+from bench_args import Usage
+
+USAGE = "usage: torch_gpt.py speed L,H,C,T,B [V] | torch_gpt.py selftest   (--help says more)"
+ARGS = Usage("torch_gpt", __doc__, USAGE)
+
+M64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _mix(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+class Rng:
+    """common/labbook.c's lb_rng: lb_rng_seed mixes the seed into the state; lb_rng_next adds the
+    golden gamma and mixes. Rng(state=0) starts from the state itself (the published stream)."""
+
+    def __init__(self, seed=None, state=None):
+        self.s = state if state is not None else _mix((seed + GOLDEN) & M64)
+
+    def next(self):
+        self.s = (self.s + GOLDEN) & M64
+        return _mix(self.s)
+
+
+def text_tokens(path):
+    """ch12's gpt_text_load: the characters, the vocabulary (ascending), the 90% training part"""
+    data = open(path, "rb").read()
+    chars = sorted(set(data))
+    index = {c: i for i, c in enumerate(chars)}
+    n = len(data)
+    return [index[b] for b in data], chars, n // 10 * 9 + (n % 10) * 9 // 10
+
+
+def batch(tokens, n_train, validation, B, T, rng):
+    """ch12's gpt_batch: sequence b starts at lo + next() % (hi - lo - T) of its part"""
+    lo, hi = (n_train, len(tokens)) if validation else (0, n_train)
+    inputs, targets = [], []
+    for _ in range(B):
+        start = lo + rng.next() % (hi - lo - T)
+        inputs.append(tokens[start:start + T])
+        targets.append(tokens[start + 1:start + T + 1])
+    return inputs, targets
+
+
+def selftest():
+    """the generator's published first outputs (tests/test_gpt.c checks lb_rng the same), and a
+    batch of a small text drawn as ./gpt draws it"""
+    r = Rng(state=0)
+    ok = r.next() == 0xE220A8397B1DCDAF and r.next() == 0x6E789E6AA1B965F4
+    # 100 tokens 0..99 (90 train), 3 sequences of 4 from seed 7: they start at 21, 6 and 39, as
+    # tests/test_gpt.c finds gpt_batch's do
+    tokens = list(range(100))
+    inputs, targets = batch(tokens, 90, False, 3, 4, Rng(seed=7))
+    ok &= [i[0] for i in inputs] == [21, 6, 39] and all(t[:-1] == i[1:] for i, t in zip(inputs, targets))
+    print(f"torch_gpt: selftest {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+def build_model(torch, L, H, C, T, V, Vp):
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.qkv, self.proj = nn.LayerNorm(C), nn.Linear(C, 3 * C), nn.Linear(C, C)
+            self.ln2, self.fc, self.fcproj = nn.LayerNorm(C), nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+            q, k, v = (z.view(b, t, H, C // H).transpose(1, 2) for z in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, C)
+            x = x + self.proj(y)
+            return x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Parameter(torch.empty(Vp, C)), nn.Parameter(torch.empty(T, C))
+            self.blocks = nn.ModuleList(Block() for _ in range(L))
+            self.lnf = nn.LayerNorm(C)
+
+        def forward(self, idx):
+            x = self.wte[idx] + self.wpe[: idx.shape[1]]
+            for blk in self.blocks:
+                x = blk(x)
+            return self.lnf(x) @ self.wte[:V].t()  # tied: the embedding's first V rows
+
+        def ordered(self):
+            """the parameters in gpt_tensor_at's order (ch12's checkpoint file)"""
+            out = [self.wte, self.wpe]
+            for b in self.blocks:
+                out += [b.ln1.weight, b.ln1.bias, b.qkv.weight, b.qkv.bias, b.proj.weight, b.proj.bias,
+                        b.ln2.weight, b.ln2.bias, b.fc.weight, b.fc.bias, b.fcproj.weight, b.fcproj.bias]
+            return out + [self.lnf.weight, self.lnf.bias]
+
+    model = GPT().cuda()
+    with torch.no_grad():  # GPT-2's initialisation, as ./gpt's
+        for name, p in model.named_parameters():
+            if p.dim() == 2:
+                std = 0.02 / ((2 * L) ** 0.5 if name.endswith(("proj.weight",)) else 1.0)
+                p.normal_(0.0, std)
+            elif name.endswith("weight"):
+                p.fill_(1.0)
+            else:
+                p.zero_()
+    return model
+
+
+def time_steps(torch, step, warmup, steps):
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(steps):
+        step()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) / steps
+
+
+def speed(torch, L, H, C, T, B, V):
+    F = torch.nn.functional
+    Vp = (V + 127) // 128 * 128 if V > 256 else V  # as ./gpt --synthetic: 50257 -> 50304
+    torch.manual_seed(1)
+    size = f"L{L}_H{H}_C{C}_T{T}_B{B}"
+    for name, compiled in (("torch", False), ("torch_compile", True)):
+        model = build_model(torch, L, H, C, T, V, Vp)
+        decay = [p for p in model.parameters() if p.dim() == 2]
+        plain = [p for p in model.parameters() if p.dim() < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": plain, "weight_decay": 0.0}],
+                                lr=3e-4, fused=True)
+        idx = torch.randint(0, V, (B, T), device="cuda")
+        tgt = torch.randint(0, V, (B, T), device="cuda")
+        fwd = torch.compile(model) if compiled else model
+
+        def step():
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = F.cross_entropy(fwd(idx).float().view(-1, V), tgt.view(-1))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        torch.cuda.reset_peak_memory_stats()
+        ms = time_steps(torch, step, 5 if compiled else 3, 20)
+        print(f"RESULT prog=gpt name={name} size={size} ms={ms:.4f} tokens_s={B * T / (ms * 1e-3):.0f} check=none")
+        del model, opt
+        torch.cuda.empty_cache()
+
+
+def main(argv):
+    ARGS.help_if_asked(argv)
+    if not argv or argv[0] not in ("speed", "selftest"):
+        ARGS.error(f"the first argument is speed or selftest (got '{argv[0][:40] if argv else ''}')")
+    if argv[0] == "selftest":
+        if len(argv) != 1:
+            ARGS.error("selftest takes no arguments")
+        return selftest()
+    if len(argv) not in (2, 3):
+        ARGS.error("speed takes L,H,C,T,B and an optional vocabulary")
+    try:
+        L, H, C, T, B = (int(v) for v in argv[1].split(","))
+        V = int(argv[2]) if len(argv) > 2 else 50257
+    except ValueError:
+        ARGS.error(f"'{argv[1][:40]}' is not L,H,C,T,B (five positive integers)")
+    if min(L, H, C, T, B, V) < 1 or C % H:
+        ARGS.error(f"L, H, C, T, B and V must be positive and H must divide C (got {argv[1][:40]})")
+    import torch_common
+    torch = torch_common.cuda_torch("torch_gpt")
+    if torch is None:
+        return 0
+    speed(torch, L, H, C, T, B, V)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
