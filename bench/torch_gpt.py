@@ -8,6 +8,9 @@ torch.compile. Prints RESULT lines in the lab book's format, so that `make bench
 
     python3 bench/torch_gpt.py speed L,H,C,T,B [V]   a training step on random tokens (V 50257,
                                                      padded to 50304 as ./gpt --synthetic does)
+    python3 bench/torch_gpt.py compare CKPT GRADS DATA SEED
+                                                     one batch's loss and gradient in fp32 against
+                                                     ./gpt --load CKPT --grads GRADS --seed SEED's
     python3 bench/torch_gpt.py selftest              the batch generator against ./gpt's (no GPU)
 
 Timed like ./gpt: warm-up steps (and compilation) first, then the steps between two CUDA events;
@@ -20,7 +23,8 @@ import sys
 
 from bench_args import Usage
 
-USAGE = "usage: torch_gpt.py speed L,H,C,T,B [V] | torch_gpt.py selftest   (--help says more)"
+USAGE = ("usage: torch_gpt.py speed L,H,C,T,B [V] | torch_gpt.py compare CKPT GRADS DATA SEED | torch_gpt.py selftest"
+         "   (--help says more)")
 ARGS = Usage("torch_gpt", __doc__, USAGE)
 
 M64 = (1 << 64) - 1
@@ -130,6 +134,68 @@ def build_model(torch, L, H, C, T, V, Vp):
     return model
 
 
+def read_checkpoint(path):
+    """ch12's checkpoint (gpt_data.h): the configuration, the vocabulary and the fp32 parameters"""
+    import struct
+    data = open(path, "rb").read()
+    if data[:8] != b"LBGPT01\n":
+        ARGS.error(f"{path}: not a checkpoint of ch12's gpt")
+    L, H, C, T, V, Vp, moments, _ = struct.unpack_from("<8i", data, 8)
+    chars = data[40:40 + V]
+    return (L, H, C, T, V, Vp), chars, data[40 + 256 + 8:]
+
+
+def compare(torch, ckpt, grads_path, text_path, seed):
+    """The gradient of one batch in fp32 (no TF32, no autocast) from the checkpoint's parameters,
+    against ./gpt's: each tensor within 3e-5 of its largest element plus 1e-4 of the element
+    (GPT_CHECK_ATOL and GPT_CHECK_RTOL of ch12_gpt/gpt_model.h), the loss within 1e-4."""
+    import struct
+    F = torch.nn.functional
+    (L, H, C, T, V, Vp), chars, rest = read_checkpoint(ckpt)
+    g = open(grads_path, "rb").read()
+    if g[:8] != b"LBGPTGR1":
+        ARGS.error(f"{grads_path}: not a gradient file of ./gpt --grads")
+    B, Tb = struct.unpack_from("<2i", g, 8)
+    (their_loss,) = struct.unpack_from("<f", g, 16)
+    tokens, text_chars, n_train = text_tokens(text_path)
+    if bytes(text_chars) != chars:
+        ARGS.error(f"{text_path} has another vocabulary than {ckpt}")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = build_model(torch, L, H, C, T, V, Vp)
+    params = model.ordered()
+    n = sum(p.numel() for p in params)
+    flat = torch.frombuffer(bytearray(rest[:4 * n]), dtype=torch.float32)
+    theirs = torch.frombuffer(bytearray(g[20:20 + 4 * n]), dtype=torch.float32)
+    at = 0
+    with torch.no_grad():
+        for p in params:
+            p.copy_(flat[at:at + p.numel()].view_as(p))
+            at += p.numel()
+    inputs, targets = batch(tokens, n_train, False, B, Tb, Rng(seed=seed + 1))  # ./gpt's training stream
+    idx, tgt = torch.tensor(inputs, device="cuda"), torch.tensor(targets, device="cuda")
+    loss = F.cross_entropy(model(idx).view(-1, V), tgt.view(-1))
+    loss.backward()
+    worst, bad, at = 0.0, 0, 0
+    for i, p in enumerate(params):
+        mine, their = p.grad.detach().flatten().double().cpu(), theirs[at:at + p.numel()].double()
+        at += p.numel()
+        largest = mine.abs().max().item()
+        err = (mine - their).abs()
+        if largest > 0:
+            worst = max(worst, err.max().item() / largest)
+        misses = int((err > 3e-5 * largest + 1e-4 * mine.abs() + 1e-12).sum().item())
+        if misses:
+            bad += 1
+            print(f"torch_gpt: tensor {i} ({tuple(p.shape)}): {misses} of {p.numel()} outside the tolerance")
+    loss_ok = abs(loss.item() - their_loss) <= 1e-4 * abs(loss.item())
+    print(f"torch_gpt: loss {loss.item():.7f} here, {their_loss:.7f} ./gpt's; gradient worst {worst:.2g} of a "
+          f"tensor's largest")
+    check = "PASS" if loss_ok and not bad else "FAIL"
+    print(f"RESULT prog=gpt name=torch_compare size=L{L}_H{H}_C{C}_T{Tb}_B{B} worst_rel={worst:.3g} check={check}")
+    return 0 if check == "PASS" else 1
+
+
 def time_steps(torch, step, warmup, steps):
     for _ in range(warmup):
         step()
@@ -175,12 +241,18 @@ def speed(torch, L, H, C, T, B, V):
 
 def main(argv):
     ARGS.help_if_asked(argv)
-    if not argv or argv[0] not in ("speed", "selftest"):
-        ARGS.error(f"the first argument is speed or selftest (got '{argv[0][:40] if argv else ''}')")
+    if not argv or argv[0] not in ("speed", "compare", "selftest"):
+        ARGS.error(f"the first argument is speed, compare or selftest (got '{argv[0][:40] if argv else ''}')")
     if argv[0] == "selftest":
         if len(argv) != 1:
             ARGS.error("selftest takes no arguments")
         return selftest()
+    if argv[0] == "compare":
+        if len(argv) != 5 or not argv[4].isdigit():
+            ARGS.error("compare takes CKPT GRADS DATA SEED (the seed a number)")
+        import torch_common
+        torch = torch_common.cuda_torch("torch_gpt")
+        return 0 if torch is None else compare(torch, argv[1], argv[2], argv[3], int(argv[4]))
     if len(argv) not in (2, 3):
         ARGS.error("speed takes L,H,C,T,B and an optional vocabulary")
     try:

@@ -181,7 +181,7 @@ static int check_step(const gpt_config *c, int B, int T, unsigned long long seed
 /* ---------------------------------------------------------------- main */
 
 typedef struct {
-    const char *data, *save, *load;
+    const char *data, *save, *load, *grads;
     long long layers, heads, channels, context, batch, steps, warmup, eval_every, eval_batches, sample;
     double lr, wd, clip, temperature;
     int check, synthetic;
@@ -200,6 +200,30 @@ static const lb_program program_template = {
     .versions = versions,
     .n_versions = GPT_VERSIONS,
 };
+
+/* --grads: one batch's loss and gradient, from the parameters as they are, into a file that
+ * bench/torch_gpt.py compare reads: "LBGPTGR1", int32 B and T, float32 loss, then the gradient's P
+ * float32 in gpt_tensor_at's order (little-endian) */
+static void write_grads(gpt_gpu *g, const gpt_text *text, int B, int T, lb_rng *batches, const char *path)
+{
+    size_t P = g->P;
+    int *tok = lb_host_alloc(sizeof(int) * (size_t)B * T, "a batch"), *tgt = lb_host_alloc(sizeof(int) * (size_t)B * T, "");
+    float *grads = lb_host_alloc(sizeof(float) * P, "the gradient"), loss;
+    gpt_batch(text, 0, B, T, batches, tok, tgt);
+    CUDA_CHECK(cudaMemcpy(g->tokens, tok, sizeof(int) * B * T, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(g->targets, tgt, sizeof(int) * B * T, cudaMemcpyHostToDevice));
+    gpt_forward(g, B, T, 1);
+    gpt_backward(g, B, T);
+    CUDA_CHECK(cudaMemcpy(&loss, g->loss, sizeof loss, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(grads, g->grads, sizeof(float) * P, cudaMemcpyDeviceToHost));
+    FILE *f = fopen(path, "wb");
+    int32_t bt[2] = {B, T};
+    int ok = f && fwrite("LBGPTGR1", 1, 8, f) == 8 && fwrite(bt, 4, 2, f) == 2 && fwrite(&loss, 4, 1, f) == 1 &&
+             fwrite(grads, 4, P, f) == P;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok) lb_die(LB_EXIT_USAGE, "gpt: %s: cannot write the gradient", path);
+    free(tok), free(tgt), free(grads);
+}
 
 /* whether a flag was on the command line (a checkpoint's configuration is checked against those) */
 static int flag_given(int argc, char **argv, const char *flag)
@@ -231,7 +255,7 @@ static float validation_loss(gpt_gpu *g, const gpt_text *text, int B, int T, int
 
 int main(int argc, char **argv)
 {
-    gpt_options o = {.data = "../datasets/shakespeare.txt", .save = "", .load = "", .layers = 6, .heads = 6,
+    gpt_options o = {.data = "../datasets/shakespeare.txt", .save = "", .load = "", .grads = "", .layers = 6, .heads = 6,
                      .channels = 384, .context = 256, .batch = 32, .steps = 2000, .warmup = 100, .eval_every = 250,
                      .eval_batches = 20, .sample = 0, .lr = 1e-3, .wd = 0.1, .clip = 1.0, .temperature = 0.8};
     const lb_opt opts[] = {
@@ -249,6 +273,7 @@ int main(int argc, char **argv)
         {"--eval-every", LB_OPT_I64, &o.eval_every, "steps between validation losses (0: at the end only)"},
         {"--eval-batches", LB_OPT_I64, &o.eval_batches, "batches a validation loss averages"},
         {"--save", LB_OPT_STRING, &o.save, "write a checkpoint there after training"},
+        {"--grads", LB_OPT_STRING, &o.grads, "write the loss and gradient of the first batch there, and stop"},
         {"--load", LB_OPT_STRING, &o.load, "start from this checkpoint"},
         {"--sample", LB_OPT_I64, &o.sample, "characters of text to write at the end"},
         {"--temperature", LB_OPT_DOUBLE, &o.temperature, "the sampling temperature"},
@@ -273,7 +298,8 @@ int main(int argc, char **argv)
     int from_checkpoint = o.load[0] != 0;
     if (from_checkpoint && !gpt_checkpoint_load(o.load, &ck, why, sizeof why)) lb_die(LB_EXIT_USAGE, "gpt: %s", why);
     gpt_text text = {0};
-    int need_text = o.steps > 0 && !o.synthetic;
+    /* the text: to train on, to draw --grads' batch from, or for the vocabulary of a new model */
+    int need_text = !o.synthetic && (o.steps > 0 || o.grads[0] || !from_checkpoint);
     if (need_text && !gpt_text_load(o.data, &text, why, sizeof why)) lb_die(LB_EXIT_USAGE, "gpt: %s", why);
     gpt_config c = {(int)o.layers, (int)o.heads, (int)o.channels, (int)o.context, text.vocab, text.vocab};
     if (o.synthetic) { /* GPT-2 124M, where the command line says nothing else; its vocabulary padded to 50304 */
@@ -312,9 +338,12 @@ int main(int argc, char **argv)
         lb_usage_error(&program, "--steps, --warmup, --eval-every and --sample must be >= 0, --eval-batches >= 1");
     if (!(o.lr > 0 && o.lr < 1) || !(o.wd >= 0 && o.wd < 1) || !(o.clip > 0) || !(o.temperature > 0))
         lb_usage_error(&program, "--lr in (0, 1), --wd in [0, 1), --clip and --temperature positive");
-    if (o.steps == 0 && !from_checkpoint) lb_usage_error(&program, "--steps 0 needs --load (a model to sample from)");
+    if (o.steps == 0 && !from_checkpoint && !o.save[0] && !o.grads[0])
+        lb_usage_error(&program, "--steps 0 needs --load, --save or --grads (a model to sample from, or to write)");
+    if (o.grads[0] && o.synthetic) lb_usage_error(&program, "--grads takes its batch from --data, not --synthetic");
     if (need_text && !gpt_text_fits(&text, c.context, why, sizeof why)) lb_die(LB_EXIT_USAGE, "gpt: %s", why);
     lb_check_output_path(&program, "--save", o.save);
+    lb_check_output_path(&program, "--grads", o.grads);
     int B = (int)o.batch, T = c.context;
     int ver = args.version >= 0 ? args.version : GPT_VERSIONS - 1; /* the one asked for, else the fastest */
 
@@ -346,6 +375,16 @@ int main(int argc, char **argv)
     if (!args.quiet)
         printf("gpt: L%d H%d C%d T%d, vocabulary %d, %.2f M parameters; batch %d x %d; %s (%s), seed %llu\n", c.layers,
                c.heads, c.channels, c.context, c.vocab, P / 1e6, B, T, gpu.prop.name, gpu.sm, args.seed);
+
+    if (o.grads[0]) { /* the first training batch's loss and gradient, for bench/torch_gpt.py compare */
+        write_grads(&g, &text, B, T, &batches, o.grads);
+        if (!args.quiet) printf("gpt: the loss and gradient of one batch of %d x %d written to %s\n", B, T, o.grads);
+        gpt_gpu_free(&g);
+        gpt_checkpoint_free(&ck);
+        gpt_text_free(&text);
+        free(h_params);
+        return LB_EXIT_PASS;
+    }
 
     /* ---- training */
     int *tok = lb_host_alloc(sizeof(int) * (size_t)B * T, "a batch"), *tgt = lb_host_alloc(sizeof(int) * (size_t)B * T, "");

@@ -30,7 +30,7 @@ bad_input 2 'not ASCII text: byte 0xE2 at offset 2 (line 1, column 3)' ./gpt --d
 bad_input 2 'too short for a context of 300: 2460 characters train and 274 validate' ./gpt --data ../datasets/iris.csv --context 300
 bad_input 2 'the heads must divide the channels (L 6, H 5, C 384, T 256)' ./gpt --heads 5
 bad_input 2 "not a checkpoint of this chapter's gpt" ./gpt --load ../tests/data/weights_v1.bin --steps 0
-bad_input 2 '--steps 0 needs --load (a model to sample from)' ./gpt --steps 0
+bad_input 2 '--steps 0 needs --load, --save or --grads' ./gpt --steps 0
 bad_input 2 "--save 'no-such-folder/g.ckpt': no folder 'no-such-folder'" ./gpt --save no-such-folder/g.ckpt
 no_gpu ./gpt --check
 no_gpu ./gpt --steps 1
@@ -66,4 +66,5 @@ gpu_check ./gpt --synthetic --layers 2 --context 256 --batch 4 --steps 3
 # PyTorch's side: its batch generator is ./gpt's (no torch needed), and bad arguments exit 2
 run_case "$CHAPTER: torch_gpt.py draws ./gpt's batches" 0 "selftest PASS" "" python3 ../bench/torch_gpt.py selftest
 bad_input 2 'H must divide C (got 12,5,768,1024,8)' python3 ../bench/torch_gpt.py speed 12,5,768,1024,8
-bad_input 2 "the first argument is speed or selftest (got 'bogus')" python3 ../bench/torch_gpt.py bogus
+bad_input 2 "the first argument is speed, compare or selftest (got 'bogus')" python3 ../bench/torch_gpt.py bogus
+bad_input 2 'compare takes CKPT GRADS DATA SEED' python3 ../bench/torch_gpt.py compare a.ckpt
