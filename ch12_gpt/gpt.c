@@ -30,26 +30,34 @@
 
 /* ---------------------------------------------------------------- the versions */
 
-/* A training step's work for the version table: the batch is already on the device */
+/* A version's work on the batch already on the device: a training step, or only its first part
+ * (the loss: validation; the loss and the gradient: --check and --grads) */
+enum { GPT_STEP, GPT_LOSS, GPT_GRADIENT };
 typedef struct {
     gpt_gpu *g;
     int B, T;
     float lr, wd, clip;
+    int what; /* GPT_STEP, GPT_LOSS or GPT_GRADIENT */
 } gpt_step_job;
 
-static cudaError_t run_unfused(void *ctx)
+static cudaError_t run_parts(gpt_step_job *j, const gpt_parts *parts)
 {
-    gpt_step_job *j = (gpt_step_job *)ctx;
-    gpt_forward(j->g, j->B, j->T, 1);
-    gpt_backward(j->g, j->B, j->T);
-    gpt_update(j->g, j->lr, j->wd, j->clip);
+    gpt_forward(j->g, parts, j->B, j->T, 1);
+    if (j->what != GPT_LOSS) gpt_backward(j->g, j->B, j->T);
+    if (j->what == GPT_STEP) gpt_update(j->g, parts, j->lr, j->wd, j->clip);
     return cudaGetLastError();
 }
+/* each version's parts (gpt_model.h) */
+static cudaError_t run_unfused(void *ctx) { return run_parts(ctx, &gpt_parts_unfused); }
+static cudaError_t run_fused_loss(void *ctx) { return run_parts(ctx, &gpt_parts_fused_loss); }
+static cudaError_t run_adamw_one_launch(void *ctx) { return run_parts(ctx, &gpt_parts_adamw_one_launch); }
 
-/* Every version: number, RESULT name, title, oldest GPU, what runs it. To add one: its step (its
- * forward, backward and update) and a row here; GPT_VERSIONS follows the table. */
+/* Every version: number, RESULT name, title, oldest GPU, what runs it. To add one: its parts in
+ * gpt_model.c (a gpt_parts row), its run function above and a row here. */
 static const lb_version versions[] = {
     {0, "unfused", "separate kernels, fp32, cuBLAS", LB_OLDEST_SM, run_unfused},
+    {1, "fused_loss", "+ loss and gradient in one pass", LB_OLDEST_SM, run_fused_loss},
+    {2, "multi_adamw", "+ AdamW in one launch a group", LB_OLDEST_SM, run_adamw_one_launch},
 };
 #define GPT_VERSIONS ((int)(sizeof versions / sizeof versions[0]))
 
@@ -99,7 +107,7 @@ static char *sample_text(gpt_gpu *g, const unsigned char *chars, int n, float te
     for (int i = 0; i < n; i++) {
         int t = len < T ? len : T, *window = ctx + len - t;
         CUDA_CHECK(cudaMemcpy(g->tokens, window, sizeof(int) * t, cudaMemcpyHostToDevice));
-        gpt_forward(g, 1, t, 0);
+        gpt_forward(g, &gpt_parts_unfused, 1, t, 0); /* no loss: every version's forward alike */
         CUDA_CHECK(cudaMemcpy(logits, g->logits + (size_t)(t - 1) * V, sizeof(float) * V, cudaMemcpyDeviceToHost));
         double m = -INFINITY, sum = 0.0;
         for (int v = 0; v < V; v++) m = fmax(m, logits[v] / temperature);
@@ -123,7 +131,7 @@ static char *sample_text(gpt_gpu *g, const unsigned char *chars, int n, float te
 
 /* The loss and every tensor's gradient of one step, GPU against gpt_model_cpu in double, at a
  * tiny configuration: random parameters and tokens from the seed, the tolerance of gpt_model.h */
-static int check_step(const gpt_config *c, int B, int T, unsigned long long seed, int quiet)
+static int check_step(const gpt_config *c, int B, int T, unsigned long long seed, int ver, int quiet)
 {
     size_t P = gpt_param_count(c), N = (size_t)B * T;
     float *h_p = lb_host_alloc(sizeof(float) * P, "parameters"), *h_g = lb_host_alloc(sizeof(float) * P, "gradients");
@@ -144,15 +152,16 @@ static int check_step(const gpt_config *c, int B, int T, unsigned long long seed
     CUDA_CHECK(cudaMemcpy(g.tokens, tok, sizeof(int) * N, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(g.targets, tgt, sizeof(int) * N, cudaMemcpyHostToDevice));
     lb_poison_device(g.grads, sizeof(float) * P); /* a gradient never written fails */
-    gpt_forward(&g, B, T, 1);
-    gpt_backward(&g, B, T);
+    gpt_step_job job = {&g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT};
+    CUDA_CHECK(versions[ver].run(&job));
     float loss;
     CUDA_CHECK(cudaMemcpy(&loss, g.loss, sizeof loss, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(h_g, g.grads, sizeof(float) * P, cudaMemcpyDeviceToHost));
     gpt_gpu_free(&g);
 
     int bad = !(fabs(loss - want_loss) <= GPT_CHECK_RTOL * fabs(want_loss));
-    printf("check: loss %.7f, the CPU's %.7f%s\n", loss, want_loss, bad ? " FAIL" : "");
+    printf("check: version %d (%s): loss %.7f, the CPU's %.7f%s\n", ver, versions[ver].name, loss, want_loss,
+           bad ? " FAIL" : "");
     float *want = lb_host_alloc(sizeof(float) * P, "gradients");
     for (size_t i = 0; i < P; i++) want[i] = (float)dg[i];
     for (size_t i = 0; i < gpt_tensor_count(c); i++) {
@@ -172,8 +181,8 @@ static int check_step(const gpt_config *c, int B, int T, unsigned long long seed
             printf("check: %s: %zu of %zu outside the tolerance, worst %.3g\n", what, r.n_bad, n, r.max_abs_err);
         }
     }
-    printf("check: one step of %d x %d tokens, L%d H%d C%d V%d: loss and %zu gradients %s\n", B, T, c->layers, c->heads,
-           c->channels, c->vocab, P, bad ? "FAIL" : "PASS");
+    printf("check: version %d, one step of %d x %d tokens, L%d H%d C%d V%d: loss and %zu gradients %s\n", ver, B, T,
+           c->layers, c->heads, c->channels, c->vocab, P, bad ? "FAIL" : "PASS");
     free(h_p), free(h_g), free(dp), free(dg), free(tok), free(tgt), free(want);
     return bad ? LB_EXIT_FAIL : LB_EXIT_PASS;
 }
@@ -184,18 +193,19 @@ typedef struct {
     const char *data, *save, *load, *grads;
     long long layers, heads, channels, context, batch, steps, warmup, eval_every, eval_batches, sample;
     double lr, wd, clip, temperature;
-    int check, synthetic;
+    int check, synthetic, bench;
 } gpt_options;
 
 static const lb_program program_template = {
     .name = "gpt",
     .synopsis = "a GPT trained from scratch on a text file, one token a character: GPT-2's architecture on the "
                 "book's kernels",
-    .details = "The vocabulary is the characters of --data (ASCII: printable, newlines, tabs); 90% of it trains, 10%\n"
-               "validates. --check runs one step of a tiny model (L2 H2 C32, 16 x 2 tokens) against the CPU model in\n"
-               "double. --load continues from a checkpoint (its configuration and vocabulary win; --steps more steps).\n"
-               "--sample writes text after training, or from --load alone with --steps 0. A model flag given with --load\n"
-               "must match the checkpoint's.\n",
+    .details = "Training runs the version given (default: the last); --bench times a step of each (or of the one\n"
+               "given) and --check holds each to the CPU model in double (one step of L2 H2 C32, 2 x 16 tokens).\n"
+               "The vocabulary is the characters of --data (ASCII: printable, newlines, tabs); 90% of it trains,\n"
+               "10% validates. --load continues from a checkpoint (its configuration and vocabulary; a model flag\n"
+               "given with it must match; --steps more steps). --sample writes text after training, or from --load\n"
+               "with --steps 0. --grads writes one batch's loss and gradient for bench/torch_gpt.py compare.\n",
     .uses = LB_USE_SEED | LB_USE_QUIET,
     .versions = versions,
     .n_versions = GPT_VERSIONS,
@@ -204,7 +214,7 @@ static const lb_program program_template = {
 /* --grads: one batch's loss and gradient, from the parameters as they are, into a file that
  * bench/torch_gpt.py compare reads: "LBGPTGR1", int32 B and T, float32 loss, then the gradient's P
  * float32 in gpt_tensor_at's order (little-endian) */
-static void write_grads(gpt_gpu *g, const gpt_text *text, int B, int T, lb_rng *batches, const char *path)
+static void write_grads(gpt_gpu *g, const gpt_text *text, int B, int T, lb_rng *batches, const char *path, int ver)
 {
     size_t P = g->P;
     int *tok = lb_host_alloc(sizeof(int) * (size_t)B * T, "a batch"), *tgt = lb_host_alloc(sizeof(int) * (size_t)B * T, "");
@@ -212,8 +222,8 @@ static void write_grads(gpt_gpu *g, const gpt_text *text, int B, int T, lb_rng *
     gpt_batch(text, 0, B, T, batches, tok, tgt);
     CUDA_CHECK(cudaMemcpy(g->tokens, tok, sizeof(int) * B * T, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(g->targets, tgt, sizeof(int) * B * T, cudaMemcpyHostToDevice));
-    gpt_forward(g, B, T, 1);
-    gpt_backward(g, B, T);
+    gpt_step_job job = {g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT};
+    CUDA_CHECK(versions[ver].run(&job));
     CUDA_CHECK(cudaMemcpy(&loss, g->loss, sizeof loss, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(grads, g->grads, sizeof(float) * P, cudaMemcpyDeviceToHost));
     FILE *f = fopen(path, "wb");
@@ -223,6 +233,39 @@ static void write_grads(gpt_gpu *g, const gpt_text *text, int B, int T, lb_rng *
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) lb_die(LB_EXIT_USAGE, "gpt: %s: cannot write the gradient", path);
     free(tok), free(tgt), free(grads);
+}
+
+/* --bench: a training step of each version from the same parameters and batch (the moments and
+ * step counts fresh), timed as lb_time_ms times (warm-up steps, then the median of samples): one
+ * table with tokens/s and each version against version 0 */
+static int bench(const lb_program *program, const lb_args *args, const lb_gpu *gpu, gpt_gpu *g, const float *h_params,
+                 int B, int T, const gpt_text *text, lb_rng *batches, const gpt_options *o)
+{
+    int *tok = lb_host_alloc(sizeof(int) * (size_t)B * T, "a batch"), *tgt = lb_host_alloc(sizeof(int) * (size_t)B * T, "");
+    if (text)
+        gpt_batch(text, 0, B, T, batches, tok, tgt);
+    else
+        for (size_t i = 0; i < (size_t)B * T; i++)
+            tok[i] = (int)(lb_rng_next(batches) % (uint64_t)g->c.vocab), tgt[i] = (int)(lb_rng_next(batches) % (uint64_t)g->c.vocab);
+    CUDA_CHECK(cudaMemcpy(g->tokens, tok, sizeof(int) * B * T, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(g->targets, tgt, sizeof(int) * B * T, cudaMemcpyHostToDevice));
+    lb_report rep = {.prog = program, .args = args, .unit = "tokens_s", .unit_head = "tokens/s", .base = versions[0].name,
+                     .base_head = "vs version 0"};
+    char size[96];
+    snprintf(size, sizeof size, "L%d_H%d_C%d_T%d_B%d", g->c.layers, g->c.heads, g->c.channels, g->c.context, B);
+    lb_report_table(&rep, size, NULL);
+    gpt_step_job job = {g, B, T, (float)o->lr, (float)o->wd, (float)o->clip, GPT_STEP};
+    for (int v = 0; v < GPT_VERSIONS; v++) {
+        if (!lb_version_wanted(program, args, gpu, v)) continue;
+        CUDA_CHECK(cudaMemcpy(g->params, h_params, sizeof(float) * g->P, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * g->P));
+        CUDA_CHECK(cudaMemset(g->v, 0, sizeof(float) * g->P));
+        CUDA_CHECK(cudaMemset(g->adam, 0, 2 * sizeof(adamw_state)));
+        float ms = lb_time_ms(versions[v].run, &job, 2, 10);
+        lb_report_row(&rep, v, NULL, ms, B * T / (ms * 1e-3), -1, "--check checks it");
+    }
+    free(tok), free(tgt);
+    return lb_report_finish(&rep);
 }
 
 /* whether a flag was on the command line (a checkpoint's configuration is checked against those) */
@@ -236,8 +279,9 @@ static int flag_given(int argc, char **argv, const char *flag)
 /* the validation loss: the mean over `batches` batches of the validation part, the same ones
  * every time (drawn from the seed + 2), so that the losses of a run compare */
 static float validation_loss(gpt_gpu *g, const gpt_text *text, int B, int T, int batches, unsigned long long seed,
-                             int *tok, int *tgt)
+                             int *tok, int *tgt, int ver)
 {
+    gpt_step_job job = {g, B, T, 0.0f, 0.0f, 0.0f, GPT_LOSS};
     double sum = 0.0;
     lb_rng rng;
     lb_rng_seed(&rng, seed + 2);
@@ -245,7 +289,7 @@ static float validation_loss(gpt_gpu *g, const gpt_text *text, int B, int T, int
         gpt_batch(text, 1, B, T, &rng, tok, tgt);
         CUDA_CHECK(cudaMemcpy(g->tokens, tok, sizeof(int) * B * T, cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemcpy(g->targets, tgt, sizeof(int) * B * T, cudaMemcpyHostToDevice));
-        gpt_forward(g, B, T, 1);
+        CUDA_CHECK(versions[ver].run(&job));
         float loss;
         CUDA_CHECK(cudaMemcpy(&loss, g->loss, sizeof loss, cudaMemcpyDeviceToHost));
         sum += loss;
@@ -278,6 +322,7 @@ int main(int argc, char **argv)
         {"--sample", LB_OPT_I64, &o.sample, "characters of text to write at the end"},
         {"--temperature", LB_OPT_DOUBLE, &o.temperature, "the sampling temperature"},
         {"--check", LB_OPT_FLAG, &o.check, "one step of a tiny model against the CPU model"},
+        {"--bench", LB_OPT_FLAG, &o.bench, "time a step of every version (or the one given): the table, tokens/s"},
         {"--synthetic", LB_OPT_FLAG, &o.synthetic, "random tokens at GPT-2 124M's shape (L12 H12 C768 T1024, V 50257), for speed"},
     };
     lb_program program = program_template;
@@ -285,11 +330,15 @@ int main(int argc, char **argv)
     lb_args args = {.seed = 1};
     lb_parse_args(&program, &args, argc, argv);
 
-    if (o.check) {
+    if (o.check) { /* the version asked for, or every one */
         gpt_config tiny = {2, 2, 32, 16, 37, 40};
         lb_gpu gpu;
         lb_gpu_init(&gpu);
-        return check_step(&tiny, 2, 16, args.seed, args.quiet);
+        int status = LB_EXIT_PASS;
+        for (int v = 0; v < GPT_VERSIONS; v++)
+            if (lb_version_runs(&program, &args, &gpu, v, NULL) && check_step(&tiny, 2, 16, args.seed, v, args.quiet))
+                status = LB_EXIT_FAIL;
+        return status;
     }
 
     /* ---- everything that can be wrong with the input, before the GPU */
@@ -361,6 +410,7 @@ int main(int argc, char **argv)
     lb_rng_seed(&batches, args.seed + 1);
     long long step0 = 0;
     if (from_checkpoint) {
+        memcpy(h_params, ck.params, sizeof(float) * P); /* --bench starts every version from them */
         CUDA_CHECK(cudaMemcpy(g.params, ck.params, sizeof(float) * P, cudaMemcpyHostToDevice));
         if (ck.m) CUDA_CHECK(cudaMemcpy(g.m, ck.m, sizeof(float) * P, cudaMemcpyHostToDevice));
         if (ck.v) CUDA_CHECK(cudaMemcpy(g.v, ck.v, sizeof(float) * P, cudaMemcpyHostToDevice));
@@ -376,8 +426,9 @@ int main(int argc, char **argv)
         printf("gpt: L%d H%d C%d T%d, vocabulary %d, %.2f M parameters; batch %d x %d; %s (%s), seed %llu\n", c.layers,
                c.heads, c.channels, c.context, c.vocab, P / 1e6, B, T, gpu.prop.name, gpu.sm, args.seed);
 
+    if (o.bench) return bench(&program, &args, &gpu, &g, h_params, B, T, o.synthetic ? NULL : &text, &batches, &o);
     if (o.grads[0]) { /* the first training batch's loss and gradient, for bench/torch_gpt.py compare */
-        write_grads(&g, &text, B, T, &batches, o.grads);
+        write_grads(&g, &text, B, T, &batches, o.grads, ver);
         if (!args.quiet) printf("gpt: the loss and gradient of one batch of %d x %d written to %s\n", B, T, o.grads);
         gpt_gpu_free(&g);
         gpt_checkpoint_free(&ck);
@@ -388,7 +439,7 @@ int main(int argc, char **argv)
 
     /* ---- training */
     int *tok = lb_host_alloc(sizeof(int) * (size_t)B * T, "a batch"), *tgt = lb_host_alloc(sizeof(int) * (size_t)B * T, "");
-    gpt_step_job job = {&g, B, T, 0.0f, (float)o.wd, (float)o.clip};
+    gpt_step_job job = {&g, B, T, 0.0f, (float)o.wd, (float)o.clip, GPT_STEP};
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
@@ -418,15 +469,15 @@ int main(int argc, char **argv)
             printf("step %5lld: loss %.4f  lr %.2e  norm %.2f  %.1f ms  %.0f tokens/s\n", step0 + s + 1, last_loss,
                    job.lr, sqrt(sumsq), ms, B * T / (ms * 1e-3));
         if (!o.synthetic && ((o.eval_every && (s + 1) % o.eval_every == 0) || last)) {
-            val = validation_loss(&g, &text, B, T, (int)o.eval_batches, args.seed, tok, tgt);
+            val = validation_loss(&g, &text, B, T, (int)o.eval_batches, args.seed, tok, tgt, ver);
             if (!args.quiet) printf("step %5lld: validation loss %.4f\n", step0 + s + 1, val);
         }
     }
     if (o.steps > 1 && !args.quiet) {
         double tps = (double)B * T * (o.steps - 1) / (total_ms * 1e-3);
-        printf("RESULT prog=gpt ver=%d name=%s size=L%d_H%d_C%d_T%d_B%d ms=%.4f tokens_s=%.0f check=none\n", ver,
-               versions[ver].name, c.layers, c.heads, c.channels, c.context, B, total_ms / (o.steps - 1), tps);
-        if (!o.synthetic)
+        printf("gpt: %lld steps of version %d (%s), %.3f ms a step after the first, %.0f tokens/s\n", o.steps, ver,
+               versions[ver].name, total_ms / (o.steps - 1), tps);
+        if (!o.synthetic) /* the speed's RESULT rows are --bench's */
             printf("RESULT prog=gpt ver=%d name=%s size=L%d_H%d_C%d_T%d_B%d val_loss=%.4f check=none\n", ver,
                    versions[ver].name, c.layers, c.heads, c.channels, c.context, B, val);
     }

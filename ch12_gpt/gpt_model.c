@@ -51,6 +51,27 @@ static void adam_groups(gpt_gpu *g)
         else
             g->plain[g->n_plain++] = a;
     }
+    /* the one-launch AdamW reads the lists and the chunk tables on the device */
+    struct {
+        const adamw_tensor *h;
+        int n;
+        adamw_tensor **d;
+        adamw_chunk **chunks;
+        int *n_chunks;
+    } groups[2] = {{g->decayed, g->n_decayed, &g->d_decayed, &g->chunks_decayed, &g->n_chunks_decayed},
+                   {g->plain, g->n_plain, &g->d_plain, &g->chunks_plain, &g->n_chunks_plain}};
+    for (int k = 0; k < 2; k++) {
+        int chunks = adamw_chunks(groups[k].h, groups[k].n, NULL);
+        adamw_chunk *h_chunks = lb_host_alloc(sizeof(adamw_chunk) * (size_t)chunks, "AdamW's chunks");
+        adamw_chunks(groups[k].h, groups[k].n, h_chunks);
+        CUDA_CHECK(cudaMalloc((void **)groups[k].d, sizeof(adamw_tensor) * (size_t)groups[k].n));
+        CUDA_CHECK(cudaMalloc((void **)groups[k].chunks, sizeof(adamw_chunk) * (size_t)chunks));
+        CUDA_CHECK(cudaMemcpy(*groups[k].d, groups[k].h, sizeof(adamw_tensor) * (size_t)groups[k].n,
+                              cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(*groups[k].chunks, h_chunks, sizeof(adamw_chunk) * (size_t)chunks, cudaMemcpyHostToDevice));
+        *groups[k].n_chunks = chunks;
+        free(h_chunks);
+    }
 }
 
 void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T)
@@ -95,6 +116,10 @@ void gpt_gpu_free(gpt_gpu *g)
     CUDA_CHECK(cudaFree(g->tokens));
     CUDA_CHECK(cudaFree(g->targets));
     CUDA_CHECK(cudaFree(g->adam));
+    CUDA_CHECK(cudaFree(g->d_decayed));
+    CUDA_CHECK(cudaFree(g->d_plain));
+    CUDA_CHECK(cudaFree(g->chunks_decayed));
+    CUDA_CHECK(cudaFree(g->chunks_plain));
     CUBLAS_CHECK(cublasDestroy(g->blas));
     free(g->decayed), free(g->plain);
 }
@@ -169,7 +194,7 @@ static void attention_bwd(gpt_gpu *g, float *dqkv, const float *dy, const float 
 
 /* the forward of B sequences of T tokens (g->tokens): the activations kept, the logits (N, V);
  * with targets, the cross-entropy's mean loss (g->loss) and its gradient (g->dlogits) too */
-void gpt_forward(gpt_gpu *g, int B, int T, int with_loss)
+void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss)
 {
     const gpt_config *c = &g->c;
     int N = B * T, C = c->channels;
@@ -195,8 +220,7 @@ void gpt_forward(gpt_gpu *g, int B, int T, int with_loss)
     CUDA_CHECK(layernorm_forward_launch(1, g->res + (size_t)c->layers * NC, g->params + gpt_offset_lnf(c, 0),
                                         g->params + gpt_offset_lnf(c, 1), g->lnf, g->meanf, g->rstdf, N, C));
     linear_fwd(g, g->logits, g->lnf, g->params + gpt_offset_wte(c), N, C, c->vocab); /* tied: wte's first V rows */
-    if (with_loss)
-        CUDA_CHECK(ce_launch(1, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, g->probs, N, c->vocab));
+    if (with_loss) parts->loss(g, N);
 }
 
 /* every parameter's gradient into g->grads, from the forward's activations and dlogits */
@@ -238,15 +262,45 @@ void gpt_backward(gpt_gpu *g, int B, int T)
 }
 
 /* the gradient clipped to a global norm of at most `clip`, then AdamW at the schedule's rate */
-void gpt_update(gpt_gpu *g, float lr, float wd, float clip)
+void gpt_update(gpt_gpu *g, const gpt_parts *parts, float lr, float wd, float clip)
 {
     CUDA_CHECK(cudaMemsetAsync(g->sumsq, 0, sizeof(float), 0));
     CUDA_CHECK(gpt_sum_squares_launch(g->sumsq, g->grads, g->P));
     CUDA_CHECK(gpt_clip_launch(g->grads, g->P, g->sumsq, clip));
     for (int s = 0; s < 2; s++) CUDA_CHECK(cudaMemcpyAsync(&g->adam[s].lr, &lr, sizeof lr, cudaMemcpyHostToDevice, 0));
-    /* version 1 of ch11's AdamW: a launch per tensor from the host's list (the chunk table of the
-     * one-launch versions unused: its count 1 only satisfies the launcher's check) */
+    parts->adamw(g, lr, wd);
+}
+
+/* ---------------------------------------------------------------- the parts of the versions */
+
+/* ch11's cross-entropy version 1: the softmax into probs, then the loss and the gradient */
+static void loss_unfused(gpt_gpu *g, int N)
+{
+    CUDA_CHECK(ce_launch(1, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, g->probs, N, g->c.vocab));
+}
+/* version 3: the row's max and sum online, then the loss and the gradient: two reads of the logits */
+static void loss_fused(gpt_gpu *g, int N)
+{
+    CUDA_CHECK(ce_launch(3, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, NULL, N, g->c.vocab));
+}
+/* ch11's AdamW version 1, a launch per tensor from the host's lists, two groups (their own step
+ * counts): the matrices decayed, the vectors not (the chunk count 1 only satisfies the launcher) */
+static void adamw_per_tensor(gpt_gpu *g, float lr, float wd)
+{
+    (void)lr; /* on the device already (g->adam[].lr) */
     CUDA_CHECK(adamw_launch(1, g->decayed, NULL, NULL, g->n_decayed, 1, wd, &g->adam[0]));
     CUDA_CHECK(adamw_launch(1, g->plain, NULL, NULL, g->n_plain, 1, 0.0f, &g->adam[1]));
 }
+/* version 4: one kernel a group over its chunk table, the step count moved inside it */
+static void adamw_one_launch(gpt_gpu *g, float lr, float wd)
+{
+    (void)lr;
+    CUDA_CHECK(adamw_launch(4, g->decayed, g->d_decayed, g->chunks_decayed, g->n_decayed, g->n_chunks_decayed, wd,
+                            &g->adam[0]));
+    CUDA_CHECK(adamw_launch(4, g->plain, g->d_plain, g->chunks_plain, g->n_plain, g->n_chunks_plain, 0.0f, &g->adam[1]));
+}
+
+const gpt_parts gpt_parts_unfused = {loss_unfused, adamw_per_tensor};
+const gpt_parts gpt_parts_fused_loss = {loss_fused, adamw_per_tensor};
+const gpt_parts gpt_parts_adamw_one_launch = {loss_fused, adamw_one_launch};
 

@@ -41,8 +41,11 @@ typedef struct {
     float *ln_partial;                           /* LayerNorm backward's column sums */
     float *sumsq;                                /* the gradient's squared norm */
     adamw_state *adam;                           /* two: the decayed tensors and the others */
-    adamw_tensor *decayed, *plain;
+    adamw_tensor *decayed, *plain;               /* each group's tensors, on the host */
     int n_decayed, n_plain;
+    adamw_tensor *d_decayed, *d_plain;           /* the same on the device, and their chunks */
+    adamw_chunk *chunks_decayed, *chunks_plain;  /* (AdamW in one launch over a group) */
+    int n_chunks_decayed, n_chunks_plain;
 } gpt_gpu;
 
 /* The check of a step against gpt_model_cpu (gpt --check, tests/emu/emu_gpt.cpp), at L2 H2 C32
@@ -60,15 +63,29 @@ size_t gpt_device_bytes(const gpt_config *c, int B, int T);
 void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T);
 void gpt_gpu_free(gpt_gpu *g);
 
+/* What the versions change in a step, part by part: each part a function of gpt_model.c, a
+ * version a row of them (gpt.c's table). Parts not listed are version 0's in every version. */
+typedef struct {
+    void (*loss)(gpt_gpu *g, int N);               /* the logits (N, V) -> g->loss, g->dlogits */
+    void (*adamw)(gpt_gpu *g, float lr, float wd); /* the clipped gradient -> the parameters */
+} gpt_parts;
+/* version 0: the loss as softmax, then loss and gradient (ch11's cross-entropy version 1, three
+ * kernels); AdamW a launch per tensor (ch11's version 1) */
+extern const gpt_parts gpt_parts_unfused;
+/* version 1: the loss, its softmax and its gradient in one pass (cross-entropy version 3) */
+extern const gpt_parts gpt_parts_fused_loss;
+/* version 2: and AdamW in one launch over each group's tensors (AdamW version 4) */
+extern const gpt_parts gpt_parts_adamw_one_launch;
+
 /* The forward of B sequences of T tokens (g->tokens, B <= g->B, T <= g->T): the activations kept
  * for the backward, the logits (B T, V); with_loss: the mean cross-entropy against g->targets
  * (g->loss) and its gradient (g->dlogits) too */
-void gpt_forward(gpt_gpu *g, int B, int T, int with_loss);
+void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss);
 /* every parameter's gradient into g->grads, from the last forward's activations and dlogits */
 void gpt_backward(gpt_gpu *g, int B, int T);
 /* the gradient clipped to a global norm of at most `clip` (its squared norm left in g->sumsq),
  * then AdamW at rate lr, weight decay wd on the matrices */
-void gpt_update(gpt_gpu *g, float lr, float wd, float clip);
+void gpt_update(gpt_gpu *g, const gpt_parts *parts, float lr, float wd, float clip);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,7 @@ bad_input 2 "--save 'no-such-folder/g.ckpt': no folder 'no-such-folder'" ./gpt -
 no_gpu ./gpt --check
 no_gpu ./gpt --steps 1
 gpu_check ./gpt --check
+gpu_check ./gpt --bench --layers 2 --heads 2 --channels 64 --context 64 --batch 8
 gpu_check ./gpt --quiet --layers 2 --heads 2 --channels 64 --context 64 --batch 8 --steps 20 --eval-batches 2 --sample 40
 gpu_expect 2 'GiB of device memory' ./gpt --layers 96 --heads 64 --channels 8192 --context 4096 --batch 64 --steps 1
 # the whole training step on CPU threads: gpt_model.c as written, over the emulated runtime and
@@ -44,6 +45,8 @@ gpu_expect 2 'GiB of device memory' ./gpt --layers 96 --heads 64 --channels 8192
 emu_check emu_gpt 2 2 32 16 37 40 2
 emu_check emu_gpt 1 3 24 5 7 7 3
 emu_check emu_gpt 3 4 32 9 11 16 2
+emu_check emu_gpt 2 2 32 16 37 40 2 fused_loss
+emu_check emu_gpt 1 3 24 5 7 7 3 multi_adamw
 EMU_ARGS="1 2 16 8 11 12 2" # small: each bug still shows (the GELU one at 1.5e-4, 5x the tolerance)
 emu_mutant "GELU's derivative of the erf form" gpt_kernels.cu \
     's/dx\[i\] = dout\[i\] \* (0.5f \* (1.0f + t) + 0.5f \* v \* (1.0f - t \* t) \* du);/dx[i] = dout[i] * (0.5f * (1.0f + erff(v * 0.70710678f)) + v * expf(-0.5f * v * v) * 0.39894228f);/' \
@@ -68,3 +71,5 @@ run_case "$CHAPTER: torch_gpt.py draws ./gpt's batches" 0 "selftest PASS" "" pyt
 bad_input 2 'H must divide C (got 12,5,768,1024,8)' python3 ../bench/torch_gpt.py speed 12,5,768,1024,8
 bad_input 2 "the first argument is speed, compare or selftest (got 'bogus')" python3 ../bench/torch_gpt.py bogus
 bad_input 2 'compare takes CKPT GRADS DATA SEED' python3 ../bench/torch_gpt.py compare a.ckpt
+emu_mutant "the one-launch AdamW without the matrices' weight decay" gpt_model.c \
+    's/g->n_decayed, g->n_chunks_decayed, wd,/g->n_decayed, g->n_chunks_decayed, 0.0f,/' emu_gpt $EMU_ARGS multi_adamw

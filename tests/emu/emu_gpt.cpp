@@ -3,8 +3,9 @@
  * gpt_kernels.cu and ch11's LayerNorm, softmax, cross-entropy and AdamW kernels emulated
  * (emu_cuda.h), against the model on the CPU in double (gpt_cpu.c):
  *
- *   emu_gpt L H C T V Vp B
+ *   emu_gpt L H C T V Vp B [parts]
  *
+ * parts: unfused (version 0's, the default), fused_loss (1) or multi_adamw (2): gpt_model.h's rows.
  * one step of B sequences of T tokens: the loss, every parameter's gradient, then the update's
  * squared norm, the clipped gradient and the parameters after one AdamW step (the CPU's AdamW on
  * the CPU's gradient). Parameters uniform in [-0.3, 0.3] and tokens from a fixed seed. Exit 0 when
@@ -83,8 +84,17 @@ static int compare(const char *what, const gpt_config *c, const float *got, cons
 
 int main(int argc, char **argv)
 {
-    if (argc != 8) {
-        fprintf(stderr, "usage: emu_gpt L H C T V Vp B\n");
+    if (argc != 8 && argc != 9) {
+        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw]\n");
+        return 2;
+    }
+    const char *which = argc > 8 ? argv[8] : "unfused";
+    const gpt_parts *parts = !strcmp(which, "unfused")       ? &gpt_parts_unfused
+                             : !strcmp(which, "fused_loss")  ? &gpt_parts_fused_loss
+                             : !strcmp(which, "multi_adamw") ? &gpt_parts_adamw_one_launch
+                                                             : nullptr;
+    if (!parts) {
+        fprintf(stderr, "emu_gpt: parts '%s' unknown (unfused, fused_loss, multi_adamw)\n", which);
         return 2;
     }
     gpt_config c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
@@ -108,12 +118,12 @@ int main(int argc, char **argv)
     memcpy(g.params, p.data(), 4 * P);
     memcpy(g.tokens, tok.data(), 4 * (size_t)N);
     memcpy(g.targets, tgt.data(), 4 * (size_t)N);
-    gpt_forward(&g, B, T, 1);
+    gpt_forward(&g, parts, B, T, 1);
     gpt_backward(&g, B, T);
     float loss = *g.loss;
     int bad = !(fabs(loss - want_loss) <= GPT_CHECK_RTOL * fabs(want_loss));
-    printf("emulated gpt L%d H%d C%d T%d V%d Vp%d B%d: loss %.7f, the CPU's %.7f\n", c.layers, c.heads, c.channels,
-           c.context, c.vocab, c.vocab_padded, B, loss, want_loss);
+    printf("emulated gpt L%d H%d C%d T%d V%d Vp%d B%d, %s: loss %.7f, the CPU's %.7f\n", c.layers, c.heads, c.channels,
+           c.context, c.vocab, c.vocab_padded, B, which, loss, want_loss);
     bad |= compare("the gradient", &c, g.grads, dg.data());
 
     /* one update: clipped to a norm of half the gradient's, then AdamW (lr 0.01, wd 0.1 on the
@@ -121,7 +131,7 @@ int main(int argc, char **argv)
     double sumsq = 0.0;
     for (size_t i = 0; i < P; i++) sumsq += dg[i] * dg[i];
     float clip = (float)(0.5 * sqrt(sumsq)), lr = 0.01f, wd = 0.1f;
-    gpt_update(&g, lr, wd, clip);
+    gpt_update(&g, parts, lr, wd, clip);
     double f = clip / sqrt(sumsq);
     if (!(fabs(*g.sumsq - sumsq) <= 1e-4 * sumsq)) bad = 1, printf("  the squared norm %.7g, want %.7g\n", *g.sumsq, sumsq);
     /* AdamW's first step from the GPU's own clipped gradient (itself checked against the CPU's
