@@ -1,8 +1,8 @@
-/* gpt_model.c - ch12's GPT on the GPU (gpt_model.h): the buffers, and version 0's forward,
- * backward and update. Every layer is its own kernels, in fp32: the products by cuBLAS (SGEMM;
- * attention the library way, the scores in memory), ch11's LayerNorm, softmax, cross-entropy and
- * AdamW kernels through their launchers, gpt_kernels.cu for the rest. Each function mirrors its
- * twin in gpt_cpu.c, layer by layer. */
+/* gpt_model.c - ch12's GPT on the GPU (gpt_model.h): the buffers, the forward, backward and
+ * update, and at the end the parts the versions choose between (gpt_parts). Every layer is its
+ * own kernels, in fp32: the products by cuBLAS (SGEMM; attention the library way, the scores in
+ * memory), ch11's LayerNorm, softmax, cross-entropy and AdamW kernels through their launchers,
+ * gpt_kernels.cu for the rest. Each function mirrors its twin in gpt_cpu.c, layer by layer. */
 #include "gpt_model.h"
 #include "labbook.h" /* after cublas_v2.h (gpt_model.h): CUBLAS_CHECK */
 #include "gpt_kernels.h"
@@ -17,7 +17,7 @@
 #define PARAM(g, layer, t) ((g)->params + gpt_offset(&(g)->c, (layer), (t)))
 #define GRAD(g, layer, t) ((g)->grads + gpt_offset(&(g)->c, (layer), (t)))
 
-/* device bytes for a model of config c, batches of B x T: what gpt_alloc asks for */
+/* device bytes for a model of config c, batches of B x T: what gpt_gpu_alloc asks for */
 size_t gpt_device_bytes(const gpt_config *c, int B, int T)
 {
     size_t L = (size_t)c->layers, N = (size_t)B * T, C = (size_t)c->channels, H = (size_t)c->heads;
