@@ -38,12 +38,14 @@ typedef struct {
     int B, T;
     float lr, wd, clip;
     int what; /* GPT_STEP, GPT_LOSS or GPT_GRADIENT */
+    double atol, rtol; /* set by the run: the version's check tolerance (its arithmetic's) */
 } gpt_step_job;
 
 static cudaError_t run_parts(gpt_step_job *j, const gpt_parts *parts)
 {
+    j->atol = parts->check_atol, j->rtol = parts->check_rtol;
     gpt_forward(j->g, parts, j->B, j->T, 1);
-    if (j->what != GPT_LOSS) gpt_backward(j->g, j->B, j->T);
+    if (j->what != GPT_LOSS) gpt_backward(j->g, parts, j->B, j->T);
     if (j->what == GPT_STEP) gpt_update(j->g, parts, j->lr, j->wd, j->clip);
     return cudaGetLastError();
 }
@@ -51,6 +53,7 @@ static cudaError_t run_parts(gpt_step_job *j, const gpt_parts *parts)
 static cudaError_t run_unfused(void *ctx) { return run_parts(ctx, &gpt_parts_unfused); }
 static cudaError_t run_fused_loss(void *ctx) { return run_parts(ctx, &gpt_parts_fused_loss); }
 static cudaError_t run_adamw_one_launch(void *ctx) { return run_parts(ctx, &gpt_parts_adamw_one_launch); }
+static cudaError_t run_bf16_products(void *ctx) { return run_parts(ctx, &gpt_parts_bf16_products); }
 
 /* Every version: number, RESULT name, title, oldest GPU, what runs it. To add one: its parts in
  * gpt_model.c (a gpt_parts row), its run function above and a row here. */
@@ -58,6 +61,7 @@ static const lb_version versions[] = {
     {0, "unfused", "separate kernels, fp32, cuBLAS", LB_OLDEST_SM, run_unfused},
     {1, "fused_loss", "+ loss and gradient in one pass", LB_OLDEST_SM, run_fused_loss},
     {2, "multi_adamw", "+ AdamW in one launch a group", LB_OLDEST_SM, run_adamw_one_launch},
+    {3, "bf16_products", "+ layers' products in bf16", 80, run_bf16_products},
 };
 #define GPT_VERSIONS ((int)(sizeof versions / sizeof versions[0]))
 
@@ -130,7 +134,8 @@ static char *sample_text(gpt_gpu *g, const unsigned char *chars, int n, float te
 /* ---------------------------------------------------------------- --check: one step against the CPU */
 
 /* The loss and every tensor's gradient of one step, GPU against gpt_model_cpu in double, at a
- * tiny configuration: random parameters and tokens from the seed, the tolerance of gpt_model.h */
+ * tiny configuration: random parameters and tokens from the seed, within the version's tolerance
+ * (gpt_model.h's GPT_CHECK_*: fp32's, or bf16's for the bf16 products) */
 static int check_step(const gpt_config *c, int B, int T, unsigned long long seed, int ver, int quiet)
 {
     size_t P = gpt_param_count(c), N = (size_t)B * T;
@@ -152,14 +157,14 @@ static int check_step(const gpt_config *c, int B, int T, unsigned long long seed
     CUDA_CHECK(cudaMemcpy(g.tokens, tok, sizeof(int) * N, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(g.targets, tgt, sizeof(int) * N, cudaMemcpyHostToDevice));
     lb_poison_device(g.grads, sizeof(float) * P); /* a gradient never written fails */
-    gpt_step_job job = {&g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT};
+    gpt_step_job job = {&g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT, 0, 0};
     CUDA_CHECK(versions[ver].run(&job));
     float loss;
     CUDA_CHECK(cudaMemcpy(&loss, g.loss, sizeof loss, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(h_g, g.grads, sizeof(float) * P, cudaMemcpyDeviceToHost));
     gpt_gpu_free(&g);
 
-    int bad = !(fabs(loss - want_loss) <= GPT_CHECK_RTOL * fabs(want_loss));
+    int bad = !(fabs(loss - want_loss) <= job.rtol * fabs(want_loss));
     printf("check: version %d (%s): loss %.7f, the CPU's %.7f%s\n", ver, versions[ver].name, loss, want_loss,
            bad ? " FAIL" : "");
     float *want = lb_host_alloc(sizeof(float) * P, "gradients");
@@ -174,8 +179,7 @@ static int check_step(const gpt_config *c, int B, int T, unsigned long long seed
             snprintf(what, sizeof what, "d%s of layer %d", t.name, t.layer);
         else
             snprintf(what, sizeof what, "d%s", t.name);
-        lb_check r = lb_check_f32(what, h_g + t.offset, want + t.offset, n, GPT_CHECK_ATOL * largest + 1e-12,
-                                  GPT_CHECK_RTOL, quiet);
+        lb_check r = lb_check_f32(what, h_g + t.offset, want + t.offset, n, job.atol * largest + 1e-12, job.rtol, quiet);
         if (r.n_bad) {
             bad = 1;
             printf("check: %s: %zu of %zu outside the tolerance, worst %.3g\n", what, r.n_bad, n, r.max_abs_err);
@@ -222,7 +226,7 @@ static void write_grads(gpt_gpu *g, const gpt_text *text, int B, int T, lb_rng *
     gpt_batch(text, 0, B, T, batches, tok, tgt);
     CUDA_CHECK(cudaMemcpy(g->tokens, tok, sizeof(int) * B * T, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(g->targets, tgt, sizeof(int) * B * T, cudaMemcpyHostToDevice));
-    gpt_step_job job = {g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT};
+    gpt_step_job job = {g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT, 0, 0};
     CUDA_CHECK(versions[ver].run(&job));
     CUDA_CHECK(cudaMemcpy(&loss, g->loss, sizeof loss, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(grads, g->grads, sizeof(float) * P, cudaMemcpyDeviceToHost));
@@ -254,7 +258,7 @@ static int bench(const lb_program *program, const lb_args *args, const lb_gpu *g
     char size[96];
     snprintf(size, sizeof size, "L%d_H%d_C%d_T%d_B%d", g->c.layers, g->c.heads, g->c.channels, g->c.context, B);
     lb_report_table(&rep, size, NULL);
-    gpt_step_job job = {g, B, T, (float)o->lr, (float)o->wd, (float)o->clip, GPT_STEP};
+    gpt_step_job job = {g, B, T, (float)o->lr, (float)o->wd, (float)o->clip, GPT_STEP, 0, 0};
     for (int v = 0; v < GPT_VERSIONS; v++) {
         if (!lb_version_wanted(program, args, gpu, v)) continue;
         CUDA_CHECK(cudaMemcpy(g->params, h_params, sizeof(float) * g->P, cudaMemcpyHostToDevice));
@@ -281,7 +285,7 @@ static int flag_given(int argc, char **argv, const char *flag)
 static float validation_loss(gpt_gpu *g, const gpt_text *text, int B, int T, int batches, unsigned long long seed,
                              int *tok, int *tgt, int ver)
 {
-    gpt_step_job job = {g, B, T, 0.0f, 0.0f, 0.0f, GPT_LOSS};
+    gpt_step_job job = {g, B, T, 0.0f, 0.0f, 0.0f, GPT_LOSS, 0, 0};
     double sum = 0.0;
     lb_rng rng;
     lb_rng_seed(&rng, seed + 2);
@@ -439,7 +443,7 @@ int main(int argc, char **argv)
 
     /* ---- training */
     int *tok = lb_host_alloc(sizeof(int) * (size_t)B * T, "a batch"), *tgt = lb_host_alloc(sizeof(int) * (size_t)B * T, "");
-    gpt_step_job job = {&g, B, T, 0.0f, (float)o.wd, (float)o.clip, GPT_STEP};
+    gpt_step_job job = {&g, B, T, 0.0f, (float)o.wd, (float)o.clip, GPT_STEP, 0, 0};
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));

@@ -234,6 +234,23 @@ extern "C" cudaError_t gpt_softmax_backward_launch(float *ds, const float *p, co
     return cudaGetLastError();
 }
 
+/* ---------------------------------------------------------------- bf16 operands */
+
+__global__ void to_bf16_kernel(unsigned short *out, const float *in, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        unsigned u = __float_as_uint(in[i]);
+        out[i] = (u & 0x7FFFFFFFu) > 0x7F800000u ? (unsigned short)0x7FC0 /* NaN stays NaN */
+                                                 : (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    }
+}
+extern "C" cudaError_t gpt_to_bf16_launch(unsigned short *out, const float *in, size_t n)
+{
+    to_bf16_kernel<<<blocks_for(n), GPT_BLOCK>>>(out, in, n);
+    return cudaGetLastError();
+}
+
 /* ---------------------------------------------------------------- the global norm */
 
 /* each block sums its share of squares (warp shuffles, then the block's warps), one atomic a block */

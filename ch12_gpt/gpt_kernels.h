@@ -40,6 +40,9 @@ cudaError_t gpt_causal_mask_launch(float *s, long long rows, int T);
  * diagonal (p is zero there) */
 cudaError_t gpt_softmax_backward_launch(float *ds, const float *p, const float *dp, long long rows, int T, float scale);
 
+/* out (n bf16 bits) = in rounded to nearest, ties to even: the operands of the bf16 products */
+cudaError_t gpt_to_bf16_launch(unsigned short *out, const float *in, size_t n);
+
 /* the gradient's global norm: *sumsq (one float, zeroed by the caller) += sum of g^2 over n */
 cudaError_t gpt_sum_squares_launch(float *sumsq, const float *g, size_t n);
 /* clipping: g *= min(1, clip / sqrt(*sumsq)), the norm read on the device */

@@ -98,6 +98,10 @@ void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T)
     g->scores = dalloc(att);
     g->ln_partial = dalloc(2 * ((N + LN_ROWS_PER_GROUP - 1) / LN_ROWS_PER_GROUP + 1) * C);
     g->sumsq = dalloc(1);
+    size_t widest = 4 * C > V ? 4 * C : V; /* a product's widest input or output: 4C, or the logits' V */
+    CUDA_CHECK(cudaMalloc((void **)&g->params16, 2 * P));
+    CUDA_CHECK(cudaMalloc((void **)&g->x16, 2 * N * 4 * C));
+    CUDA_CHECK(cudaMalloc((void **)&g->d16, 2 * N * widest));
     CUDA_CHECK(cudaMalloc((void **)&g->adam, 2 * sizeof(adamw_state)));
     CUDA_CHECK(cudaMemset(g->adam, 0, 2 * sizeof(adamw_state)));
     CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * P));
@@ -116,6 +120,9 @@ void gpt_gpu_free(gpt_gpu *g)
     CUDA_CHECK(cudaFree(g->tokens));
     CUDA_CHECK(cudaFree(g->targets));
     CUDA_CHECK(cudaFree(g->adam));
+    CUDA_CHECK(cudaFree(g->params16));
+    CUDA_CHECK(cudaFree(g->x16));
+    CUDA_CHECK(cudaFree(g->d16));
     CUDA_CHECK(cudaFree(g->d_decayed));
     CUDA_CHECK(cudaFree(g->d_plain));
     CUDA_CHECK(cudaFree(g->chunks_decayed));
@@ -141,16 +148,40 @@ static void linear_bwd(gpt_gpu *g, float *dx, float *dW, const float *dout, cons
     CUBLAS_CHECK(cublasSgemm(g->blas, CUBLAS_OP_N, CUBLAS_OP_N, I, N, O, &one, W, I, dout, O, &zero, dx, I));
     CUBLAS_CHECK(cublasSgemm(g->blas, CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, &one, x, I, dout, O, &one, dW, I));
 }
-/* a linear layer with its bias: the product, then the bias row added */
-static void linear_bias_fwd(gpt_gpu *g, float *out, const float *x, const float *W, const float *b, int N, int I, int O)
+/* the same products with bf16 operands (rounded from fp32 just before: the weights once a
+ * forward, by begin_bf16; x and dout here), fp32 accumulation and fp32 results (cublasGemmEx) */
+static void linear_fwd_bf16(gpt_gpu *g, float *out, const float *x, const float *W, int N, int I, int O)
 {
-    linear_fwd(g, out, x, W, N, I, O);
+    const float one = 1.0f, zero = 0.0f;
+    const unsigned short *W16 = g->params16 + (W - g->params);
+    CUDA_CHECK(gpt_to_bf16_launch(g->x16, x, (size_t)N * I));
+    CUBLAS_CHECK(cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, &one, W16, CUDA_R_16BF, I, g->x16, CUDA_R_16BF,
+                              I, &zero, out, CUDA_R_32F, O, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+static void linear_bwd_bf16(gpt_gpu *g, float *dx, float *dW, const float *dout, const float *x, const float *W, int N,
+                            int I, int O)
+{
+    const float one = 1.0f, zero = 0.0f;
+    const unsigned short *W16 = g->params16 + (W - g->params);
+    CUDA_CHECK(gpt_to_bf16_launch(g->d16, dout, (size_t)N * O));
+    CUDA_CHECK(gpt_to_bf16_launch(g->x16, x, (size_t)N * I));
+    CUBLAS_CHECK(cublasGemmEx(g->blas, CUBLAS_OP_N, CUBLAS_OP_N, I, N, O, &one, W16, CUDA_R_16BF, I, g->d16, CUDA_R_16BF,
+                              O, &zero, dx, CUDA_R_32F, I, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CHECK(cublasGemmEx(g->blas, CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, &one, g->x16, CUDA_R_16BF, I, g->d16,
+                              CUDA_R_16BF, O, &one, dW, CUDA_R_32F, I, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/* a linear layer with its bias: the version's product, then the bias row added */
+static void linear_bias_fwd(gpt_gpu *g, const gpt_parts *parts, float *out, const float *x, const float *W,
+                            const float *b, int N, int I, int O)
+{
+    parts->linear(g, out, x, W, N, I, O);
     CUDA_CHECK(gpt_bias_add_launch(out, b, N, O));
 }
-static void linear_bias_bwd(gpt_gpu *g, float *dx, float *dW, float *db, const float *dout, const float *x,
-                            const float *W, int N, int I, int O)
+static void linear_bias_bwd(gpt_gpu *g, const gpt_parts *parts, float *dx, float *dW, float *db, const float *dout,
+                            const float *x, const float *W, int N, int I, int O)
 {
-    linear_bwd(g, dx, dW, dout, x, W, N, I, O);
+    parts->linear_backward(g, dx, dW, dout, x, W, N, I, O);
     CUDA_CHECK(gpt_column_sum_launch(db, dout, N, O));
 }
 
@@ -199,6 +230,7 @@ void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss
     const gpt_config *c = &g->c;
     int N = B * T, C = c->channels;
     size_t NC = (size_t)N * C;
+    parts->begin(g);
     CUDA_CHECK(gpt_embed_launch(g->res, g->tokens, g->params + gpt_offset_wte(c), g->params + gpt_offset_wpe(c), B, T, C));
     for (int l = 0; l < c->layers; l++) {
         float *x = g->res + l * NC, *ln1 = g->ln1 + l * NC, *qkv = g->qkv + l * 3 * NC, *atty = g->atty + l * NC;
@@ -206,51 +238,52 @@ void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss
         float *out = g->res + (l + 1) * NC, *att = g->att + (size_t)l * B * c->heads * T * T;
         CUDA_CHECK(layernorm_forward_launch(1, x, PARAM(g, l, GPT_LN1_W), PARAM(g, l, GPT_LN1_B), ln1,
                                             g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N, N, C));
-        linear_bias_fwd(g, qkv, ln1, PARAM(g, l, GPT_QKV_W), PARAM(g, l, GPT_QKV_B), N, C, 3 * C);
+        linear_bias_fwd(g, parts, qkv, ln1, PARAM(g, l, GPT_QKV_W), PARAM(g, l, GPT_QKV_B), N, C, 3 * C);
         attention_fwd(g, atty, att, qkv, B, T);
-        linear_bias_fwd(g, mid, atty, PARAM(g, l, GPT_PROJ_W), PARAM(g, l, GPT_PROJ_B), N, C, C);
+        linear_bias_fwd(g, parts, mid, atty, PARAM(g, l, GPT_PROJ_W), PARAM(g, l, GPT_PROJ_B), N, C, C);
         CUDA_CHECK(gpt_add_launch(mid, mid, x, NC)); /* the residual */
         CUDA_CHECK(layernorm_forward_launch(1, mid, PARAM(g, l, GPT_LN2_W), PARAM(g, l, GPT_LN2_B), ln2,
                                             g->mean2 + (size_t)l * N, g->rstd2 + (size_t)l * N, N, C));
-        linear_bias_fwd(g, fch, ln2, PARAM(g, l, GPT_FC_W), PARAM(g, l, GPT_FC_B), N, C, 4 * C);
+        linear_bias_fwd(g, parts, fch, ln2, PARAM(g, l, GPT_FC_W), PARAM(g, l, GPT_FC_B), N, C, 4 * C);
         CUDA_CHECK(gpt_gelu_launch(gelu, fch, 4 * NC));
-        linear_bias_fwd(g, out, gelu, PARAM(g, l, GPT_FCPROJ_W), PARAM(g, l, GPT_FCPROJ_B), N, 4 * C, C);
+        linear_bias_fwd(g, parts, out, gelu, PARAM(g, l, GPT_FCPROJ_W), PARAM(g, l, GPT_FCPROJ_B), N, 4 * C, C);
         CUDA_CHECK(gpt_add_launch(out, out, mid, NC));
     }
     CUDA_CHECK(layernorm_forward_launch(1, g->res + (size_t)c->layers * NC, g->params + gpt_offset_lnf(c, 0),
                                         g->params + gpt_offset_lnf(c, 1), g->lnf, g->meanf, g->rstdf, N, C));
-    linear_fwd(g, g->logits, g->lnf, g->params + gpt_offset_wte(c), N, C, c->vocab); /* tied: wte's first V rows */
+    parts->linear(g, g->logits, g->lnf, g->params + gpt_offset_wte(c), N, C, c->vocab); /* tied: wte's first V rows */
     if (with_loss) parts->loss(g, N);
 }
 
 /* every parameter's gradient into g->grads, from the forward's activations and dlogits */
-void gpt_backward(gpt_gpu *g, int B, int T)
+void gpt_backward(gpt_gpu *g, const gpt_parts *parts, int B, int T)
 {
     const gpt_config *c = &g->c;
     int N = B * T, C = c->channels;
     size_t NC = (size_t)N * C;
     CUDA_CHECK(cudaMemsetAsync(g->grads, 0, sizeof(float) * g->P, 0));
-    linear_bwd(g, g->dln, g->grads + gpt_offset_wte(c), g->dlogits, g->lnf, g->params + gpt_offset_wte(c), N, C, c->vocab);
+    parts->linear_backward(g, g->dln, g->grads + gpt_offset_wte(c), g->dlogits, g->lnf, g->params + gpt_offset_wte(c), N,
+                           C, c->vocab);
     CUDA_CHECK(layernorm_backward_launch(g->dln, g->res + (size_t)c->layers * NC, g->meanf, g->rstdf,
                                          g->params + gpt_offset_lnf(c, 0), g->d, g->grads + gpt_offset_lnf(c, 0),
                                          g->grads + gpt_offset_lnf(c, 1), g->ln_partial, N, C));
     for (int l = c->layers - 1; l >= 0; l--) {
         const float *x = g->res + l * NC, *mid = g->mid + l * NC, *att = g->att + (size_t)l * B * c->heads * T * T;
         /* the MLP: out = mid + fcproj(gelu(fc(ln2(mid)))); d is out's gradient */
-        linear_bias_bwd(g, g->dgelu, GRAD(g, l, GPT_FCPROJ_W), GRAD(g, l, GPT_FCPROJ_B), g->d, g->gelu + l * 4 * NC,
+        linear_bias_bwd(g, parts, g->dgelu, GRAD(g, l, GPT_FCPROJ_W), GRAD(g, l, GPT_FCPROJ_B), g->d, g->gelu + l * 4 * NC,
                         PARAM(g, l, GPT_FCPROJ_W), N, 4 * C, C);
         CUDA_CHECK(gpt_gelu_backward_launch(g->dfc, g->dgelu, g->fch + l * 4 * NC, 4 * NC));
-        linear_bias_bwd(g, g->dln, GRAD(g, l, GPT_FC_W), GRAD(g, l, GPT_FC_B), g->dfc, g->ln2 + l * NC,
+        linear_bias_bwd(g, parts, g->dln, GRAD(g, l, GPT_FC_W), GRAD(g, l, GPT_FC_B), g->dfc, g->ln2 + l * NC,
                         PARAM(g, l, GPT_FC_W), N, C, 4 * C);
         CUDA_CHECK(layernorm_backward_launch(g->dln, mid, g->mean2 + (size_t)l * N, g->rstd2 + (size_t)l * N,
                                              PARAM(g, l, GPT_LN2_W), g->dmid, GRAD(g, l, GPT_LN2_W),
                                              GRAD(g, l, GPT_LN2_B), g->ln_partial, N, C));
         CUDA_CHECK(gpt_add_launch(g->dmid, g->dmid, g->d, NC)); /* and the residual's share */
         /* attention: mid = x + proj(attention(qkv(ln1(x)))) */
-        linear_bias_bwd(g, g->datty, GRAD(g, l, GPT_PROJ_W), GRAD(g, l, GPT_PROJ_B), g->dmid, g->atty + l * NC,
+        linear_bias_bwd(g, parts, g->datty, GRAD(g, l, GPT_PROJ_W), GRAD(g, l, GPT_PROJ_B), g->dmid, g->atty + l * NC,
                         PARAM(g, l, GPT_PROJ_W), N, C, C);
         attention_bwd(g, g->dqkv, g->datty, att, g->qkv + l * 3 * NC, B, T);
-        linear_bias_bwd(g, g->dln, GRAD(g, l, GPT_QKV_W), GRAD(g, l, GPT_QKV_B), g->dqkv, g->ln1 + l * NC,
+        linear_bias_bwd(g, parts, g->dln, GRAD(g, l, GPT_QKV_W), GRAD(g, l, GPT_QKV_B), g->dqkv, g->ln1 + l * NC,
                         PARAM(g, l, GPT_QKV_W), N, C, 3 * C);
         CUDA_CHECK(layernorm_backward_launch(g->dln, x, g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N,
                                              PARAM(g, l, GPT_LN1_W), g->d, GRAD(g, l, GPT_LN1_W), GRAD(g, l, GPT_LN1_B),
@@ -300,7 +333,17 @@ static void adamw_one_launch(gpt_gpu *g, float lr, float wd)
     CUDA_CHECK(adamw_launch(4, g->plain, g->d_plain, g->chunks_plain, g->n_plain, g->n_chunks_plain, 0.0f, &g->adam[1]));
 }
 
-const gpt_parts gpt_parts_unfused = {loss_unfused, adamw_per_tensor};
-const gpt_parts gpt_parts_fused_loss = {loss_fused, adamw_per_tensor};
-const gpt_parts gpt_parts_adamw_one_launch = {loss_fused, adamw_one_launch};
+/* nothing to prepare for the fp32 products; the bf16 ones read the parameters rounded, once a
+ * forward (they change at every update) */
+static void begin_fp32(gpt_gpu *g) { (void)g; }
+static void begin_bf16(gpt_gpu *g) { CUDA_CHECK(gpt_to_bf16_launch(g->params16, g->params, g->P)); }
+
+const gpt_parts gpt_parts_unfused = {loss_unfused, adamw_per_tensor, begin_fp32, linear_fwd, linear_bwd,
+                                     GPT_CHECK_ATOL, GPT_CHECK_RTOL};
+const gpt_parts gpt_parts_fused_loss = {loss_fused, adamw_per_tensor, begin_fp32, linear_fwd, linear_bwd,
+                                        GPT_CHECK_ATOL, GPT_CHECK_RTOL};
+const gpt_parts gpt_parts_adamw_one_launch = {loss_fused, adamw_one_launch, begin_fp32, linear_fwd, linear_bwd,
+                                              GPT_CHECK_ATOL, GPT_CHECK_RTOL};
+const gpt_parts gpt_parts_bf16_products = {loss_fused, adamw_one_launch, begin_bf16, linear_fwd_bf16, linear_bwd_bf16,
+                                           GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
 

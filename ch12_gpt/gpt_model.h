@@ -40,6 +40,8 @@ typedef struct {
     float *scores;                               /* B H T T: S, then dP, then dS */
     float *ln_partial;                           /* LayerNorm backward's column sums */
     float *sumsq;                                /* the gradient's squared norm */
+    unsigned short *params16;                    /* bf16 copies for the bf16 products: the parameters */
+    unsigned short *x16, *d16;                   /* and a product's input and its gradient (scratch) */
     adamw_state *adam;                           /* two: the decayed tensors and the others */
     adamw_tensor *decayed, *plain;               /* each group's tensors, on the host */
     int n_decayed, n_plain;
@@ -55,6 +57,10 @@ typedef struct {
  * derivative in its erf form) to 4.5e-4 (NOTES). */
 #define GPT_CHECK_ATOL 3e-5
 #define GPT_CHECK_RTOL 1e-4
+/* the same for the bf16 products (version 3 on): their operands carry bf16's 2^-9 relative
+ * rounding; measured likewise: 1.3e-2 of a tensor's largest on CPU threads (NOTES) */
+#define GPT_CHECK_ATOL_BF16 5e-2
+#define GPT_CHECK_RTOL_BF16 5e-2
 
 /* device bytes gpt_gpu_alloc asks for, for the check before it */
 size_t gpt_device_bytes(const gpt_config *c, int B, int T);
@@ -68,6 +74,12 @@ void gpt_gpu_free(gpt_gpu *g);
 typedef struct {
     void (*loss)(gpt_gpu *g, int N);               /* the logits (N, V) -> g->loss, g->dlogits */
     void (*adamw)(gpt_gpu *g, float lr, float wd); /* the clipped gradient -> the parameters */
+    void (*begin)(gpt_gpu *g);                     /* before a forward: what the products read */
+    /* a linear layer's products: out (N, O) = x (N, I) W^T; dx = dout W, dW += dout^T x */
+    void (*linear)(gpt_gpu *g, float *out, const float *x, const float *W, int N, int I, int O);
+    void (*linear_backward)(gpt_gpu *g, float *dx, float *dW, const float *dout, const float *x, const float *W, int N,
+                            int I, int O);
+    double check_atol, check_rtol; /* the check's tolerance for this arithmetic (GPT_CHECK_*) */
 } gpt_parts;
 /* version 0: the loss as softmax, then loss and gradient (ch11's cross-entropy version 1, three
  * kernels); AdamW a launch per tensor (ch11's version 1) */
@@ -76,13 +88,16 @@ extern const gpt_parts gpt_parts_unfused;
 extern const gpt_parts gpt_parts_fused_loss;
 /* version 2: and AdamW in one launch over each group's tensors (AdamW version 4) */
 extern const gpt_parts gpt_parts_adamw_one_launch;
+/* version 3: and the linear layers' products in bf16 on the tensor cores (cublasGemmEx: bf16
+ * operands rounded from the fp32 ones, fp32 accumulation and results) */
+extern const gpt_parts gpt_parts_bf16_products;
 
 /* The forward of B sequences of T tokens (g->tokens, B <= g->B, T <= g->T): the activations kept
  * for the backward, the logits (B T, V); with_loss: the mean cross-entropy against g->targets
  * (g->loss) and its gradient (g->dlogits) too */
 void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss);
 /* every parameter's gradient into g->grads, from the last forward's activations and dlogits */
-void gpt_backward(gpt_gpu *g, int B, int T);
+void gpt_backward(gpt_gpu *g, const gpt_parts *parts, int B, int T);
 /* the gradient clipped to a global norm of at most `clip` (its squared norm left in g->sumsq),
  * then AdamW at rate lr, weight decay wd on the matrices */
 void gpt_update(gpt_gpu *g, const gpt_parts *parts, float lr, float wd, float clip);

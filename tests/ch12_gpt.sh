@@ -21,7 +21,7 @@ gpt_mutant "the causal mask one key too far (forward and backward alike)" \
 # one step of a tiny model against the CPU model, and a short training run that writes text
 bad_input 0 'usage: gpt ' ./gpt --help
 bad_input 2 "unknown argument '--bogus'" ./gpt --bogus
-bad_input 2 "version '3' does not exist (0..2)" ./gpt 3
+bad_input 2 "version '4' does not exist (0..3)" ./gpt 4
 bad_input 2 'no-such-file.txt: No such file or directory' ./gpt --data no-such-file.txt
 bad_input 2 'the file is empty' ./gpt --data ../tests/data/empty.cu
 bad_input 2 'a binary file (a zero byte at offset 5), not text' ./gpt --data ../tests/data/weights_v1.bin
@@ -45,8 +45,10 @@ gpu_expect 2 'GiB of device memory' ./gpt --layers 96 --heads 64 --channels 8192
 emu_check emu_gpt 2 2 32 16 37 40 2
 emu_check emu_gpt 1 3 24 5 7 7 3
 emu_check emu_gpt 3 4 32 9 11 16 2
-emu_check emu_gpt 2 2 32 16 37 40 2 fused_loss
+emu_check emu_gpt 1 2 16 8 11 12 2 fused_loss
 emu_check emu_gpt 1 3 24 5 7 7 3 multi_adamw
+emu_check emu_gpt 1 3 24 5 7 7 3 bf16_products
+emu_check emu_gpt 2 2 32 16 37 40 2 bf16_products
 EMU_ARGS="1 2 16 8 11 12 2" # small: each bug still shows (the GELU one at 1.5e-4, 5x the tolerance)
 emu_mutant "GELU's derivative of the erf form" gpt_kernels.cu \
     's/dx\[i\] = dout\[i\] \* (0.5f \* (1.0f + t) + 0.5f \* v \* (1.0f - t \* t) \* du);/dx[i] = dout[i] * (0.5f * (1.0f + erff(v * 0.70710678f)) + v * expf(-0.5f * v * v) * 0.39894228f);/' \
@@ -57,7 +59,7 @@ emu_mutant "the position embedding's gradient from the first sequence only" gpt_
     's/for (int b = 0; b < B; b++) s += dx\[(size_t)b \* tc + i\];/for (int b = 0; b < B; b++) s += dx[(size_t)b * tc + i] * (b == 0);/' \
     emu_gpt $EMU_ARGS
 emu_mutant "the tied embedding's gradient counted once (the classifier's share dropped)" gpt_model.c \
-    's/linear_bwd(g, g->dln, g->grads + gpt_offset_wte(c), g->dlogits/linear_bwd(g, g->dln, g->dlogits + 0 * gpt_offset_wte(c), g->dlogits/' \
+    's/parts->linear_backward(g, g->dln, g->grads + gpt_offset_wte(c), g->dlogits/parts->linear_backward(g, g->dln, g->dlogits + 0 * gpt_offset_wte(c), g->dlogits/' \
     emu_gpt $EMU_ARGS
 emu_mutant "the causal mask one key too far" gpt_kernels.cu \
     's/if (j > query) s\[i\] = -INFINITY;/if (j > query + 1) s[i] = -INFINITY;/' emu_gpt $EMU_ARGS
@@ -73,3 +75,7 @@ bad_input 2 "the first argument is speed, compare or selftest (got 'bogus')" pyt
 bad_input 2 'compare takes CKPT GRADS DATA SEED' python3 ../bench/torch_gpt.py compare a.ckpt
 emu_mutant "the one-launch AdamW without the matrices' weight decay" gpt_model.c \
     's/g->n_decayed, g->n_chunks_decayed, wd,/g->n_decayed, g->n_chunks_decayed, 0.0f,/' emu_gpt $EMU_ARGS multi_adamw
+emu_mutant "the bf16 products read the weights one element off" gpt_model.c \
+    '0,/const unsigned short \*W16 = g->params16 + (W - g->params);/s//const unsigned short *W16 = g->params16 + (W - g->params) + 1;/' \
+    emu_gpt $EMU_ARGS bf16_products
+

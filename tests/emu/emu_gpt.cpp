@@ -5,7 +5,8 @@
  *
  *   emu_gpt L H C T V Vp B [parts]
  *
- * parts: unfused (version 0's, the default), fused_loss (1) or multi_adamw (2): gpt_model.h's rows.
+ * parts: unfused (version 0's, the default), fused_loss (1), multi_adamw (2) or bf16_products (3):
+ * gpt_model.h's rows, each checked within its own tolerance.
  * one step of B sequences of T tokens: the loss, every parameter's gradient, then the update's
  * squared norm, the clipped gradient and the parameters after one AdamW step (the CPU's AdamW on
  * the CPU's gradient). Parameters uniform in [-0.3, 0.3] and tokens from a fixed seed. Exit 0 when
@@ -58,8 +59,9 @@ static double uniform() /* splitmix64, in [-1, 1) */
 }
 
 /* got against want, tensor by tensor: within GPT_CHECK_ATOL of the tensor's largest |want| plus
- * GPT_CHECK_RTOL of the element's (gpt_model.h: fp32 against double); prints the first miss */
+ * GPT_CHECK_RTOL of the element's (gpt_model.h: the parts' arithmetic against double); prints the first miss */
 static double worst_seen; /* the largest error in units of its tensor's largest |want| */
+static double atol_ = GPT_CHECK_ATOL, rtol_ = GPT_CHECK_RTOL; /* the parts' own */
 static int compare(const char *what, const gpt_config *c, const float *got, const double *want)
 {
     int bad = 0;
@@ -71,7 +73,7 @@ static int compare(const char *what, const gpt_config *c, const float *got, cons
         for (size_t e = 0; e < n; e++) {
             double w = want[t.offset + e], err = fabs(got[t.offset + e] - w);
             if (largest > 0) worst_seen = std::max(worst_seen, err / largest);
-            if (!(err <= GPT_CHECK_ATOL * largest + GPT_CHECK_RTOL * fabs(w) + 1e-12) && !misses++) first = e;
+            if (!(err <= atol_ * largest + rtol_ * fabs(w) + 1e-12) && !misses++) first = e;
         }
         if (misses) {
             printf("  %s of %s (layer %d): %zu of %zu wrong, first at %zu: got %.7g, want %.7g\n", what, t.name, t.layer,
@@ -85,16 +87,17 @@ static int compare(const char *what, const gpt_config *c, const float *got, cons
 int main(int argc, char **argv)
 {
     if (argc != 8 && argc != 9) {
-        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw]\n");
+        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products]\n");
         return 2;
     }
     const char *which = argc > 8 ? argv[8] : "unfused";
     const gpt_parts *parts = !strcmp(which, "unfused")       ? &gpt_parts_unfused
                              : !strcmp(which, "fused_loss")  ? &gpt_parts_fused_loss
                              : !strcmp(which, "multi_adamw") ? &gpt_parts_adamw_one_launch
-                                                             : nullptr;
+                             : !strcmp(which, "bf16_products") ? &gpt_parts_bf16_products
+                                                               : nullptr;
     if (!parts) {
-        fprintf(stderr, "emu_gpt: parts '%s' unknown (unfused, fused_loss, multi_adamw)\n", which);
+        fprintf(stderr, "emu_gpt: parts '%s' unknown (unfused, fused_loss, multi_adamw, bf16_products)\n", which);
         return 2;
     }
     gpt_config c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
@@ -118,10 +121,11 @@ int main(int argc, char **argv)
     memcpy(g.params, p.data(), 4 * P);
     memcpy(g.tokens, tok.data(), 4 * (size_t)N);
     memcpy(g.targets, tgt.data(), 4 * (size_t)N);
+    atol_ = parts->check_atol, rtol_ = parts->check_rtol;
     gpt_forward(&g, parts, B, T, 1);
-    gpt_backward(&g, B, T);
+    gpt_backward(&g, parts, B, T);
     float loss = *g.loss;
-    int bad = !(fabs(loss - want_loss) <= GPT_CHECK_RTOL * fabs(want_loss));
+    int bad = !(fabs(loss - want_loss) <= rtol_ * fabs(want_loss));
     printf("emulated gpt L%d H%d C%d T%d V%d Vp%d B%d, %s: loss %.7f, the CPU's %.7f\n", c.layers, c.heads, c.channels,
            c.context, c.vocab, c.vocab_padded, B, which, loss, want_loss);
     bad |= compare("the gradient", &c, g.grads, dg.data());
@@ -133,7 +137,7 @@ int main(int argc, char **argv)
     float clip = (float)(0.5 * sqrt(sumsq)), lr = 0.01f, wd = 0.1f;
     gpt_update(&g, parts, lr, wd, clip);
     double f = clip / sqrt(sumsq);
-    if (!(fabs(*g.sumsq - sumsq) <= 1e-4 * sumsq)) bad = 1, printf("  the squared norm %.7g, want %.7g\n", *g.sumsq, sumsq);
+    if (!(fabs(*g.sumsq - sumsq) <= rtol_ * sumsq)) bad = 1, printf("  the squared norm %.7g, want %.7g\n", *g.sumsq, sumsq);
     /* AdamW's first step from the GPU's own clipped gradient (itself checked against the CPU's
      * just below): m / (1 - beta1) = g and v / (1 - beta2) = g^2, so the step is lr g / (|g| + eps);
      * from the CPU's gradient instead, an element near zero whose fp32 sign differs would move the
