@@ -398,10 +398,15 @@ int main(int argc, char **argv)
     lb_check_output_path(&program, "--save", o.save);
     lb_check_output_path(&program, "--grads", o.grads);
     int B = (int)o.batch, T = c.context;
-    int ver = args.version >= 0 ? args.version : GPT_VERSIONS - 1; /* the one asked for, else the fastest */
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);
+    /* the version asked for (exit 2 if this GPU is too old for it), else the last this GPU runs */
+    int ver = args.version;
+    if (ver >= 0)
+        lb_version_runs(&program, &args, &gpu, ver, NULL);
+    else
+        for (ver = GPT_VERSIONS - 1; ver > 0 && versions[ver].min_sm > gpu.cc;) ver--;
     lb_require_device_memory(gpt_device_bytes(&c, B, T), "the model, its gradients, AdamW's moments and the activations");
     gpt_gpu g;
     gpt_gpu_alloc(&g, &c, B, T);
