@@ -13,8 +13,8 @@ torch.compile. Prints RESULT lines in the lab book's format, so that `make bench
                                                      ./gpt --load CKPT --grads GRADS --seed SEED's
     python3 bench/torch_gpt.py selftest              the batch generator against ./gpt's (no GPU)
 
-Timed like ./gpt: warm-up steps (and compilation) first, then the steps between two CUDA events;
-tokens/s = B T steps / time. The generator is common/'s lb_rng (splitmix64, seeded through
+Timed like ./gpt --bench: warm-up steps (and compilation) first, then lb_time_ms's way (calls back
+to back to at least 1 ms a sample, the median of 10 samples); tokens/s = B T / the step's time. The generator is common/'s lb_rng (splitmix64, seeded through
 lb_rng_seed), written out below: the same seed draws the same batches on both sides.
 
 Runs where python3 has torch with a CUDA GPU; otherwise it says so and exits 0 (skipped).
@@ -196,20 +196,8 @@ def compare(torch, ckpt, grads_path, text_path, seed):
     return 0 if check == "PASS" else 1
 
 
-def time_steps(torch, step, warmup, steps):
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(steps):
-        step()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop) / steps
-
-
 def speed(torch, L, H, C, T, B, V):
+    import torch_common
     F = torch.nn.functional
     Vp = (V + 127) // 128 * 128 if V > 256 else V  # as ./gpt --synthetic: 50257 -> 50304
     torch.manual_seed(1)
@@ -232,8 +220,9 @@ def speed(torch, L, H, C, T, B, V):
             opt.step()
             opt.zero_grad(set_to_none=True)
 
-        torch.cuda.reset_peak_memory_stats()
-        ms = time_steps(torch, step, 5 if compiled else 3, 20)
+        for _ in range(3):  # torch.compile compiles here, outside the timing
+            step()
+        ms = torch_common.time_ms(torch, step, 10)  # as ./gpt --bench times a step (lb_time_ms)
         print(f"RESULT prog=gpt name={name} size={size} ms={ms:.4f} tokens_s={B * T / (ms * 1e-3):.0f} check=none")
         del model, opt
         torch.cuda.empty_cache()

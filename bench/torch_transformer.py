@@ -114,7 +114,7 @@ def time_attention(torch, shape, iters):
             # eager, and captured once in a CUDA graph: at 8x16x1024x64 a call is ~50 us, where
             # Python's and the dispatcher's share can show; the replay has none of it
             for label, call in ((name, fn), (name + "_graph", torch_common.capture(torch, fn).replay)):
-                ms = time_ms(torch, call, iters)
+                ms = torch_common.time_ms(torch, call, iters)
                 print(f"RESULT prog=attention name={label} size={size} ms={ms:.4f} "
                       f"tflops={flops / (ms * 1e9):.1f} check=none")
 
@@ -148,36 +148,9 @@ def time_attention_backward(torch, shape, iters):
             except RuntimeError as e:
                 print(f"torch_transformer: {name}_graph skipped ({str(e).splitlines()[0][:120]})")
             for label, call in calls:
-                ms = time_ms(torch, call, iters)
+                ms = torch_common.time_ms(torch, call, iters)
                 print(f"RESULT prog=attention_backward name={label} size={size} ms={ms:.4f} "
                       f"tflops={flops / (ms * 1e9):.1f} check=none")
-
-
-MIN_SAMPLE_MS = 1.0  # common/labbook.h's LB_MIN_SAMPLE_MS
-
-
-def time_ms(torch, fn, iters):
-    """As lb_time_ms times ours: two warm-up calls; then one call timed alone decides how many calls
-    back to back make a sample of at least MIN_SAMPLE_MS (at most 1000); the median of `iters`
-    samples, each between two CUDA events, divided by its calls."""
-    def sample(calls):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        return start.elapsed_time(stop)
-
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    one = sample(1)
-    calls = 1 if one >= MIN_SAMPLE_MS else min(1000, int(MIN_SAMPLE_MS / max(one, 1e-3)) + 1)
-    times = [sample(calls) / calls for _ in range(iters)]
-    times.sort()
-    mid = len(times) // 2
-    return times[mid] if len(times) % 2 else 0.5 * (times[mid - 1] + times[mid])
 
 
 def main():
@@ -226,7 +199,7 @@ def main():
                 x.grad = None
                 torch.nn.functional.cross_entropy(x, y).backward()
     for label, call in ((name, fn), (name + "_graph", torch_common.capture(torch, fn).replay)):
-        ms = time_ms(torch, call, iters)
+        ms = torch_common.time_ms(torch, call, iters)
         print(f"RESULT prog={prog} name={label} size={size} ms={ms:.4f} gbps={moved / (ms * 1e6):.1f} check=none")
     return 0
 

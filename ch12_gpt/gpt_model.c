@@ -17,22 +17,66 @@
 #define PARAM(g, layer, t) ((g)->params + gpt_offset(&(g)->c, (layer), (t)))
 #define GRAD(g, layer, t) ((g)->grads + gpt_offset(&(g)->c, (layer), (t)))
 
-/* device bytes for a model of config c, batches of B x T: what gpt_gpu_alloc asks for */
-size_t gpt_device_bytes(const gpt_config *c, int B, int T)
+/* One device buffer of gpt_gpu: with count non-NULL only its bytes are counted (gpt_device_bytes),
+ * else it is allocated with a guard of NaN after its end (lb_malloc_guarded: a kernel that reads
+ * past an operand reads NaN and fails the check) and kept in g->owned for gpt_gpu_free */
+static void *take(gpt_gpu *g, size_t bytes, size_t *count)
+{
+    bytes = bytes ? bytes : 4;
+    if (count) {
+        *count += bytes + LB_GUARD_BYTES;
+        return NULL;
+    }
+    void *p;
+    if (g->n_owned == (int)(sizeof g->owned / sizeof g->owned[0]))
+        lb_die(LB_EXIT_CUDA, "gpt: more device buffers than gpt_gpu.owned holds");
+    CUDA_CHECK(lb_malloc_guarded(&p, bytes));
+    g->owned[g->n_owned++] = p;
+    return p;
+}
+#define TAKE_FLOATS(n) ((float *)take(g, sizeof(float) * (n), count))
+
+/* Every device buffer of a model of config c and batches of up to B x T, in one place: allocated
+ * by gpt_gpu_alloc, counted by gpt_device_bytes */
+static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, size_t *count)
 {
     size_t L = (size_t)c->layers, N = (size_t)B * T, C = (size_t)c->channels, H = (size_t)c->heads;
-    size_t V = (size_t)c->vocab, att = (size_t)B * H * T * T;
-    size_t floats = 4 * gpt_param_count(c) + (L + 1) * N * C + 4 * L * N * C + 4 * L * N + 3 * L * N * C + L * att +
-                    L * N * C + 8 * L * N * C + N * C + 2 * N + 3 * N * V + 1 + N + 7 * N * C + 8 * N * C + 8 * N * C +
-                    att + 2 * ((N + LN_ROWS_PER_GROUP - 1) / LN_ROWS_PER_GROUP + 1) * C + 1;
-    return 4 * floats + 2 * 4 * N + 4096;
+    size_t V = (size_t)c->vocab, att = (size_t)B * H * T * T, P = gpt_param_count(c);
+    size_t widest = 4 * C > V ? 4 * C : V; /* a product's widest input or output: 4C, or the logits' V */
+    g->params = TAKE_FLOATS(P), g->grads = TAKE_FLOATS(P), g->m = TAKE_FLOATS(P), g->v = TAKE_FLOATS(P);
+    g->tokens = (int *)take(g, sizeof(int) * N, count), g->targets = (int *)take(g, sizeof(int) * N, count);
+    g->res = TAKE_FLOATS((L + 1) * N * C), g->mid = TAKE_FLOATS(L * N * C);
+    g->ln1 = TAKE_FLOATS(L * N * C), g->ln2 = TAKE_FLOATS(L * N * C);
+    g->mean1 = TAKE_FLOATS(L * N), g->rstd1 = TAKE_FLOATS(L * N), g->mean2 = TAKE_FLOATS(L * N), g->rstd2 = TAKE_FLOATS(L * N);
+    g->qkv = TAKE_FLOATS(3 * L * N * C), g->att = TAKE_FLOATS(L * att), g->atty = TAKE_FLOATS(L * N * C);
+    g->fch = TAKE_FLOATS(4 * L * N * C), g->gelu = TAKE_FLOATS(4 * L * N * C);
+    g->lnf = TAKE_FLOATS(N * C), g->meanf = TAKE_FLOATS(N), g->rstdf = TAKE_FLOATS(N);
+    g->logits = TAKE_FLOATS(N * V), g->dlogits = TAKE_FLOATS(N * V), g->probs = TAKE_FLOATS(N * V);
+    g->loss = TAKE_FLOATS(1), g->row_loss = TAKE_FLOATS(N);
+    g->d = TAKE_FLOATS(N * C), g->dmid = TAKE_FLOATS(N * C), g->dln = TAKE_FLOATS(N * C), g->datty = TAKE_FLOATS(N * C);
+    g->dqkv = TAKE_FLOATS(3 * N * C), g->dfc = TAKE_FLOATS(4 * N * C), g->dgelu = TAKE_FLOATS(4 * N * C);
+    g->q = TAKE_FLOATS(N * C), g->k = TAKE_FLOATS(N * C), g->vh = TAKE_FLOATS(N * C), g->yh = TAKE_FLOATS(N * C);
+    g->dq = TAKE_FLOATS(N * C), g->dk = TAKE_FLOATS(N * C), g->dv = TAKE_FLOATS(N * C), g->dyh = TAKE_FLOATS(N * C);
+    g->scores = TAKE_FLOATS(att);
+    g->ln_partial = TAKE_FLOATS(2 * ((N + LN_ROWS_PER_GROUP - 1) / LN_ROWS_PER_GROUP + 1) * C);
+    g->sumsq = TAKE_FLOATS(1);
+    g->params16 = (unsigned short *)take(g, 2 * P, count);
+    g->x16 = (unsigned short *)take(g, 2 * N * 4 * C, count), g->d16 = (unsigned short *)take(g, 2 * N * widest, count);
+    g->adam = (adamw_state *)take(g, 2 * sizeof(adamw_state), count);
+    /* AdamW's tensor lists and chunk tables (adam_groups): a chunk at least every ADAMW_CHUNK elements
+     * of each tensor, at most one more a tensor */
+    size_t tensors = gpt_tensor_count(c), chunks = P / (size_t)adamw_chunk_size() + tensors;
+    for (int k = 0; k < 2 && count; k++) take(g, sizeof(adamw_tensor) * tensors, count), take(g, sizeof(adamw_chunk) * chunks, count);
 }
+#undef TAKE_FLOATS
 
-static float *dalloc(size_t floats)
+size_t gpt_device_bytes(const gpt_config *c, int B, int T)
 {
-    float *p;
-    CUDA_CHECK(cudaMalloc((void **)&p, sizeof(float) * (floats ? floats : 1)));
-    return p;
+    gpt_gpu counting;
+    size_t bytes = 0;
+    memset(&counting, 0, sizeof counting);
+    device_buffers(&counting, c, B, T, &bytes);
+    return bytes;
 }
 
 /* AdamW's two groups: the matrices (and the embeddings) decay, vectors do not (GPT-2's practice) */
@@ -64,8 +108,8 @@ static void adam_groups(gpt_gpu *g)
         int chunks = adamw_chunks(groups[k].h, groups[k].n, NULL);
         adamw_chunk *h_chunks = lb_host_alloc(sizeof(adamw_chunk) * (size_t)chunks, "AdamW's chunks");
         adamw_chunks(groups[k].h, groups[k].n, h_chunks);
-        CUDA_CHECK(cudaMalloc((void **)groups[k].d, sizeof(adamw_tensor) * (size_t)groups[k].n));
-        CUDA_CHECK(cudaMalloc((void **)groups[k].chunks, sizeof(adamw_chunk) * (size_t)chunks));
+        *groups[k].d = (adamw_tensor *)take(g, sizeof(adamw_tensor) * (size_t)groups[k].n, NULL);
+        *groups[k].chunks = (adamw_chunk *)take(g, sizeof(adamw_chunk) * (size_t)chunks, NULL);
         CUDA_CHECK(cudaMemcpy(*groups[k].d, groups[k].h, sizeof(adamw_tensor) * (size_t)groups[k].n,
                               cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemcpy(*groups[k].chunks, h_chunks, sizeof(adamw_chunk) * (size_t)chunks, cudaMemcpyHostToDevice));
@@ -78,55 +122,17 @@ void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T)
 {
     memset(g, 0, sizeof *g);
     g->c = *c, g->B = B, g->T = T, g->P = gpt_param_count(c);
-    size_t L = (size_t)c->layers, N = (size_t)B * T, C = (size_t)c->channels, H = (size_t)c->heads;
-    size_t V = (size_t)c->vocab, att = (size_t)B * H * T * T, P = g->P;
     CUBLAS_CHECK(cublasCreate(&g->blas));
-    g->params = dalloc(P), g->grads = dalloc(P), g->m = dalloc(P), g->v = dalloc(P);
-    CUDA_CHECK(cudaMalloc((void **)&g->tokens, sizeof(int) * N));
-    CUDA_CHECK(cudaMalloc((void **)&g->targets, sizeof(int) * N));
-    g->res = dalloc((L + 1) * N * C), g->mid = dalloc(L * N * C), g->ln1 = dalloc(L * N * C), g->ln2 = dalloc(L * N * C);
-    g->mean1 = dalloc(L * N), g->rstd1 = dalloc(L * N), g->mean2 = dalloc(L * N), g->rstd2 = dalloc(L * N);
-    g->qkv = dalloc(3 * L * N * C), g->att = dalloc(L * att), g->atty = dalloc(L * N * C);
-    g->fch = dalloc(4 * L * N * C), g->gelu = dalloc(4 * L * N * C);
-    g->lnf = dalloc(N * C), g->meanf = dalloc(N), g->rstdf = dalloc(N);
-    g->logits = dalloc(N * V), g->dlogits = dalloc(N * V), g->probs = dalloc(N * V);
-    g->loss = dalloc(1), g->row_loss = dalloc(N);
-    g->d = dalloc(N * C), g->dmid = dalloc(N * C), g->dln = dalloc(N * C), g->datty = dalloc(N * C);
-    g->dqkv = dalloc(3 * N * C), g->dfc = dalloc(4 * N * C), g->dgelu = dalloc(4 * N * C);
-    g->q = dalloc(N * C), g->k = dalloc(N * C), g->vh = dalloc(N * C), g->yh = dalloc(N * C);
-    g->dq = dalloc(N * C), g->dk = dalloc(N * C), g->dv = dalloc(N * C), g->dyh = dalloc(N * C);
-    g->scores = dalloc(att);
-    g->ln_partial = dalloc(2 * ((N + LN_ROWS_PER_GROUP - 1) / LN_ROWS_PER_GROUP + 1) * C);
-    g->sumsq = dalloc(1);
-    size_t widest = 4 * C > V ? 4 * C : V; /* a product's widest input or output: 4C, or the logits' V */
-    CUDA_CHECK(cudaMalloc((void **)&g->params16, 2 * P));
-    CUDA_CHECK(cudaMalloc((void **)&g->x16, 2 * N * 4 * C));
-    CUDA_CHECK(cudaMalloc((void **)&g->d16, 2 * N * widest));
-    CUDA_CHECK(cudaMalloc((void **)&g->adam, 2 * sizeof(adamw_state)));
+    device_buffers(g, c, B, T, NULL);
     CUDA_CHECK(cudaMemset(g->adam, 0, 2 * sizeof(adamw_state)));
-    CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * P));
-    CUDA_CHECK(cudaMemset(g->v, 0, sizeof(float) * P));
+    CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * g->P));
+    CUDA_CHECK(cudaMemset(g->v, 0, sizeof(float) * g->P));
     adam_groups(g);
 }
 
 void gpt_gpu_free(gpt_gpu *g)
 {
-    float *all[] = {g->params, g->grads, g->m, g->v, g->res, g->mid, g->ln1, g->ln2, g->mean1, g->rstd1, g->mean2,
-                    g->rstd2, g->qkv, g->att, g->atty, g->fch, g->gelu, g->lnf, g->meanf, g->rstdf, g->logits,
-                    g->dlogits, g->probs, g->loss, g->row_loss, g->d, g->dmid, g->dln, g->datty, g->dqkv, g->dfc,
-                    g->dgelu, g->q, g->k, g->vh, g->yh, g->dq, g->dk, g->dv, g->dyh, g->scores, g->ln_partial,
-                    g->sumsq};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CUDA_CHECK(cudaFree(all[i]));
-    CUDA_CHECK(cudaFree(g->tokens));
-    CUDA_CHECK(cudaFree(g->targets));
-    CUDA_CHECK(cudaFree(g->adam));
-    CUDA_CHECK(cudaFree(g->params16));
-    CUDA_CHECK(cudaFree(g->x16));
-    CUDA_CHECK(cudaFree(g->d16));
-    CUDA_CHECK(cudaFree(g->d_decayed));
-    CUDA_CHECK(cudaFree(g->d_plain));
-    CUDA_CHECK(cudaFree(g->chunks_decayed));
-    CUDA_CHECK(cudaFree(g->chunks_plain));
+    for (int i = 0; i < g->n_owned; i++) CUDA_CHECK(cudaFree(g->owned[i]));
     CUBLAS_CHECK(cublasDestroy(g->blas));
     free(g->decayed), free(g->plain);
 }

@@ -42,6 +42,8 @@ typedef struct {
     float *sumsq;                                /* the gradient's squared norm */
     unsigned short *params16;                    /* bf16 copies for the bf16 products: the parameters */
     unsigned short *x16, *d16;                   /* and a product's input and its gradient (scratch) */
+    void *owned[64];                             /* every device buffer above, for gpt_gpu_free */
+    int n_owned;
     adamw_state *adam;                           /* two: the decayed tensors and the others */
     adamw_tensor *decayed, *plain;               /* each group's tensors, on the host */
     int n_decayed, n_plain;

@@ -16,7 +16,7 @@
 
 #include <cstdarg>
 
-/* what gpt_model.c asks of labbook.c: errors end the run, as they do there */
+/* what gpt_model.c asks of labbook.c: errors end the run, as they do there; guarded buffers */
 extern "C" {
 void lb_cuda_fail(cudaError_t err, const char *call, const char *file, int line)
 {
@@ -37,6 +37,14 @@ void *lb_host_alloc(size_t bytes, const char *what)
         exit(2);
     }
     return p;
+}
+/* lb_malloc_guarded: the buffer, then LB_GUARD_BYTES (64 KiB) of 0xFF (NaN) after its end */
+cudaError_t lb_malloc_guarded(void **d, size_t bytes)
+{
+    const size_t guard = (size_t)64 << 10;
+    cudaError_t e = cudaMalloc(d, bytes + guard);
+    if (e == cudaSuccess) memset((char *)*d + bytes, 0xFF, guard);
+    return e;
 }
 void lb_die(int code, const char *fmt, ...)
 {
