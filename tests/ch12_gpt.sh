@@ -37,6 +37,7 @@ no_gpu ./gpt --steps 1
 gpu_check ./gpt --check
 gpu_check ./gpt --bench --layers 2 --heads 2 --channels 64 --context 64 --batch 8
 gpu_check ./gpt --quiet --layers 2 --heads 2 --channels 64 --context 64 --batch 8 --steps 20 --eval-batches 2 --sample 40
+gpu_check ./gpt 0 --quiet --layers 1 --heads 3 --channels 48 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
 gpu_expect 2 'GiB of device memory' ./gpt --layers 96 --heads 64 --channels 8192 --context 4096 --batch 64 --steps 1
 # the whole training step on CPU threads: gpt_model.c as written, over the emulated runtime and
 # cuBLAS, with gpt_kernels.cu and ch11's kernels (tests/emu/emu_gpt.cpp): the loss, every
