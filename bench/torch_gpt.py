@@ -147,16 +147,17 @@ def read_checkpoint(path):
 
 def compare(torch, ckpt, grads_path, text_path, seed):
     """The gradient of one batch in fp32 (no TF32, no autocast) from the checkpoint's parameters,
-    against ./gpt's: each tensor within 3e-5 of its largest element plus 1e-4 of the element
-    (GPT_CHECK_ATOL and GPT_CHECK_RTOL of ch12_gpt/gpt_model.h), the loss within 1e-4."""
+    against ./gpt's: each tensor within atol of its largest element plus rtol of the element, the
+    loss within rtol, where atol and rtol are the check tolerance of the version that wrote the
+    file (GPT_CHECK_* of ch12_gpt/gpt_model.h: fp32's 3e-5 and 1e-4, bf16's 5e-2)."""
     import struct
     F = torch.nn.functional
     (L, H, C, T, V, Vp), chars, rest = read_checkpoint(ckpt)
     g = open(grads_path, "rb").read()
-    if g[:8] != b"LBGPTGR1":
+    if g[:8] != b"LBGPTGR2":
         ARGS.error(f"{grads_path}: not a gradient file of ./gpt --grads")
-    B, Tb = struct.unpack_from("<2i", g, 8)
-    (their_loss,) = struct.unpack_from("<f", g, 16)
+    B, Tb, version = struct.unpack_from("<3i", g, 8)
+    their_loss, atol, rtol = struct.unpack_from("<3f", g, 20)
     tokens, text_chars, n_train = text_tokens(text_path)
     if bytes(text_chars) != chars:
         ARGS.error(f"{text_path} has another vocabulary than {ckpt}")
@@ -166,7 +167,7 @@ def compare(torch, ckpt, grads_path, text_path, seed):
     params = model.ordered()
     n = sum(p.numel() for p in params)
     flat = torch.frombuffer(bytearray(rest[:4 * n]), dtype=torch.float32)
-    theirs = torch.frombuffer(bytearray(g[20:20 + 4 * n]), dtype=torch.float32)
+    theirs = torch.frombuffer(bytearray(g[32:32 + 4 * n]), dtype=torch.float32)
     at = 0
     with torch.no_grad():
         for p in params:
@@ -184,15 +185,15 @@ def compare(torch, ckpt, grads_path, text_path, seed):
         err = (mine - their).abs()
         if largest > 0:
             worst = max(worst, err.max().item() / largest)
-        misses = int((err > 3e-5 * largest + 1e-4 * mine.abs() + 1e-12).sum().item())
+        misses = int((err > atol * largest + rtol * mine.abs() + 1e-12).sum().item())
         if misses:
             bad += 1
             print(f"torch_gpt: tensor {i} ({tuple(p.shape)}): {misses} of {p.numel()} outside the tolerance")
-    loss_ok = abs(loss.item() - their_loss) <= 1e-4 * abs(loss.item())
-    print(f"torch_gpt: loss {loss.item():.7f} here, {their_loss:.7f} ./gpt's; gradient worst {worst:.2g} of a "
-          f"tensor's largest")
+    loss_ok = abs(loss.item() - their_loss) <= rtol * abs(loss.item())
+    print(f"torch_gpt: loss {loss.item():.7f} here, {their_loss:.7f} ./gpt's (version {version}); gradient worst "
+          f"{worst:.2g} of a tensor's largest (tolerance {atol:.2g} of it + {rtol:.2g} of the element)")
     check = "PASS" if loss_ok and not bad else "FAIL"
-    print(f"RESULT prog=gpt name=torch_compare size=L{L}_H{H}_C{C}_T{Tb}_B{B} worst_rel={worst:.3g} check={check}")
+    print(f"RESULT prog=gpt name=torch_compare ver={version} size=L{L}_H{H}_C{C}_T{Tb}_B{B} worst_rel={worst:.3g} check={check}")
     return 0 if check == "PASS" else 1
 
 

@@ -37,32 +37,35 @@ typedef struct {
     gpt_gpu *g;
     int B, T;
     float lr, wd, clip;
-    int what; /* GPT_STEP, GPT_LOSS or GPT_GRADIENT */
-    double atol, rtol; /* set by the run: the version's check tolerance (its arithmetic's) */
+    int what;                 /* GPT_STEP, GPT_LOSS or GPT_GRADIENT */
+    const gpt_parts *parts;   /* the version's (version_parts below) */
+    double atol, rtol;        /* set by the run: the version's check tolerance (its arithmetic's) */
 } gpt_step_job;
 
-static cudaError_t run_parts(gpt_step_job *j, const gpt_parts *parts)
+/* every version's run: its parts (gpt_model.h) through the forward, backward and update */
+static cudaError_t run_parts(void *ctx)
 {
-    j->atol = parts->check_atol, j->rtol = parts->check_rtol;
-    gpt_forward(j->g, parts, j->B, j->T, 1);
-    if (j->what != GPT_LOSS) gpt_backward(j->g, parts, j->B, j->T);
-    if (j->what == GPT_STEP) gpt_update(j->g, parts, j->lr, j->wd, j->clip);
+    gpt_step_job *j = ctx;
+    j->atol = j->parts->check_atol, j->rtol = j->parts->check_rtol;
+    gpt_forward(j->g, j->parts, j->B, j->T, 1);
+    if (j->what != GPT_LOSS) gpt_backward(j->g, j->parts, j->B, j->T);
+    if (j->what == GPT_STEP) gpt_update(j->g, j->parts, j->lr, j->wd, j->clip);
     return cudaGetLastError();
 }
-/* each version's parts (gpt_model.h) */
-static cudaError_t run_unfused(void *ctx) { return run_parts(ctx, &gpt_parts_unfused); }
-static cudaError_t run_fused_loss(void *ctx) { return run_parts(ctx, &gpt_parts_fused_loss); }
-static cudaError_t run_adamw_one_launch(void *ctx) { return run_parts(ctx, &gpt_parts_adamw_one_launch); }
-static cudaError_t run_bf16_products(void *ctx) { return run_parts(ctx, &gpt_parts_bf16_products); }
 
-/* Every version: number, RESULT name, title, oldest GPU, what runs it. To add one: its parts in
- * gpt_model.c (a gpt_parts row), its run function above and a row here. */
+/* Every version: number, RESULT name, title, oldest GPU, what runs it; and its parts, a row of
+ * gpt_model.c. To add one: its parts there (a gpt_parts row) and a row in each table here. */
 static const lb_version versions[] = {
-    {0, "unfused", "separate kernels, fp32, cuBLAS", LB_OLDEST_SM, run_unfused},
-    {1, "fused_loss", "+ loss and gradient in one pass", LB_OLDEST_SM, run_fused_loss},
-    {2, "multi_adamw", "+ AdamW in one launch a group", LB_OLDEST_SM, run_adamw_one_launch},
-    {3, "bf16_products", "+ layers' products in bf16", 80, run_bf16_products},
+    {0, "unfused", "separate kernels, fp32, cuBLAS", LB_OLDEST_SM, run_parts},
+    {1, "fused_loss", "+ loss and gradient in one pass", LB_OLDEST_SM, run_parts},
+    {2, "multi_adamw", "+ AdamW in one launch a group", LB_OLDEST_SM, run_parts},
+    {3, "bf16_products", "+ layers' products in bf16", 80, run_parts},
+    {4, "flash_attention", "+ ch11's flash attention, bf16", 80, run_parts},
 };
+static const gpt_parts *const version_parts[] = {&gpt_parts_unfused, &gpt_parts_fused_loss, &gpt_parts_adamw_one_launch,
+                                                 &gpt_parts_bf16_products, &gpt_parts_flash_attention};
+_Static_assert(sizeof versions / sizeof versions[0] == sizeof version_parts / sizeof version_parts[0],
+               "one gpt_parts row for each version");
 #define GPT_VERSIONS ((int)(sizeof versions / sizeof versions[0]))
 
 /* ---------------------------------------------------------------- parameters, schedule, sampling */
@@ -157,7 +160,7 @@ static int check_step(const gpt_config *c, int B, int T, unsigned long long seed
     CUDA_CHECK(cudaMemcpy(g.tokens, tok, sizeof(int) * N, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(g.targets, tgt, sizeof(int) * N, cudaMemcpyHostToDevice));
     lb_poison_device(g.grads, sizeof(float) * P); /* a gradient never written fails */
-    gpt_step_job job = {&g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT, 0, 0};
+    gpt_step_job job = {&g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT, version_parts[ver], 0, 0};
     CUDA_CHECK(versions[ver].run(&job));
     float loss;
     CUDA_CHECK(cudaMemcpy(&loss, g.loss, sizeof loss, cudaMemcpyDeviceToHost));
@@ -168,6 +171,7 @@ static int check_step(const gpt_config *c, int B, int T, unsigned long long seed
     printf("check: version %d (%s): loss %.7f, the CPU's %.7f%s\n", ver, versions[ver].name, loss, want_loss,
            bad ? " FAIL" : "");
     float *want = lb_host_alloc(sizeof(float) * P, "gradients");
+    double worst = 0.0; /* the largest error in units of its tensor's largest |gradient| */
     for (size_t i = 0; i < P; i++) want[i] = (float)dg[i];
     for (size_t i = 0; i < gpt_tensor_count(c); i++) {
         gpt_tensor t = gpt_tensor_at(c, i);
@@ -180,13 +184,15 @@ static int check_step(const gpt_config *c, int B, int T, unsigned long long seed
         else
             snprintf(what, sizeof what, "d%s", t.name);
         lb_check r = lb_check_f32(what, h_g + t.offset, want + t.offset, n, job.atol * largest + 1e-12, job.rtol, quiet);
+        if (largest > 0) worst = fmax(worst, r.max_abs_err / largest);
         if (r.n_bad) {
             bad = 1;
             printf("check: %s: %zu of %zu outside the tolerance, worst %.3g\n", what, r.n_bad, n, r.max_abs_err);
         }
     }
-    printf("check: version %d, one step of %d x %d tokens, L%d H%d C%d V%d: loss and %zu gradients %s\n", ver, B, T,
-           c->layers, c->heads, c->channels, c->vocab, P, bad ? "FAIL" : "PASS");
+    printf("check: version %d, one step of %d x %d tokens, L%d H%d C%d V%d: loss and %zu gradients (worst %.2g of a "
+           "tensor's largest, tolerance %.2g) %s\n", ver, B, T, c->layers, c->heads, c->channels, c->vocab, P, worst,
+           job.atol, bad ? "FAIL" : "PASS");
     free(h_p), free(h_g), free(dp), free(dg), free(tok), free(tgt), free(want);
     return bad ? LB_EXIT_FAIL : LB_EXIT_PASS;
 }
@@ -204,8 +210,8 @@ static const lb_program program_template = {
     .name = "gpt",
     .synopsis = "a GPT trained from scratch on a text file, one token a character: GPT-2's architecture on the "
                 "book's kernels",
-    .details = "Training runs the version given (default: the last); --bench times a step of each (or of the one\n"
-               "given) and --check holds each to the CPU model in double (one step of L2 H2 C32, 2 x 16 tokens).\n"
+    .details = "Training runs the version given (default: the last this GPU runs at this shape); --bench times a step of each (or of the one\n"
+               "given) and --check holds each to the CPU model in double (one step of L2 H2 C128, 2 x 80 tokens).\n"
                "The vocabulary is the characters of --data (ASCII: printable, newlines, tabs); 90% of it trains,\n"
                "10% validates. --load continues from a checkpoint (its configuration and vocabulary; a model flag\n"
                "given with it must match; --steps more steps). --sample writes text after training, or from --load\n"
@@ -216,8 +222,9 @@ static const lb_program program_template = {
 };
 
 /* --grads: one batch's loss and gradient, from the parameters as they are, into a file that
- * bench/torch_gpt.py compare reads: "LBGPTGR1", int32 B and T, float32 loss, then the gradient's P
- * float32 in gpt_tensor_at's order (little-endian) */
+ * bench/torch_gpt.py compare reads: "LBGPTGR2", int32 B, T and the version, float32 loss and the
+ * version's check tolerance (atol, rtol: gpt_model.h's GPT_CHECK_*, which the comparison applies),
+ * then the gradient's P float32 in gpt_tensor_at's order (little-endian) */
 static void write_grads(gpt_gpu *g, const gpt_text *text, int B, int T, lb_rng *batches, const char *path, int ver)
 {
     size_t P = g->P;
@@ -226,13 +233,14 @@ static void write_grads(gpt_gpu *g, const gpt_text *text, int B, int T, lb_rng *
     gpt_batch(text, 0, B, T, batches, tok, tgt);
     CUDA_CHECK(cudaMemcpy(g->tokens, tok, sizeof(int) * B * T, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(g->targets, tgt, sizeof(int) * B * T, cudaMemcpyHostToDevice));
-    gpt_step_job job = {g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT, 0, 0};
+    gpt_step_job job = {g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT, version_parts[ver], 0, 0};
     CUDA_CHECK(versions[ver].run(&job));
     CUDA_CHECK(cudaMemcpy(&loss, g->loss, sizeof loss, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(grads, g->grads, sizeof(float) * P, cudaMemcpyDeviceToHost));
     FILE *f = fopen(path, "wb");
-    int32_t bt[2] = {B, T};
-    int ok = f && fwrite("LBGPTGR1", 1, 8, f) == 8 && fwrite(bt, 4, 2, f) == 2 && fwrite(&loss, 4, 1, f) == 1 &&
+    int32_t head[3] = {B, T, ver};
+    float numbers[3] = {loss, (float)job.atol, (float)job.rtol};
+    int ok = f && fwrite("LBGPTGR2", 1, 8, f) == 8 && fwrite(head, 4, 3, f) == 3 && fwrite(numbers, 4, 3, f) == 3 &&
              fwrite(grads, 4, P, f) == P;
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) lb_die(LB_EXIT_USAGE, "gpt: %s: cannot write the gradient", path);
@@ -258,9 +266,10 @@ static int bench(const lb_program *program, const lb_args *args, const lb_gpu *g
     char size[96];
     snprintf(size, sizeof size, "L%d_H%d_C%d_T%d_B%d", g->c.layers, g->c.heads, g->c.channels, g->c.context, B);
     lb_report_table(&rep, size, NULL);
-    gpt_step_job job = {g, B, T, (float)o->lr, (float)o->wd, (float)o->clip, GPT_STEP, 0, 0};
+    gpt_step_job job = {g, B, T, (float)o->lr, (float)o->wd, (float)o->clip, GPT_STEP, NULL, 0, 0};
     for (int v = 0; v < GPT_VERSIONS; v++) {
-        if (!lb_version_wanted(program, args, gpu, v)) continue;
+        if (!lb_version_runs(program, args, gpu, v, gpt_parts_unavailable(version_parts[v], &g->c))) continue;
+        job.parts = version_parts[v];
         CUDA_CHECK(cudaMemcpy(g->params, h_params, sizeof(float) * g->P, cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * g->P));
         CUDA_CHECK(cudaMemset(g->v, 0, sizeof(float) * g->P));
@@ -285,7 +294,7 @@ static int flag_given(int argc, char **argv, const char *flag)
 static float validation_loss(gpt_gpu *g, const gpt_text *text, int B, int T, int batches, unsigned long long seed,
                              int *tok, int *tgt, int ver)
 {
-    gpt_step_job job = {g, B, T, 0.0f, 0.0f, 0.0f, GPT_LOSS, 0, 0};
+    gpt_step_job job = {g, B, T, 0.0f, 0.0f, 0.0f, GPT_LOSS, version_parts[ver], 0, 0};
     double sum = 0.0;
     lb_rng rng;
     lb_rng_seed(&rng, seed + 2);
@@ -335,12 +344,12 @@ int main(int argc, char **argv)
     lb_parse_args(&program, &args, argc, argv);
 
     if (o.check) { /* the version asked for, or every one */
-        gpt_config tiny = {2, 2, 32, 16, 37, 40};
+        gpt_config tiny = {2, 2, 128, 80, 37, 40}; /* heads of 64: every version's attention runs */
         lb_gpu gpu;
         lb_gpu_init(&gpu);
         int status = LB_EXIT_PASS;
         for (int v = 0; v < GPT_VERSIONS; v++)
-            if (lb_version_runs(&program, &args, &gpu, v, NULL) && check_step(&tiny, 2, 16, args.seed, v, args.quiet))
+            if (lb_version_runs(&program, &args, &gpu, v, NULL) && check_step(&tiny, 2, 80, args.seed, v, args.quiet))
                 status = LB_EXIT_FAIL;
         return status;
     }
@@ -404,9 +413,10 @@ int main(int argc, char **argv)
     /* the version asked for (exit 2 if this GPU is too old for it), else the last this GPU runs */
     int ver = args.version;
     if (ver >= 0)
-        lb_version_runs(&program, &args, &gpu, ver, NULL);
+        lb_version_runs(&program, &args, &gpu, ver, gpt_parts_unavailable(version_parts[ver], &c));
     else
-        for (ver = GPT_VERSIONS - 1; ver > 0 && versions[ver].min_sm > gpu.cc;) ver--;
+        for (ver = GPT_VERSIONS - 1; ver > 0 && (versions[ver].min_sm > gpu.cc || gpt_parts_unavailable(version_parts[ver], &c));)
+            ver--;
     lb_require_device_memory(gpt_device_bytes(&c, B, T), "the model, its gradients, AdamW's moments and the activations");
     gpt_gpu g;
     gpt_gpu_alloc(&g, &c, B, T);
@@ -448,7 +458,7 @@ int main(int argc, char **argv)
 
     /* ---- training */
     int *tok = lb_host_alloc(sizeof(int) * (size_t)B * T, "a batch"), *tgt = lb_host_alloc(sizeof(int) * (size_t)B * T, "");
-    gpt_step_job job = {&g, B, T, 0.0f, (float)o.wd, (float)o.clip, GPT_STEP, 0, 0};
+    gpt_step_job job = {&g, B, T, 0.0f, (float)o.wd, (float)o.clip, GPT_STEP, version_parts[ver], 0, 0};
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));

@@ -145,56 +145,106 @@ __device__ __forceinline__ size_t row_major_of(size_t i, int T, int C, int H, in
     size_t b = bht / ((size_t)T * H);
     return (b * T + t) * width + (size_t)part * C + (size_t)h * hs + d;
 }
-__global__ void split_heads_kernel(float *q, float *k, float *v, const float *qkv, int T, int C, int H, size_t n)
+/* The heads' tensors come in two kinds: fp32 (version 0's batched products) and bf16 bits (ch11's
+ * flash attention's operands, rounded to nearest even as gpt_to_bf16_launch rounds); the
+ * reshapes are written once for both, the element type a template parameter */
+__device__ __forceinline__ unsigned short round_bf16(float x)
+{
+    unsigned u = __float_as_uint(x);
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? (unsigned short)0x7FC0 /* NaN stays NaN */
+                                           : (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(unsigned short bits) { return __uint_as_float((unsigned)bits << 16); }
+__device__ __forceinline__ void put(float *p, float x) { *p = x; }
+__device__ __forceinline__ void put(unsigned short *p, float x) { *p = round_bf16(x); }
+
+template <typename E> __global__ void split_heads_kernel(E *q, E *k, E *v, const float *qkv, int T, int C, int H, size_t n)
 {
     GRID_STRIDE(i, n)
     {
-        q[i] = qkv[row_major_of(i, T, C, H, 3 * C, 0)];
-        k[i] = qkv[row_major_of(i, T, C, H, 3 * C, 1)];
-        v[i] = qkv[row_major_of(i, T, C, H, 3 * C, 2)];
+        put(q + i, qkv[row_major_of(i, T, C, H, 3 * C, 0)]);
+        put(k + i, qkv[row_major_of(i, T, C, H, 3 * C, 1)]);
+        put(v + i, qkv[row_major_of(i, T, C, H, 3 * C, 2)]);
     }
 }
-__global__ void join_qkv_kernel(float *dqkv, const float *dq, const float *dk, const float *dv, int T, int C, int H, size_t n)
+template <typename E>
+__global__ void join_qkv_kernel(float *dqkv, const E *dq, const E *dk, const E *dv, int T, int C, int H, size_t n)
 {
     GRID_STRIDE(i, n)
     {
-        dqkv[row_major_of(i, T, C, H, 3 * C, 0)] = dq[i];
-        dqkv[row_major_of(i, T, C, H, 3 * C, 1)] = dk[i];
-        dqkv[row_major_of(i, T, C, H, 3 * C, 2)] = dv[i];
+        dqkv[row_major_of(i, T, C, H, 3 * C, 0)] = to_float(dq[i]);
+        dqkv[row_major_of(i, T, C, H, 3 * C, 1)] = to_float(dk[i]);
+        dqkv[row_major_of(i, T, C, H, 3 * C, 2)] = to_float(dv[i]);
     }
 }
-__global__ void merge_heads_kernel(float *y, const float *yh, int T, int C, int H, size_t n)
+template <typename E> __global__ void merge_heads_kernel(float *y, const E *yh, int T, int C, int H, size_t n)
 {
-    GRID_STRIDE(i, n) y[row_major_of(i, T, C, H, C, 0)] = yh[i];
+    GRID_STRIDE(i, n) y[row_major_of(i, T, C, H, C, 0)] = to_float(yh[i]);
 }
-__global__ void unmerge_heads_kernel(float *yh, const float *y, int T, int C, int H, size_t n)
+template <typename E> __global__ void unmerge_heads_kernel(E *yh, const float *y, int T, int C, int H, size_t n)
 {
-    GRID_STRIDE(i, n) yh[i] = y[row_major_of(i, T, C, H, C, 0)];
+    GRID_STRIDE(i, n) put(yh + i, y[row_major_of(i, T, C, H, C, 0)]);
+}
+template <typename E> static cudaError_t split_heads(E *q, E *k, E *v, const float *qkv, int B, int T, int C, int H)
+{
+    size_t n = (size_t)B * T * C;
+    split_heads_kernel<E><<<blocks_for(n), GPT_BLOCK>>>(q, k, v, qkv, T, C, H, n);
+    return cudaGetLastError();
+}
+template <typename E>
+static cudaError_t join_qkv(float *dqkv, const E *dq, const E *dk, const E *dv, int B, int T, int C, int H)
+{
+    size_t n = (size_t)B * T * C;
+    join_qkv_kernel<E><<<blocks_for(n), GPT_BLOCK>>>(dqkv, dq, dk, dv, T, C, H, n);
+    return cudaGetLastError();
+}
+template <typename E> static cudaError_t merge_heads(float *y, const E *yh, int B, int T, int C, int H)
+{
+    size_t n = (size_t)B * T * C;
+    merge_heads_kernel<E><<<blocks_for(n), GPT_BLOCK>>>(y, yh, T, C, H, n);
+    return cudaGetLastError();
+}
+template <typename E> static cudaError_t unmerge_heads(E *yh, const float *y, int B, int T, int C, int H)
+{
+    size_t n = (size_t)B * T * C;
+    unmerge_heads_kernel<E><<<blocks_for(n), GPT_BLOCK>>>(yh, y, T, C, H, n);
+    return cudaGetLastError();
 }
 extern "C" cudaError_t gpt_split_heads_launch(float *q, float *k, float *v, const float *qkv, int B, int T, int C, int H)
 {
-    size_t n = (size_t)B * T * C;
-    split_heads_kernel<<<blocks_for(n), GPT_BLOCK>>>(q, k, v, qkv, T, C, H, n);
-    return cudaGetLastError();
+    return split_heads(q, k, v, qkv, B, T, C, H);
 }
 extern "C" cudaError_t gpt_join_qkv_launch(float *dqkv, const float *dq, const float *dk, const float *dv, int B, int T,
                                            int C, int H)
 {
-    size_t n = (size_t)B * T * C;
-    join_qkv_kernel<<<blocks_for(n), GPT_BLOCK>>>(dqkv, dq, dk, dv, T, C, H, n);
-    return cudaGetLastError();
+    return join_qkv(dqkv, dq, dk, dv, B, T, C, H);
 }
 extern "C" cudaError_t gpt_merge_heads_launch(float *y, const float *yh, int B, int T, int C, int H)
 {
-    size_t n = (size_t)B * T * C;
-    merge_heads_kernel<<<blocks_for(n), GPT_BLOCK>>>(y, yh, T, C, H, n);
-    return cudaGetLastError();
+    return merge_heads(y, yh, B, T, C, H);
 }
 extern "C" cudaError_t gpt_unmerge_heads_launch(float *yh, const float *y, int B, int T, int C, int H)
 {
-    size_t n = (size_t)B * T * C;
-    unmerge_heads_kernel<<<blocks_for(n), GPT_BLOCK>>>(yh, y, T, C, H, n);
-    return cudaGetLastError();
+    return unmerge_heads(yh, y, B, T, C, H);
+}
+extern "C" cudaError_t gpt_split_heads_bf16_launch(unsigned short *q, unsigned short *k, unsigned short *v,
+                                                   const float *qkv, int B, int T, int C, int H)
+{
+    return split_heads(q, k, v, qkv, B, T, C, H);
+}
+extern "C" cudaError_t gpt_join_qkv_bf16_launch(float *dqkv, const unsigned short *dq, const unsigned short *dk,
+                                                const unsigned short *dv, int B, int T, int C, int H)
+{
+    return join_qkv(dqkv, dq, dk, dv, B, T, C, H);
+}
+extern "C" cudaError_t gpt_merge_heads_bf16_launch(float *y, const unsigned short *yh, int B, int T, int C, int H)
+{
+    return merge_heads(y, yh, B, T, C, H);
+}
+extern "C" cudaError_t gpt_unmerge_heads_bf16_launch(unsigned short *yh, const float *y, int B, int T, int C, int H)
+{
+    return unmerge_heads(yh, y, B, T, C, H);
 }
 
 /* ---------------------------------------------------------------- the causal softmax's edges */
@@ -238,12 +288,7 @@ extern "C" cudaError_t gpt_softmax_backward_launch(float *ds, const float *p, co
 
 __global__ void to_bf16_kernel(unsigned short *out, const float *in, size_t n)
 {
-    GRID_STRIDE(i, n)
-    {
-        unsigned u = __float_as_uint(in[i]);
-        out[i] = (u & 0x7FFFFFFFu) > 0x7F800000u ? (unsigned short)0x7FC0 /* NaN stays NaN */
-                                                 : (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-    }
+    GRID_STRIDE(i, n) out[i] = round_bf16(in[i]);
 }
 extern "C" cudaError_t gpt_to_bf16_launch(unsigned short *out, const float *in, size_t n)
 {

@@ -33,6 +33,14 @@ cudaError_t gpt_join_qkv_launch(float *dqkv, const float *dq, const float *dk, c
                                 int H);
 cudaError_t gpt_merge_heads_launch(float *y, const float *yh, int B, int T, int C, int H);
 cudaError_t gpt_unmerge_heads_launch(float *yh, const float *y, int B, int T, int C, int H);
+/* the same four with the heads' tensors in bf16 bits (rounded to nearest even), as ch11's flash
+ * attention reads and writes them */
+cudaError_t gpt_split_heads_bf16_launch(unsigned short *q, unsigned short *k, unsigned short *v, const float *qkv, int B,
+                                        int T, int C, int H);
+cudaError_t gpt_join_qkv_bf16_launch(float *dqkv, const unsigned short *dq, const unsigned short *dk,
+                                     const unsigned short *dv, int B, int T, int C, int H);
+cudaError_t gpt_merge_heads_bf16_launch(float *y, const unsigned short *yh, int B, int T, int C, int H);
+cudaError_t gpt_unmerge_heads_bf16_launch(unsigned short *yh, const float *y, int B, int T, int C, int H);
 
 /* the causal mask on rows of T scores (B H T rows, row r is query r % T): -inf past the diagonal */
 cudaError_t gpt_causal_mask_launch(float *s, long long rows, int T);

@@ -6,7 +6,9 @@
 #include "gpt_model.h"
 #include "labbook.h" /* after cublas_v2.h (gpt_model.h): CUBLAS_CHECK */
 #include "gpt_kernels.h"
-#include "cross_entropy_kernels.h" /* ch11's */
+#include "attention_backward_kernels.h" /* ch11's */
+#include "attention_kernels.h"
+#include "cross_entropy_kernels.h"
 #include "layernorm_kernels.h"
 #include "softmax_kernels.h"
 
@@ -35,6 +37,7 @@ static void *take(gpt_gpu *g, size_t bytes, size_t *count)
     return p;
 }
 #define TAKE_FLOATS(n) ((float *)take(g, sizeof(float) * (n), count))
+#define TAKE_BF16(n) ((unsigned short *)take(g, 2 * (n), count))
 
 /* Every device buffer of a model of config c and batches of up to B x T, in one place: allocated
  * by gpt_gpu_alloc, counted by gpt_device_bytes */
@@ -60,6 +63,10 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, size_t
     g->scores = TAKE_FLOATS(att);
     g->ln_partial = TAKE_FLOATS(2 * ((N + LN_ROWS_PER_GROUP - 1) / LN_ROWS_PER_GROUP + 1) * C);
     g->sumsq = TAKE_FLOATS(1);
+    g->q16 = TAKE_BF16(L * N * C), g->k16 = TAKE_BF16(L * N * C), g->v16 = TAKE_BF16(L * N * C);
+    g->o16 = TAKE_BF16(L * N * C), g->lse = TAKE_FLOATS(L * B * H * T);
+    g->do16 = TAKE_BF16(N * C), g->dq16 = TAKE_BF16(N * C), g->dk16 = TAKE_BF16(N * C), g->dv16 = TAKE_BF16(N * C);
+    g->delta = TAKE_FLOATS(B * H * T), g->dq_acc = TAKE_FLOATS(N * C);
     g->params16 = (unsigned short *)take(g, 2 * P, count);
     g->x16 = (unsigned short *)take(g, 2 * N * 4 * C, count), g->d16 = (unsigned short *)take(g, 2 * N * widest, count);
     g->adam = (adamw_state *)take(g, 2 * sizeof(adamw_state), count);
@@ -69,6 +76,7 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, size_t
     for (int k = 0; k < 2 && count; k++) take(g, sizeof(adamw_tensor) * tensors, count), take(g, sizeof(adamw_chunk) * chunks, count);
 }
 #undef TAKE_FLOATS
+#undef TAKE_BF16
 
 size_t gpt_device_bytes(const gpt_config *c, int B, int T)
 {
@@ -195,10 +203,11 @@ static void linear_bias_bwd(gpt_gpu *g, const gpt_parts *parts, float *dx, float
  * by one batched product, the causal mask, P = softmax(S) (ch11's), Y = P V by another, the heads
  * merged. P stays in memory for the backward (att). Column-major views as in linear_fwd:
  * S (T x T, row q) is K Q^T to cuBLAS, Y is V P. */
-static void attention_fwd(gpt_gpu *g, float *y, float *att, const float *qkv, int B, int T)
+static void attention_fwd(gpt_gpu *g, int l, float *y, const float *qkv, int B, int T)
 {
     int C = g->c.channels, H = g->c.heads, hs = C / H, heads = B * H;
     long long th = (long long)T * hs, tt = (long long)T * T;
+    float *att = g->att + (size_t)l * heads * tt;
     const float scale = 1.0f / sqrtf((float)hs), one = 1.0f, zero = 0.0f;
     CUDA_CHECK(gpt_split_heads_launch(g->q, g->k, g->vh, qkv, B, T, C, H));
     CUBLAS_CHECK(cublasSgemmStridedBatched(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &scale, g->k, hs, th, g->q, hs,
@@ -210,10 +219,11 @@ static void attention_fwd(gpt_gpu *g, float *y, float *att, const float *qkv, in
     CUDA_CHECK(gpt_merge_heads_launch(y, g->yh, B, T, C, H));
 }
 /* dP = dY V^T, dV = P^T dY, dS = P (dP - rowsum(P dP)) / sqrt(hs), dQ = dS K, dK = dS^T Q */
-static void attention_bwd(gpt_gpu *g, float *dqkv, const float *dy, const float *att, const float *qkv, int B, int T)
+static void attention_bwd(gpt_gpu *g, int l, float *dqkv, const float *dy, const float *qkv, int B, int T)
 {
     int C = g->c.channels, H = g->c.heads, hs = C / H, heads = B * H;
     long long th = (long long)T * hs, tt = (long long)T * T;
+    const float *att = g->att + (size_t)l * heads * tt;
     const float one = 1.0f, zero = 0.0f;
     CUDA_CHECK(gpt_split_heads_launch(g->q, g->k, g->vh, qkv, B, T, C, H));
     CUDA_CHECK(gpt_unmerge_heads_launch(g->dyh, dy, B, T, C, H));
@@ -229,6 +239,42 @@ static void attention_bwd(gpt_gpu *g, float *dqkv, const float *dy, const float 
     CUDA_CHECK(gpt_join_qkv_launch(dqkv, g->dq, g->dk, g->dv, B, T, C, H));
 }
 
+/* Version 4's attention: ch11's flash kernels through their launchers, the fastest this GPU runs
+ * (wgmma with TMA on sm_90a: forward version 4, backward version 4; else mma.sync: 3 and 2). Q,
+ * K, V leave the qkv product as bf16 heads, O comes back as bf16 and each query row's
+ * log-sum-exp is kept for the backward, which recomputes P from it: no T x T matrix in memory.
+ * The copy engine's tensor maps describe this call's B and T (the sampler's forward runs at
+ * other sizes than training): made before each launch, freed after (host work, microseconds). */
+static int flash_forward_version(void) { return attention_unavailable(4) ? 3 : 4; }
+static int flash_backward_version(void) { return attention_bwd_unavailable(4) ? 2 : 4; }
+
+static void attention_fwd_flash(gpt_gpu *g, int l, float *y, const float *qkv, int B, int T)
+{
+    int C = g->c.channels, H = g->c.heads;
+    size_t at = (size_t)l * B * T * C;
+    attention_problem p = {g->q16 + at, g->k16 + at, g->v16 + at, g->o16 + at, B, H, T, C / H, 1,
+                           g->lse + (size_t)l * B * H * T, NULL};
+    CUDA_CHECK(gpt_split_heads_bf16_launch(g->q16 + at, g->k16 + at, g->v16 + at, qkv, B, T, C, H));
+    CUDA_CHECK(attention_prepare(&p));
+    CUDA_CHECK(attention_launch(flash_forward_version(), &p));
+    attention_release(&p);
+    CUDA_CHECK(gpt_merge_heads_bf16_launch(y, g->o16 + at, B, T, C, H));
+}
+static void attention_bwd_flash(gpt_gpu *g, int l, float *dqkv, const float *dy, const float *qkv, int B, int T)
+{
+    int C = g->c.channels, H = g->c.heads;
+    size_t at = (size_t)l * B * T * C;
+    (void)qkv; /* read as the forward's bf16 heads */
+    attention_bwd_problem p = {g->q16 + at, g->k16 + at, g->v16 + at, g->o16 + at, g->do16,
+                               g->lse + (size_t)l * B * H * T, g->dq16, g->dk16, g->dv16, g->delta, g->dq_acc,
+                               B, H, T, C / H, 1, NULL};
+    CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, dy, B, T, C, H));
+    CUDA_CHECK(attention_bwd_prepare(&p));
+    CUDA_CHECK(attention_bwd_launch(flash_backward_version(), &p));
+    attention_bwd_release(&p);
+    CUDA_CHECK(gpt_join_qkv_bf16_launch(dqkv, g->dq16, g->dk16, g->dv16, B, T, C, H));
+}
+
 /* the forward of B sequences of T tokens (g->tokens): the activations kept, the logits (N, V);
  * with targets, the cross-entropy's mean loss (g->loss) and its gradient (g->dlogits) too */
 void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss)
@@ -241,11 +287,11 @@ void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss
     for (int l = 0; l < c->layers; l++) {
         float *x = g->res + l * NC, *ln1 = g->ln1 + l * NC, *qkv = g->qkv + l * 3 * NC, *atty = g->atty + l * NC;
         float *mid = g->mid + l * NC, *ln2 = g->ln2 + l * NC, *fch = g->fch + l * 4 * NC, *gelu = g->gelu + l * 4 * NC;
-        float *out = g->res + (l + 1) * NC, *att = g->att + (size_t)l * B * c->heads * T * T;
+        float *out = g->res + (l + 1) * NC;
         CUDA_CHECK(layernorm_forward_launch(1, x, PARAM(g, l, GPT_LN1_W), PARAM(g, l, GPT_LN1_B), ln1,
                                             g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N, N, C));
         linear_bias_fwd(g, parts, qkv, ln1, PARAM(g, l, GPT_QKV_W), PARAM(g, l, GPT_QKV_B), N, C, 3 * C);
-        attention_fwd(g, atty, att, qkv, B, T);
+        parts->attention(g, l, atty, qkv, B, T);
         linear_bias_fwd(g, parts, mid, atty, PARAM(g, l, GPT_PROJ_W), PARAM(g, l, GPT_PROJ_B), N, C, C);
         CUDA_CHECK(gpt_add_launch(mid, mid, x, NC)); /* the residual */
         CUDA_CHECK(layernorm_forward_launch(1, mid, PARAM(g, l, GPT_LN2_W), PARAM(g, l, GPT_LN2_B), ln2,
@@ -274,7 +320,7 @@ void gpt_backward(gpt_gpu *g, const gpt_parts *parts, int B, int T)
                                          g->params + gpt_offset_lnf(c, 0), g->d, g->grads + gpt_offset_lnf(c, 0),
                                          g->grads + gpt_offset_lnf(c, 1), g->ln_partial, N, C));
     for (int l = c->layers - 1; l >= 0; l--) {
-        const float *x = g->res + l * NC, *mid = g->mid + l * NC, *att = g->att + (size_t)l * B * c->heads * T * T;
+        const float *x = g->res + l * NC, *mid = g->mid + l * NC;
         /* the MLP: out = mid + fcproj(gelu(fc(ln2(mid)))); d is out's gradient */
         linear_bias_bwd(g, parts, g->dgelu, GRAD(g, l, GPT_FCPROJ_W), GRAD(g, l, GPT_FCPROJ_B), g->d, g->gelu + l * 4 * NC,
                         PARAM(g, l, GPT_FCPROJ_W), N, 4 * C, C);
@@ -288,7 +334,7 @@ void gpt_backward(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         /* attention: mid = x + proj(attention(qkv(ln1(x)))) */
         linear_bias_bwd(g, parts, g->datty, GRAD(g, l, GPT_PROJ_W), GRAD(g, l, GPT_PROJ_B), g->dmid, g->atty + l * NC,
                         PARAM(g, l, GPT_PROJ_W), N, C, C);
-        attention_bwd(g, g->dqkv, g->datty, att, g->qkv + l * 3 * NC, B, T);
+        parts->attention_backward(g, l, g->dqkv, g->datty, g->qkv + l * 3 * NC, B, T);
         linear_bias_bwd(g, parts, g->dln, GRAD(g, l, GPT_QKV_W), GRAD(g, l, GPT_QKV_B), g->dqkv, g->ln1 + l * NC,
                         PARAM(g, l, GPT_QKV_W), N, C, 3 * C);
         CUDA_CHECK(layernorm_backward_launch(g->dln, x, g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N,
@@ -344,12 +390,22 @@ static void adamw_one_launch(gpt_gpu *g, float lr, float wd)
 static void begin_fp32(gpt_gpu *g) { (void)g; }
 static void begin_bf16(gpt_gpu *g) { CUDA_CHECK(gpt_to_bf16_launch(g->params16, g->params, g->P)); }
 
-const gpt_parts gpt_parts_unfused = {loss_unfused, adamw_per_tensor, begin_fp32, linear_fwd, linear_bwd,
-                                     GPT_CHECK_ATOL, GPT_CHECK_RTOL};
-const gpt_parts gpt_parts_fused_loss = {loss_fused, adamw_per_tensor, begin_fp32, linear_fwd, linear_bwd,
-                                        GPT_CHECK_ATOL, GPT_CHECK_RTOL};
-const gpt_parts gpt_parts_adamw_one_launch = {loss_fused, adamw_one_launch, begin_fp32, linear_fwd, linear_bwd,
-                                              GPT_CHECK_ATOL, GPT_CHECK_RTOL};
-const gpt_parts gpt_parts_bf16_products = {loss_fused, adamw_one_launch, begin_bf16, linear_fwd_bf16, linear_bwd_bf16,
-                                           GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
+const gpt_parts gpt_parts_unfused = {loss_unfused,  adamw_per_tensor, begin_fp32,     linear_fwd,     linear_bwd,
+                                     attention_fwd, attention_bwd,    GPT_CHECK_ATOL, GPT_CHECK_RTOL};
+const gpt_parts gpt_parts_fused_loss = {loss_fused,    adamw_per_tensor, begin_fp32,     linear_fwd,     linear_bwd,
+                                        attention_fwd, attention_bwd,    GPT_CHECK_ATOL, GPT_CHECK_RTOL};
+const gpt_parts gpt_parts_adamw_one_launch = {loss_fused,    adamw_one_launch, begin_fp32,     linear_fwd,     linear_bwd,
+                                              attention_fwd, attention_bwd,    GPT_CHECK_ATOL, GPT_CHECK_RTOL};
+const gpt_parts gpt_parts_bf16_products = {loss_fused,    adamw_one_launch, begin_bf16,          linear_fwd_bf16,    linear_bwd_bf16,
+                                           attention_fwd, attention_bwd,    GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
+const gpt_parts gpt_parts_flash_attention = {loss_fused,          adamw_one_launch,    begin_bf16,
+                                             linear_fwd_bf16,     linear_bwd_bf16,     attention_fwd_flash,
+                                             attention_bwd_flash, GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
 
+const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c)
+{
+    int hs = c->heads > 0 ? c->channels / c->heads : 0;
+    if (parts->attention == attention_fwd_flash && hs != 64 && hs != 128)
+        return "flash attention takes heads of 64 or 128 channels (C / H)";
+    return NULL;
+}

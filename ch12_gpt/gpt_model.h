@@ -40,9 +40,16 @@ typedef struct {
     float *scores;                               /* B H T T: S, then dP, then dS */
     float *ln_partial;                           /* LayerNorm backward's column sums */
     float *sumsq;                                /* the gradient's squared norm */
+    /* flash attention's (ch11's kernels): each layer's Q, K, V and O heads in bf16, (B, H, T, C/H)
+     * each, L of them, and each query row's log-sum-exp (L B H T); the backward's dO, dQ, dK, dV
+     * (bf16, N C each), its row sums of dO o O (B H T) and dQ's fp32 sum (N C) */
+    unsigned short *q16, *k16, *v16, *o16;
+    float *lse;
+    unsigned short *do16, *dq16, *dk16, *dv16;
+    float *delta, *dq_acc;
     unsigned short *params16;                    /* bf16 copies for the bf16 products: the parameters */
     unsigned short *x16, *d16;                   /* and a product's input and its gradient (scratch) */
-    void *owned[64];                             /* every device buffer above, for gpt_gpu_free */
+    void *owned[96];                             /* every device buffer above, for gpt_gpu_free */
     int n_owned;
     adamw_state *adam;                           /* two: the decayed tensors and the others */
     adamw_tensor *decayed, *plain;               /* each group's tensors, on the host */
@@ -81,8 +88,15 @@ typedef struct {
     void (*linear)(gpt_gpu *g, float *out, const float *x, const float *W, int N, int I, int O);
     void (*linear_backward)(gpt_gpu *g, float *dx, float *dW, const float *dout, const float *x, const float *W, int N,
                             int I, int O);
+    /* attention in layer l: y (N, C) from qkv (N, 3C), keeping what the backward needs; and the
+     * backward: dqkv (N, 3C) from dy, the forward's qkv and what it kept */
+    void (*attention)(gpt_gpu *g, int l, float *y, const float *qkv, int B, int T);
+    void (*attention_backward)(gpt_gpu *g, int l, float *dqkv, const float *dy, const float *qkv, int B, int T);
     double check_atol, check_rtol; /* the check's tolerance for this arithmetic (GPT_CHECK_*) */
 } gpt_parts;
+/* NULL when the parts can run a model of config c, else why not (flash attention: heads of 64 or
+ * 128 channels, ch11's kernels' two sizes) */
+const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c);
 /* version 0: the loss as softmax, then loss and gradient (ch11's cross-entropy version 1, three
  * kernels); AdamW a launch per tensor (ch11's version 1) */
 extern const gpt_parts gpt_parts_unfused;
@@ -93,6 +107,10 @@ extern const gpt_parts gpt_parts_adamw_one_launch;
 /* version 3: and the linear layers' products in bf16 on the tensor cores (cublasGemmEx: bf16
  * operands rounded from the fp32 ones, fp32 accumulation and results) */
 extern const gpt_parts gpt_parts_bf16_products;
+/* version 4: and attention by ch11's flash kernels, forward and backward (bf16 Q, K, V, O and
+ * gradients, fp32 arithmetic; wgmma and TMA on sm_90a, mma.sync elsewhere): no T x T matrix in
+ * memory */
+extern const gpt_parts gpt_parts_flash_attention;
 
 /* The forward of B sequences of T tokens (g->tokens, B <= g->B, T <= g->T): the activations kept
  * for the backward, the logits (B T, V); with_loss: the mean cross-entropy against g->targets

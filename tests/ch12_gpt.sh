@@ -21,7 +21,7 @@ gpt_mutant "the causal mask one key too far (forward and backward alike)" \
 # one step of a tiny model against the CPU model, and a short training run that writes text
 bad_input 0 'usage: gpt ' ./gpt --help
 bad_input 2 "unknown argument '--bogus'" ./gpt --bogus
-bad_input 2 "version '4' does not exist (0..3)" ./gpt 4
+bad_input 2 "version '5' does not exist (0..4)" ./gpt 5
 bad_input 2 'no-such-file.txt: No such file or directory' ./gpt --data no-such-file.txt
 bad_input 2 'the file is empty' ./gpt --data ../tests/data/empty.cu
 bad_input 2 'a binary file (a zero byte at offset 5), not text' ./gpt --data ../tests/data/weights_v1.bin
@@ -38,6 +38,11 @@ gpu_check ./gpt --check
 gpu_check ./gpt --bench --layers 2 --heads 2 --channels 64 --context 64 --batch 8
 gpu_check ./gpt --quiet --layers 2 --heads 2 --channels 64 --context 64 --batch 8 --steps 20 --eval-batches 2 --sample 40
 gpu_check ./gpt 0 --quiet --layers 1 --heads 3 --channels 48 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
+# version 4 (ch11's flash attention) at awkward sizes: 3 heads of 64, a context of 37, batch 3;
+# heads of another size are refused by number (and the default falls back to version 3)
+gpu_check ./gpt 4 --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
+gpu_check ./gpt 4 --quiet --layers 1 --heads 1 --channels 128 --context 130 --batch 2 --steps 3 --eval-batches 1
+gpu_expect 2 'flash attention takes heads of 64 or 128 channels' ./gpt 4 --layers 1 --heads 3 --channels 48 --steps 1
 gpu_expect 2 'GiB of device memory' ./gpt --layers 96 --heads 64 --channels 8192 --context 4096 --batch 64 --steps 1
 # the whole training step on CPU threads: gpt_model.c as written, over the emulated runtime and
 # cuBLAS, with gpt_kernels.cu and ch11's kernels (tests/emu/emu_gpt.cpp): the loss, every
@@ -50,6 +55,11 @@ emu_check emu_gpt 1 2 16 8 11 12 2 fused_loss
 emu_check emu_gpt 1 3 24 5 7 7 3 multi_adamw
 emu_check emu_gpt 1 3 24 5 7 7 3 bf16_products
 emu_check emu_gpt 2 2 32 16 37 40 2 bf16_products
+# flash attention (ch11's kernels, sm_90a's versions, emulated too): heads of 64 and 128 channels,
+# several layers (each its own log-sum-exps), contexts past one tile of keys
+emu_check emu_gpt 2 1 64 20 11 16 2 flash_attention
+emu_check emu_gpt 2 2 128 70 11 16 1 flash_attention
+emu_check emu_gpt 1 1 128 9 7 8 3 flash_attention
 EMU_ARGS="1 2 16 8 11 12 2" # small: each bug still shows (the GELU one at 1.5e-4, 5x the tolerance)
 emu_mutant "GELU's derivative of the erf form" gpt_kernels.cu \
     's/dx\[i\] = dout\[i\] \* (0.5f \* (1.0f + t) + 0.5f \* v \* (1.0f - t \* t) \* du);/dx[i] = dout[i] * (0.5f * (1.0f + erff(v * 0.70710678f)) + v * expf(-0.5f * v * v) * 0.39894228f);/' \
@@ -79,4 +89,9 @@ emu_mutant "the one-launch AdamW without the matrices' weight decay" gpt_model.c
 emu_mutant "the bf16 products read the weights one element off" gpt_model.c \
     '0,/const unsigned short \*W16 = g->params16 + (W - g->params);/s//const unsigned short *W16 = g->params16 + (W - g->params) + 1;/' \
     emu_gpt $EMU_ARGS bf16_products
+FLASH_ARGS="2 1 64 20 11 16 2"
+emu_mutant "the flash forward not causal (every query sees every key)" gpt_model.c \
+    's/g->o16 + at, B, H, T, C \/ H, 1,/g->o16 + at, B, H, T, C \/ H, 0,/' emu_gpt $FLASH_ARGS flash_attention
+emu_mutant "the flash backward reads the first layer's log-sum-exps in every layer" gpt_model.c \
+    's/g->lse + (size_t)l \* B \* H \* T, g->dq16/g->lse, g->dq16/' emu_gpt $FLASH_ARGS flash_attention
 

@@ -5,7 +5,8 @@
  *
  *   emu_gpt L H C T V Vp B [parts]
  *
- * parts: unfused (version 0's, the default), fused_loss (1), multi_adamw (2) or bf16_products (3):
+ * parts: unfused (version 0's, the default), fused_loss (1), multi_adamw (2), bf16_products (3) or
+ * flash_attention (4, ch11's attention kernels emulated too, sm_90a's versions):
  * gpt_model.h's rows, each checked within its own tolerance.
  * one step of B sequences of T tokens: the loss, every parameter's gradient, then the update's
  * squared norm, the clipped gradient and the parameters after one AdamW step (the CPU's AdamW on
@@ -95,7 +96,7 @@ static int compare(const char *what, const gpt_config *c, const float *got, cons
 int main(int argc, char **argv)
 {
     if (argc != 8 && argc != 9) {
-        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products]\n");
+        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention]\n");
         return 2;
     }
     const char *which = argc > 8 ? argv[8] : "unfused";
@@ -103,15 +104,18 @@ int main(int argc, char **argv)
                              : !strcmp(which, "fused_loss")  ? &gpt_parts_fused_loss
                              : !strcmp(which, "multi_adamw") ? &gpt_parts_adamw_one_launch
                              : !strcmp(which, "bf16_products") ? &gpt_parts_bf16_products
-                                                               : nullptr;
+                             : !strcmp(which, "flash_attention") ? &gpt_parts_flash_attention
+                                                                 : nullptr;
     if (!parts) {
-        fprintf(stderr, "emu_gpt: parts '%s' unknown (unfused, fused_loss, multi_adamw, bf16_products)\n", which);
+        fprintf(stderr, "emu_gpt: parts '%s' unknown (unfused, fused_loss, multi_adamw, bf16_products, "
+                        "flash_attention)\n", which);
         return 2;
     }
     gpt_config c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
     int B = atoi(argv[7]), T = c.context, N = B * T;
-    if (gpt_config_error(&c) || B < 1) {
-        fprintf(stderr, "emu_gpt: %s\n", B < 1 ? "B must be positive" : gpt_config_error(&c));
+    if (gpt_config_error(&c) || B < 1 || gpt_parts_unavailable(parts, &c)) {
+        fprintf(stderr, "emu_gpt: %s\n", B < 1 ? "B must be positive" : gpt_config_error(&c) ? gpt_config_error(&c)
+                                                                           : gpt_parts_unavailable(parts, &c));
         return 2;
     }
     size_t P = gpt_param_count(&c);
