@@ -40,11 +40,11 @@ static cudaError_t mean_loss(const float *row_loss, int rows, float *loss)
 /* ---------------------------------------------------------------- 1: unfused */
 
 /* probs = softmax(x), a block per row, three passes */
-__global__ void __launch_bounds__(CE_BLOCK) ce_softmax_kernel1(const float *x, float *probs, int classes)
+__global__ void __launch_bounds__(CE_BLOCK) ce_softmax_kernel1(const float *x, float *probs, int classes, int stride)
 {
     __shared__ float slots[32];
-    const float *xr = x + (size_t)blockIdx.x * classes;
-    float *pr = probs + (size_t)blockIdx.x * classes;
+    const float *xr = x + (size_t)blockIdx.x * stride;
+    float *pr = probs + (size_t)blockIdx.x * stride;
     float m = -INFINITY, s = 0.0f;
     for (int c = threadIdx.x; c < classes; c += CE_BLOCK) m = fmaxf(m, xr[c]);
     m = block_max(m, slots);
@@ -54,10 +54,10 @@ __global__ void __launch_bounds__(CE_BLOCK) ce_softmax_kernel1(const float *x, f
 }
 /* grad = (p - onehot(y)) / rows and the row's loss -log p[y], from the probabilities */
 __global__ void __launch_bounds__(CE_BLOCK) ce_grad_kernel1(const float *probs, const int *y, float *grad,
-                                                            float *row_loss, int rows, int classes)
+                                                            float *row_loss, int rows, int classes, int stride)
 {
-    const float *pr = probs + (size_t)blockIdx.x * classes;
-    float *gr = grad + (size_t)blockIdx.x * classes;
+    const float *pr = probs + (size_t)blockIdx.x * stride;
+    float *gr = grad + (size_t)blockIdx.x * stride;
     int label = y[blockIdx.x];
     float inv_rows = 1.0f / rows;
     for (int c = threadIdx.x; c < classes; c += CE_BLOCK) gr[c] = (pr[c] - (c == label ? 1.0f : 0.0f)) * inv_rows;
@@ -65,11 +65,11 @@ __global__ void __launch_bounds__(CE_BLOCK) ce_grad_kernel1(const float *probs, 
 }
 
 static cudaError_t launch1(const float *x, const int *y, float *grad, float *row_loss, float *probs, int rows,
-                           int classes)
+                           int classes, int stride)
 {
     if (!probs) return cudaErrorInvalidValue; /* this version keeps the probabilities in memory */
-    ce_softmax_kernel1<<<rows, CE_BLOCK>>>(x, probs, classes);
-    ce_grad_kernel1<<<rows, CE_BLOCK>>>(probs, y, grad, row_loss, rows, classes);
+    ce_softmax_kernel1<<<rows, CE_BLOCK>>>(x, probs, classes, stride);
+    ce_grad_kernel1<<<rows, CE_BLOCK>>>(probs, y, grad, row_loss, rows, classes, stride);
     return cudaGetLastError();
 }
 
@@ -82,11 +82,11 @@ __device__ __forceinline__ void write_row_loss(float *row_loss, float m, float s
 }
 
 __global__ void __launch_bounds__(CE_BLOCK) ce_kernel2(const float *x, const int *y, float *grad, float *row_loss,
-                                                       int rows, int classes)
+                                                       int rows, int classes, int stride)
 {
     __shared__ float slots[32];
-    const float *xr = x + (size_t)blockIdx.x * classes;
-    float *gr = grad + (size_t)blockIdx.x * classes;
+    const float *xr = x + (size_t)blockIdx.x * stride;
+    float *gr = grad + (size_t)blockIdx.x * stride;
     int label = y[blockIdx.x];
     float m = -INFINITY, s = 0.0f;
     for (int c = threadIdx.x; c < classes; c += CE_BLOCK) m = fmaxf(m, xr[c]);
@@ -100,10 +100,10 @@ __global__ void __launch_bounds__(CE_BLOCK) ce_kernel2(const float *x, const int
 }
 
 static cudaError_t launch2(const float *x, const int *y, float *grad, float *row_loss, float *probs, int rows,
-                           int classes)
+                           int classes, int stride)
 {
     (void)probs;
-    ce_kernel2<<<rows, CE_BLOCK>>>(x, y, grad, row_loss, rows, classes);
+    ce_kernel2<<<rows, CE_BLOCK>>>(x, y, grad, row_loss, rows, classes, stride);
     return cudaGetLastError();
 }
 
@@ -118,13 +118,13 @@ __device__ __forceinline__ float4 grad4(float4 v, int c0, float m, float inv, fl
                        (fast_exp(v.w - m) * inv - (c0 + 3 == label)) * inv_rows);
 }
 
-/* VEC: float4 loads (classes a multiple of 4, so every row starts 16-byte aligned) */
+/* VEC: float4 loads (classes and the row stride multiples of 4, so every row starts 16-byte aligned) */
 template <bool VEC> __global__ void __launch_bounds__(CE_BLOCK) ce_kernel3(const float *x, const int *y, float *grad,
-                                                                          float *row_loss, int rows, int classes)
+                                                                          float *row_loss, int rows, int classes, int stride)
 {
     __shared__ float slots[64];
-    const float *xr = x + (size_t)blockIdx.x * classes;
-    float *gr = grad + (size_t)blockIdx.x * classes;
+    const float *xr = x + (size_t)blockIdx.x * stride;
+    float *gr = grad + (size_t)blockIdx.x * stride;
     int label = y[blockIdx.x];
     float m = -INFINITY, d = 0.0f;
     if (VEC)
@@ -148,13 +148,13 @@ template <bool VEC> __global__ void __launch_bounds__(CE_BLOCK) ce_kernel3(const
 }
 
 static cudaError_t launch3(const float *x, const int *y, float *grad, float *row_loss, float *probs, int rows,
-                           int classes)
+                           int classes, int stride)
 {
     (void)probs;
-    if (classes % 4 == 0)
-        ce_kernel3<true><<<rows, CE_BLOCK>>>(x, y, grad, row_loss, rows, classes);
+    if (classes % 4 == 0 && stride % 4 == 0)
+        ce_kernel3<true><<<rows, CE_BLOCK>>>(x, y, grad, row_loss, rows, classes, stride);
     else
-        ce_kernel3<false><<<rows, CE_BLOCK>>>(x, y, grad, row_loss, rows, classes);
+        ce_kernel3<false><<<rows, CE_BLOCK>>>(x, y, grad, row_loss, rows, classes, stride);
     return cudaGetLastError();
 }
 
@@ -162,12 +162,12 @@ static cudaError_t launch3(const float *x, const int *y, float *grad, float *row
 
 /* the row (classes floats) in dynamic shared memory, after 64 floats of reduction slots */
 template <bool VEC> __global__ void __launch_bounds__(CE_BLOCK) ce_kernel4(const float *x, const int *y, float *grad,
-                                                                          float *row_loss, int rows, int classes)
+                                                                          float *row_loss, int rows, int classes, int stride)
 {
     extern __shared__ float4 smem4[]; /* float4: 16-byte aligned, for the vector copies */
     float *slots = reinterpret_cast<float *>(smem4), *row = slots + 64;
-    const float *xr = x + (size_t)blockIdx.x * classes;
-    float *gr = grad + (size_t)blockIdx.x * classes;
+    const float *xr = x + (size_t)blockIdx.x * stride;
+    float *gr = grad + (size_t)blockIdx.x * stride;
     int label = y[blockIdx.x];
     float m = -INFINITY, d = 0.0f;
     /* the one read from memory: into shared memory, and the online pair on the way */
@@ -199,7 +199,7 @@ template <bool VEC> __global__ void __launch_bounds__(CE_BLOCK) ce_kernel4(const
 extern "C" size_t ce_shared_bytes(int classes) { return sizeof(float) * (64 + (size_t)(classes + 3) / 4 * 4); }
 
 static cudaError_t launch4(const float *x, const int *y, float *grad, float *row_loss, float *probs, int rows,
-                           int classes)
+                           int classes, int stride)
 {
     (void)probs;
     /* past 48 KiB a block must opt in; set for the largest row this program takes, once */
@@ -213,25 +213,30 @@ static cudaError_t launch4(const float *x, const int *y, float *grad, float *row
         opted_in = 1;
     }
     size_t bytes = ce_shared_bytes(classes);
-    if (classes % 4 == 0)
-        ce_kernel4<true><<<rows, CE_BLOCK, bytes>>>(x, y, grad, row_loss, rows, classes);
+    if (classes % 4 == 0 && stride % 4 == 0)
+        ce_kernel4<true><<<rows, CE_BLOCK, bytes>>>(x, y, grad, row_loss, rows, classes, stride);
     else
-        ce_kernel4<false><<<rows, CE_BLOCK, bytes>>>(x, y, grad, row_loss, rows, classes);
+        ce_kernel4<false><<<rows, CE_BLOCK, bytes>>>(x, y, grad, row_loss, rows, classes, stride);
     return cudaGetLastError();
 }
 
 /* ---------------------------------------------------------------- launchers */
 
-typedef cudaError_t (*launcher)(const float *, const int *, float *, float *, float *, int, int);
+typedef cudaError_t (*launcher)(const float *, const int *, float *, float *, float *, int, int, int);
 static const launcher launchers[] = {NULL, launch1, launch2, launch3, launch4};
 static_assert(sizeof launchers / sizeof launchers[0] == CE_VERSIONS,
               "one launcher per version: CE_VERSIONS in cross_entropy_kernels.h");
 
+extern "C" cudaError_t ce_launch_strided(int v, const float *d_logits, const int *d_y, float *d_grad, float *d_loss,
+                                         float *d_row_loss, float *d_probs, int rows, int classes, int stride)
+{
+    if (v < 1 || v >= CE_VERSIONS || rows < 1 || classes < 1 || classes > CE_MAX_CLASSES || stride < classes)
+        return cudaErrorInvalidValue;
+    cudaError_t e = launchers[v](d_logits, d_y, d_grad, d_row_loss, d_probs, rows, classes, stride);
+    return e ? e : mean_loss(d_row_loss, rows, d_loss);
+}
 extern "C" cudaError_t ce_launch(int v, const float *d_logits, const int *d_y, float *d_grad, float *d_loss,
                                  float *d_row_loss, float *d_probs, int rows, int classes)
 {
-    if (v < 1 || v >= CE_VERSIONS || rows < 1 || classes < 1 || classes > CE_MAX_CLASSES)
-        return cudaErrorInvalidValue;
-    cudaError_t e = launchers[v](d_logits, d_y, d_grad, d_row_loss, d_probs, rows, classes);
-    return e ? e : mean_loss(d_row_loss, rows, d_loss);
+    return ce_launch_strided(v, d_logits, d_y, d_grad, d_loss, d_row_loss, d_probs, rows, classes, classes);
 }

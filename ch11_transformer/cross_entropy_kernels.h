@@ -22,6 +22,12 @@ extern "C" {
  * launcher sets it, once). */
 cudaError_t ce_launch(int v, const float *d_logits, const int *d_y, float *d_grad, float *d_loss, float *d_row_loss,
                       float *d_probs, int rows, int classes);
+/* the same on rows `stride` floats apart (stride >= classes): logits, gradient and version 1's
+ * probabilities alike, the columns past `classes` neither read nor written (a GPT's classifier
+ * writes its logits with the vocabulary padded to a multiple of 128, so that its products' rows
+ * stay aligned) */
+cudaError_t ce_launch_strided(int v, const float *d_logits, const int *d_y, float *d_grad, float *d_loss,
+                              float *d_row_loss, float *d_probs, int rows, int classes, int stride);
 /* bytes of shared memory version 4 needs a block, for the device check before it runs */
 size_t ce_shared_bytes(int classes);
 

@@ -115,7 +115,8 @@ static char *sample_text(gpt_gpu *g, const unsigned char *chars, int n, float te
         int t = len < T ? len : T, *window = ctx + len - t;
         CUDA_CHECK(cudaMemcpy(g->tokens, window, sizeof(int) * t, cudaMemcpyHostToDevice));
         gpt_forward(g, &gpt_parts_unfused, 1, t, 0); /* no loss: every version's forward alike */
-        CUDA_CHECK(cudaMemcpy(logits, g->logits + (size_t)(t - 1) * V, sizeof(float) * V, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(logits, g->logits + (size_t)(t - 1) * g->c.vocab_padded, sizeof(float) * V,
+                              cudaMemcpyDeviceToHost));
         double m = -INFINITY, sum = 0.0;
         for (int v = 0; v < V; v++) m = fmax(m, logits[v] / temperature);
         for (int v = 0; v < V; v++) sum += (p[v] = exp(logits[v] / temperature - m));

@@ -17,8 +17,10 @@ cudaError_t gpt_embed_backward_launch(float *dwte, float *dwpe, const float *dx,
 
 /* out (N, O) += b, each row */
 cudaError_t gpt_bias_add_launch(float *out, const float *b, int N, int O);
-/* db (O) = the column sums of d (N, O), in row order */
-cudaError_t gpt_column_sum_launch(float *db, const float *d, int N, int O);
+/* db (O) = the column sums of d (N, O): each slab of GPT_COLUMN_SLAB rows summed into part
+ * (scratch of ceil(N / GPT_COLUMN_SLAB) x O floats), then the slabs in order (no atomics) */
+#define GPT_COLUMN_SLAB 256
+cudaError_t gpt_column_sum_launch(float *db, const float *d, int N, int O, float *part);
 /* out (n) = a + b; out may be a or b */
 cudaError_t gpt_add_launch(float *out, const float *a, const float *b, size_t n);
 

@@ -44,8 +44,9 @@ static void *take(gpt_gpu *g, size_t bytes, size_t *count)
 static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, size_t *count)
 {
     size_t L = (size_t)c->layers, N = (size_t)B * T, C = (size_t)c->channels, H = (size_t)c->heads;
-    size_t V = (size_t)c->vocab, att = (size_t)B * H * T * T, P = gpt_param_count(c);
-    size_t widest = 4 * C > V ? 4 * C : V; /* a product's widest input or output: 4C, or the logits' V */
+    size_t att = (size_t)B * H * T * T, P = gpt_param_count(c);
+    size_t Vp = (size_t)c->vocab_padded; /* the logits' rows: V used, padded to Vp so that products stay aligned */
+    size_t widest = 4 * C > Vp ? 4 * C : Vp; /* a product's widest input or output: 4C, or the logits' Vp */
     g->params = TAKE_FLOATS(P), g->grads = TAKE_FLOATS(P), g->m = TAKE_FLOATS(P), g->v = TAKE_FLOATS(P);
     g->tokens = (int *)take(g, sizeof(int) * N, count), g->targets = (int *)take(g, sizeof(int) * N, count);
     g->res = TAKE_FLOATS((L + 1) * N * C), g->mid = TAKE_FLOATS(L * N * C);
@@ -54,7 +55,8 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, size_t
     g->qkv = TAKE_FLOATS(3 * L * N * C), g->att = TAKE_FLOATS(L * att), g->atty = TAKE_FLOATS(L * N * C);
     g->fch = TAKE_FLOATS(4 * L * N * C), g->gelu = TAKE_FLOATS(4 * L * N * C);
     g->lnf = TAKE_FLOATS(N * C), g->meanf = TAKE_FLOATS(N), g->rstdf = TAKE_FLOATS(N);
-    g->logits = TAKE_FLOATS(N * V), g->dlogits = TAKE_FLOATS(N * V), g->probs = TAKE_FLOATS(N * V);
+    g->logits = TAKE_FLOATS(N * Vp), g->dlogits = TAKE_FLOATS(N * Vp), g->probs = TAKE_FLOATS(N * Vp);
+    g->column_part = TAKE_FLOATS((N + GPT_COLUMN_SLAB - 1) / GPT_COLUMN_SLAB * 4 * C);
     g->loss = TAKE_FLOATS(1), g->row_loss = TAKE_FLOATS(N);
     g->d = TAKE_FLOATS(N * C), g->dmid = TAKE_FLOATS(N * C), g->dln = TAKE_FLOATS(N * C), g->datty = TAKE_FLOATS(N * C);
     g->dqkv = TAKE_FLOATS(3 * N * C), g->dfc = TAKE_FLOATS(4 * N * C), g->dgelu = TAKE_FLOATS(4 * N * C);
@@ -135,6 +137,9 @@ void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T)
     CUDA_CHECK(cudaMemset(g->adam, 0, 2 * sizeof(adamw_state)));
     CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * g->P));
     CUDA_CHECK(cudaMemset(g->v, 0, sizeof(float) * g->P));
+    /* the logits' gradient in the padded columns (past V) stays zero: the loss never writes them,
+     * so the classifier's products add nothing from them */
+    CUDA_CHECK(cudaMemset(g->dlogits, 0, sizeof(float) * (size_t)B * T * c->vocab_padded));
     adam_groups(g);
 }
 
@@ -196,7 +201,7 @@ static void linear_bias_bwd(gpt_gpu *g, const gpt_parts *parts, float *dx, float
                             const float *x, const float *W, int N, int I, int O)
 {
     parts->linear_backward(g, dx, dW, dout, x, W, N, I, O);
-    CUDA_CHECK(gpt_column_sum_launch(db, dout, N, O));
+    CUDA_CHECK(gpt_column_sum_launch(db, dout, N, O, g->column_part));
 }
 
 /* Attention the library way, per layer: Q, K, V split into heads (B H, T, hs); S = Q K^T / sqrt(hs)
@@ -303,7 +308,9 @@ void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss
     }
     CUDA_CHECK(layernorm_forward_launch(1, g->res + (size_t)c->layers * NC, g->params + gpt_offset_lnf(c, 0),
                                         g->params + gpt_offset_lnf(c, 1), g->lnf, g->meanf, g->rstdf, N, C));
-    parts->linear(g, g->logits, g->lnf, g->params + gpt_offset_wte(c), N, C, c->vocab); /* tied: wte's first V rows */
+    /* tied to wte: all its Vp rows, so that the logits' rows are Vp apart (aligned for the
+     * products); the loss reads the first V of each */
+    parts->linear(g, g->logits, g->lnf, g->params + gpt_offset_wte(c), N, C, c->vocab_padded);
     if (with_loss) parts->loss(g, N);
 }
 
@@ -315,7 +322,7 @@ void gpt_backward(gpt_gpu *g, const gpt_parts *parts, int B, int T)
     size_t NC = (size_t)N * C;
     CUDA_CHECK(cudaMemsetAsync(g->grads, 0, sizeof(float) * g->P, 0));
     parts->linear_backward(g, g->dln, g->grads + gpt_offset_wte(c), g->dlogits, g->lnf, g->params + gpt_offset_wte(c), N,
-                           C, c->vocab);
+                           C, c->vocab_padded);
     CUDA_CHECK(layernorm_backward_launch(g->dln, g->res + (size_t)c->layers * NC, g->meanf, g->rstdf,
                                          g->params + gpt_offset_lnf(c, 0), g->d, g->grads + gpt_offset_lnf(c, 0),
                                          g->grads + gpt_offset_lnf(c, 1), g->ln_partial, N, C));
@@ -361,12 +368,14 @@ void gpt_update(gpt_gpu *g, const gpt_parts *parts, float lr, float wd, float cl
 /* ch11's cross-entropy version 1: the softmax into probs, then the loss and the gradient */
 static void loss_unfused(gpt_gpu *g, int N)
 {
-    CUDA_CHECK(ce_launch(1, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, g->probs, N, g->c.vocab));
+    CUDA_CHECK(ce_launch_strided(1, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, g->probs, N, g->c.vocab,
+                                 g->c.vocab_padded));
 }
 /* version 3: the row's max and sum online, then the loss and the gradient: two reads of the logits */
 static void loss_fused(gpt_gpu *g, int N)
 {
-    CUDA_CHECK(ce_launch(3, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, NULL, N, g->c.vocab));
+    CUDA_CHECK(ce_launch_strided(3, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, NULL, N, g->c.vocab,
+                                 g->c.vocab_padded));
 }
 /* ch11's AdamW version 1, a launch per tensor from the host's lists, two groups (their own step
  * counts): the matrices decayed, the vectors not (the chunk count 1 only satisfies the launcher) */

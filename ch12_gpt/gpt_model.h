@@ -31,7 +31,8 @@ typedef struct {
     float *atty;          /* the heads' outputs merged: L N C */
     float *fch, *gelu;    /* L N 4C each */
     float *lnf, *meanf, *rstdf;
-    float *logits, *dlogits, *probs; /* N V each (probs: cross-entropy version 1's scratch) */
+    float *logits, *dlogits, *probs; /* N Vp each, rows Vp apart, V used (probs: cross-entropy version 1's scratch) */
+    float *column_part;              /* the bias gradients' slab sums (gpt_column_sum_launch) */
     float *loss, *row_loss;          /* 1, N */
     /* the backward's scratch */
     float *d, *dmid, *dln, *datty, *dqkv;        /* N C, N C, N C, N C, N 3C */
