@@ -61,9 +61,11 @@ static const lb_version versions[] = {
     {2, "multi_adamw", "+ AdamW in one launch a group", LB_OLDEST_SM, run_parts},
     {3, "bf16_products", "+ layers' products in bf16", 80, run_parts},
     {4, "flash_attention", "+ ch11's flash attention, bf16", 80, run_parts},
+    {5, "fused_epilogues", "+ cuBLASLt epilogues, bf16 kept", 80, run_parts},
 };
-static const gpt_parts *const version_parts[] = {&gpt_parts_unfused, &gpt_parts_fused_loss, &gpt_parts_adamw_one_launch,
-                                                 &gpt_parts_bf16_products, &gpt_parts_flash_attention};
+static const gpt_parts *const version_parts[] = {&gpt_parts_unfused,       &gpt_parts_fused_loss,
+                                                 &gpt_parts_adamw_one_launch, &gpt_parts_bf16_products,
+                                                 &gpt_parts_flash_attention, &gpt_parts_fused_epilogues};
 _Static_assert(sizeof versions / sizeof versions[0] == sizeof version_parts / sizeof version_parts[0],
                "one gpt_parts row for each version");
 #define GPT_VERSIONS ((int)(sizeof versions / sizeof versions[0]))

@@ -168,8 +168,9 @@ __device__ __forceinline__ size_t row_major_of(size_t i, int T, int C, int H, in
     return (b * T + t) * width + (size_t)part * C + (size_t)h * hs + d;
 }
 /* The heads' tensors come in two kinds: fp32 (version 0's batched products) and bf16 bits (ch11's
- * flash attention's operands, rounded to nearest even as gpt_to_bf16_launch rounds); the
- * reshapes are written once for both, the element type a template parameter */
+ * flash attention's operands, rounded to nearest even as gpt_to_bf16_launch rounds), and so do
+ * the (N, width) tensors they come from (bf16 from version 5 on); the reshapes are written once
+ * for all, the element types template parameters */
 __device__ __forceinline__ unsigned short round_bf16(float x)
 {
     unsigned u = __float_as_uint(x);
@@ -181,56 +182,58 @@ __device__ __forceinline__ float to_float(unsigned short bits) { return __uint_a
 __device__ __forceinline__ void put(float *p, float x) { *p = x; }
 __device__ __forceinline__ void put(unsigned short *p, float x) { *p = round_bf16(x); }
 
-template <typename E> __global__ void split_heads_kernel(E *q, E *k, E *v, const float *qkv, int T, int C, int H, size_t n)
+/* each reshape reads elements of type I and writes type O (float, or bf16 bits) */
+template <typename I, typename O>
+__global__ void split_heads_kernel(O *q, O *k, O *v, const I *qkv, int T, int C, int H, size_t n)
 {
     GRID_STRIDE(i, n)
     {
-        put(q + i, qkv[row_major_of(i, T, C, H, 3 * C, 0)]);
-        put(k + i, qkv[row_major_of(i, T, C, H, 3 * C, 1)]);
-        put(v + i, qkv[row_major_of(i, T, C, H, 3 * C, 2)]);
+        put(q + i, to_float(qkv[row_major_of(i, T, C, H, 3 * C, 0)]));
+        put(k + i, to_float(qkv[row_major_of(i, T, C, H, 3 * C, 1)]));
+        put(v + i, to_float(qkv[row_major_of(i, T, C, H, 3 * C, 2)]));
     }
 }
-template <typename E>
-__global__ void join_qkv_kernel(float *dqkv, const E *dq, const E *dk, const E *dv, int T, int C, int H, size_t n)
+template <typename I, typename O>
+__global__ void join_qkv_kernel(O *dqkv, const I *dq, const I *dk, const I *dv, int T, int C, int H, size_t n)
 {
     GRID_STRIDE(i, n)
     {
-        dqkv[row_major_of(i, T, C, H, 3 * C, 0)] = to_float(dq[i]);
-        dqkv[row_major_of(i, T, C, H, 3 * C, 1)] = to_float(dk[i]);
-        dqkv[row_major_of(i, T, C, H, 3 * C, 2)] = to_float(dv[i]);
+        put(dqkv + row_major_of(i, T, C, H, 3 * C, 0), to_float(dq[i]));
+        put(dqkv + row_major_of(i, T, C, H, 3 * C, 1), to_float(dk[i]));
+        put(dqkv + row_major_of(i, T, C, H, 3 * C, 2), to_float(dv[i]));
     }
 }
-template <typename E> __global__ void merge_heads_kernel(float *y, const E *yh, int T, int C, int H, size_t n)
+template <typename I, typename O> __global__ void merge_heads_kernel(O *y, const I *yh, int T, int C, int H, size_t n)
 {
-    GRID_STRIDE(i, n) y[row_major_of(i, T, C, H, C, 0)] = to_float(yh[i]);
+    GRID_STRIDE(i, n) put(y + row_major_of(i, T, C, H, C, 0), to_float(yh[i]));
 }
-template <typename E> __global__ void unmerge_heads_kernel(E *yh, const float *y, int T, int C, int H, size_t n)
+template <typename I, typename O> __global__ void unmerge_heads_kernel(O *yh, const I *y, int T, int C, int H, size_t n)
 {
-    GRID_STRIDE(i, n) put(yh + i, y[row_major_of(i, T, C, H, C, 0)]);
+    GRID_STRIDE(i, n) put(yh + i, to_float(y[row_major_of(i, T, C, H, C, 0)]));
 }
-template <typename E> static cudaError_t split_heads(E *q, E *k, E *v, const float *qkv, int B, int T, int C, int H)
+template <typename I, typename O> static cudaError_t split_heads(O *q, O *k, O *v, const I *qkv, int B, int T, int C, int H)
 {
     size_t n = (size_t)B * T * C;
-    split_heads_kernel<E><<<blocks_for(n), GPT_BLOCK>>>(q, k, v, qkv, T, C, H, n);
+    split_heads_kernel<I, O><<<blocks_for(n), GPT_BLOCK>>>(q, k, v, qkv, T, C, H, n);
     return cudaGetLastError();
 }
-template <typename E>
-static cudaError_t join_qkv(float *dqkv, const E *dq, const E *dk, const E *dv, int B, int T, int C, int H)
+template <typename I, typename O>
+static cudaError_t join_qkv(O *dqkv, const I *dq, const I *dk, const I *dv, int B, int T, int C, int H)
 {
     size_t n = (size_t)B * T * C;
-    join_qkv_kernel<E><<<blocks_for(n), GPT_BLOCK>>>(dqkv, dq, dk, dv, T, C, H, n);
+    join_qkv_kernel<I, O><<<blocks_for(n), GPT_BLOCK>>>(dqkv, dq, dk, dv, T, C, H, n);
     return cudaGetLastError();
 }
-template <typename E> static cudaError_t merge_heads(float *y, const E *yh, int B, int T, int C, int H)
+template <typename I, typename O> static cudaError_t merge_heads(O *y, const I *yh, int B, int T, int C, int H)
 {
     size_t n = (size_t)B * T * C;
-    merge_heads_kernel<E><<<blocks_for(n), GPT_BLOCK>>>(y, yh, T, C, H, n);
+    merge_heads_kernel<I, O><<<blocks_for(n), GPT_BLOCK>>>(y, yh, T, C, H, n);
     return cudaGetLastError();
 }
-template <typename E> static cudaError_t unmerge_heads(E *yh, const float *y, int B, int T, int C, int H)
+template <typename I, typename O> static cudaError_t unmerge_heads(O *yh, const I *y, int B, int T, int C, int H)
 {
     size_t n = (size_t)B * T * C;
-    unmerge_heads_kernel<E><<<blocks_for(n), GPT_BLOCK>>>(yh, y, T, C, H, n);
+    unmerge_heads_kernel<I, O><<<blocks_for(n), GPT_BLOCK>>>(yh, y, T, C, H, n);
     return cudaGetLastError();
 }
 extern "C" cudaError_t gpt_split_heads_launch(float *q, float *k, float *v, const float *qkv, int B, int T, int C, int H)
@@ -267,6 +270,21 @@ extern "C" cudaError_t gpt_merge_heads_bf16_launch(float *y, const unsigned shor
 extern "C" cudaError_t gpt_unmerge_heads_bf16_launch(unsigned short *yh, const float *y, int B, int T, int C, int H)
 {
     return unmerge_heads(yh, y, B, T, C, H);
+}
+typedef unsigned short bf16_bits;
+extern "C" cudaError_t gpt_split_heads_bf16_bf16_launch(bf16_bits *q, bf16_bits *k, bf16_bits *v, const bf16_bits *qkv,
+                                                        int B, int T, int C, int H)
+{
+    return split_heads(q, k, v, qkv, B, T, C, H);
+}
+extern "C" cudaError_t gpt_join_qkv_bf16_bf16_launch(bf16_bits *dqkv, const bf16_bits *dq, const bf16_bits *dk,
+                                                     const bf16_bits *dv, int B, int T, int C, int H)
+{
+    return join_qkv(dqkv, dq, dk, dv, B, T, C, H);
+}
+extern "C" cudaError_t gpt_merge_heads_bf16_bf16_launch(bf16_bits *y, const bf16_bits *yh, int B, int T, int C, int H)
+{
+    return merge_heads(y, yh, B, T, C, H);
 }
 
 /* ---------------------------------------------------------------- the causal softmax's edges */

@@ -43,6 +43,12 @@ cudaError_t gpt_join_qkv_bf16_launch(float *dqkv, const unsigned short *dq, cons
                                      const unsigned short *dv, int B, int T, int C, int H);
 cudaError_t gpt_merge_heads_bf16_launch(float *y, const unsigned short *yh, int B, int T, int C, int H);
 cudaError_t gpt_unmerge_heads_bf16_launch(unsigned short *yh, const float *y, int B, int T, int C, int H);
+/* and with both sides in bf16 (version 5: qkv, its gradient and the merged heads in bf16) */
+cudaError_t gpt_split_heads_bf16_bf16_launch(unsigned short *q, unsigned short *k, unsigned short *v,
+                                             const unsigned short *qkv, int B, int T, int C, int H);
+cudaError_t gpt_join_qkv_bf16_bf16_launch(unsigned short *dqkv, const unsigned short *dq, const unsigned short *dk,
+                                          const unsigned short *dv, int B, int T, int C, int H);
+cudaError_t gpt_merge_heads_bf16_bf16_launch(unsigned short *y, const unsigned short *yh, int B, int T, int C, int H);
 
 /* the causal mask on rows of T scores (B H T rows, row r is query r % T): -inf past the diagonal */
 cudaError_t gpt_causal_mask_launch(float *s, long long rows, int T);

@@ -69,6 +69,10 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, size_t
     g->o16 = TAKE_BF16(L * N * C), g->lse = TAKE_FLOATS(L * B * H * T);
     g->do16 = TAKE_BF16(N * C), g->dq16 = TAKE_BF16(N * C), g->dk16 = TAKE_BF16(N * C), g->dv16 = TAKE_BF16(N * C);
     g->delta = TAKE_FLOATS(B * H * T), g->dq_acc = TAKE_FLOATS(N * C);
+    g->ln1_16 = TAKE_BF16(L * N * C), g->atty16 = TAKE_BF16(L * N * C), g->ln2_16 = TAKE_BF16(L * N * C);
+    g->pre16 = TAKE_BF16(4 * L * N * C), g->gelu16 = TAKE_BF16(4 * L * N * C), g->lnf16 = TAKE_BF16(N * C);
+    g->qkv16 = TAKE_BF16(3 * N * C), g->dfc16 = TAKE_BF16(4 * N * C), g->dqkv16 = TAKE_BF16(3 * N * C);
+    g->lt_workspace = take(g, GPT_LT_WORKSPACE, count);
     g->params16 = (unsigned short *)take(g, 2 * P, count);
     g->x16 = (unsigned short *)take(g, 2 * N * 4 * C, count), g->d16 = (unsigned short *)take(g, 2 * N * widest, count);
     g->adam = (adamw_state *)take(g, 2 * sizeof(adamw_state), count);
@@ -133,6 +137,7 @@ void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T)
     memset(g, 0, sizeof *g);
     g->c = *c, g->B = B, g->T = T, g->P = gpt_param_count(c);
     CUBLAS_CHECK(cublasCreate(&g->blas));
+    CUBLAS_CHECK(cublasLtCreate(&g->lt));
     device_buffers(g, c, B, T, NULL);
     CUDA_CHECK(cudaMemset(g->adam, 0, 2 * sizeof(adamw_state)));
     CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * g->P));
@@ -147,6 +152,8 @@ void gpt_gpu_free(gpt_gpu *g)
 {
     for (int i = 0; i < g->n_owned; i++) CUDA_CHECK(cudaFree(g->owned[i]));
     CUBLAS_CHECK(cublasDestroy(g->blas));
+    CUBLAS_CHECK(cublasLtDestroy(g->lt));
+    free(g->lt_algos);
     free(g->decayed), free(g->plain);
 }
 
@@ -253,36 +260,54 @@ static void attention_bwd(gpt_gpu *g, int l, float *dqkv, const float *dy, const
 static int flash_forward_version(void) { return attention_unavailable(4) ? 3 : 4; }
 static int flash_backward_version(void) { return attention_bwd_unavailable(4) ? 2 : 4; }
 
-static void attention_fwd_flash(gpt_gpu *g, int l, float *y, const float *qkv, int B, int T)
+void gpt_flash_forward(gpt_gpu *g, int l, int B, int T)
 {
     int C = g->c.channels, H = g->c.heads;
     size_t at = (size_t)l * B * T * C;
     attention_problem p = {g->q16 + at, g->k16 + at, g->v16 + at, g->o16 + at, B, H, T, C / H, 1,
                            g->lse + (size_t)l * B * H * T, NULL};
-    CUDA_CHECK(gpt_split_heads_bf16_launch(g->q16 + at, g->k16 + at, g->v16 + at, qkv, B, T, C, H));
     CUDA_CHECK(attention_prepare(&p));
     CUDA_CHECK(attention_launch(flash_forward_version(), &p));
     attention_release(&p);
+}
+void gpt_flash_backward(gpt_gpu *g, int l, int B, int T)
+{
+    int C = g->c.channels, H = g->c.heads;
+    size_t at = (size_t)l * B * T * C;
+    attention_bwd_problem p = {g->q16 + at, g->k16 + at, g->v16 + at, g->o16 + at, g->do16,
+                               g->lse + (size_t)l * B * H * T, g->dq16, g->dk16, g->dv16, g->delta, g->dq_acc,
+                               B, H, T, C / H, 1, NULL};
+    CUDA_CHECK(attention_bwd_prepare(&p));
+    CUDA_CHECK(attention_bwd_launch(flash_backward_version(), &p));
+    attention_bwd_release(&p);
+}
+/* version 4's attention parts: the fp32 qkv split into bf16 heads, the result merged back to fp32 */
+static void attention_fwd_flash(gpt_gpu *g, int l, float *y, const float *qkv, int B, int T)
+{
+    int C = g->c.channels, H = g->c.heads;
+    size_t at = (size_t)l * B * T * C;
+    CUDA_CHECK(gpt_split_heads_bf16_launch(g->q16 + at, g->k16 + at, g->v16 + at, qkv, B, T, C, H));
+    gpt_flash_forward(g, l, B, T);
     CUDA_CHECK(gpt_merge_heads_bf16_launch(y, g->o16 + at, B, T, C, H));
 }
 static void attention_bwd_flash(gpt_gpu *g, int l, float *dqkv, const float *dy, const float *qkv, int B, int T)
 {
     int C = g->c.channels, H = g->c.heads;
-    size_t at = (size_t)l * B * T * C;
     (void)qkv; /* read as the forward's bf16 heads */
-    attention_bwd_problem p = {g->q16 + at, g->k16 + at, g->v16 + at, g->o16 + at, g->do16,
-                               g->lse + (size_t)l * B * H * T, g->dq16, g->dk16, g->dv16, g->delta, g->dq_acc,
-                               B, H, T, C / H, 1, NULL};
     CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, dy, B, T, C, H));
-    CUDA_CHECK(attention_bwd_prepare(&p));
-    CUDA_CHECK(attention_bwd_launch(flash_backward_version(), &p));
-    attention_bwd_release(&p);
+    gpt_flash_backward(g, l, B, T);
     CUDA_CHECK(gpt_join_qkv_bf16_launch(dqkv, g->dq16, g->dk16, g->dv16, B, T, C, H));
 }
 
-/* the forward of B sequences of T tokens (g->tokens): the activations kept, the logits (N, V);
- * with targets, the cross-entropy's mean loss (g->loss) and its gradient (g->dlogits) too */
 void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss)
+{
+    parts->forward(g, parts, B, T, with_loss);
+}
+void gpt_backward(gpt_gpu *g, const gpt_parts *parts, int B, int T) { parts->backward(g, parts, B, T); }
+
+/* Versions 0-4's forward of B sequences of T tokens (g->tokens): the activations kept, the logits
+ * (N, Vp); with targets, the cross-entropy's mean loss (g->loss) and its gradient (g->dlogits) too */
+static void forward_layers(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss)
 {
     const gpt_config *c = &g->c;
     int N = B * T, C = c->channels;
@@ -314,8 +339,9 @@ void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss
     if (with_loss) parts->loss(g, N);
 }
 
-/* every parameter's gradient into g->grads, from the forward's activations and dlogits */
-void gpt_backward(gpt_gpu *g, const gpt_parts *parts, int B, int T)
+/* versions 0-4's backward: every parameter's gradient into g->grads, from the forward's
+ * activations and dlogits */
+static void backward_layers(gpt_gpu *g, const gpt_parts *parts, int B, int T)
 {
     const gpt_config *c = &g->c;
     int N = B * T, C = c->channels;
@@ -399,22 +425,32 @@ static void adamw_one_launch(gpt_gpu *g, float lr, float wd)
 static void begin_fp32(gpt_gpu *g) { (void)g; }
 static void begin_bf16(gpt_gpu *g) { CUDA_CHECK(gpt_to_bf16_launch(g->params16, g->params, g->P)); }
 
-const gpt_parts gpt_parts_unfused = {loss_unfused,  adamw_per_tensor, begin_fp32,     linear_fwd,     linear_bwd,
-                                     attention_fwd, attention_bwd,    GPT_CHECK_ATOL, GPT_CHECK_RTOL};
-const gpt_parts gpt_parts_fused_loss = {loss_fused,    adamw_per_tensor, begin_fp32,     linear_fwd,     linear_bwd,
-                                        attention_fwd, attention_bwd,    GPT_CHECK_ATOL, GPT_CHECK_RTOL};
-const gpt_parts gpt_parts_adamw_one_launch = {loss_fused,    adamw_one_launch, begin_fp32,     linear_fwd,     linear_bwd,
-                                              attention_fwd, attention_bwd,    GPT_CHECK_ATOL, GPT_CHECK_RTOL};
-const gpt_parts gpt_parts_bf16_products = {loss_fused,    adamw_one_launch, begin_bf16,          linear_fwd_bf16,    linear_bwd_bf16,
-                                           attention_fwd, attention_bwd,    GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
-const gpt_parts gpt_parts_flash_attention = {loss_fused,          adamw_one_launch,    begin_bf16,
-                                             linear_fwd_bf16,     linear_bwd_bf16,     attention_fwd_flash,
-                                             attention_bwd_flash, GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
+const gpt_parts gpt_parts_unfused = {forward_layers, backward_layers, loss_unfused,   adamw_per_tensor,
+                                     begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
+                                     attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL};
+const gpt_parts gpt_parts_fused_loss = {forward_layers, backward_layers, loss_fused,     adamw_per_tensor,
+                                        begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
+                                        attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL};
+const gpt_parts gpt_parts_adamw_one_launch = {forward_layers, backward_layers, loss_fused,     adamw_one_launch,
+                                              begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
+                                              attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL};
+const gpt_parts gpt_parts_bf16_products = {forward_layers, backward_layers,     loss_fused,          adamw_one_launch,
+                                           begin_bf16,     linear_fwd_bf16,     linear_bwd_bf16,     attention_fwd,
+                                           attention_bwd,  GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
+const gpt_parts gpt_parts_flash_attention = {forward_layers,      backward_layers,     loss_fused,
+                                             adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
+                                             linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
+                                             GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
+/* version 5: its own forward and backward (gpt_fused.c), with version 4's loss, AdamW and weights */
+const gpt_parts gpt_parts_fused_epilogues = {gpt_forward_fused,   gpt_backward_fused,  loss_fused,
+                                             adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
+                                             linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
+                                             GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
 
 const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c)
 {
     int hs = c->heads > 0 ? c->channels / c->heads : 0;
-    if (parts->attention == attention_fwd_flash && hs != 64 && hs != 128)
+    if ((parts->attention == attention_fwd_flash || parts->forward == gpt_forward_fused) && hs != 64 && hs != 128)
         return "flash attention takes heads of 64 or 128 channels (C / H)";
     return NULL;
 }

@@ -5,6 +5,7 @@
 #ifndef GPT_MODEL_H
 #define GPT_MODEL_H
 #include <cublas_v2.h>
+#include <cublasLt.h>
 #include "adamw_kernels.h" /* ch11's: adamw_tensor, adamw_state */
 #include "gpt_cpu.h"
 
@@ -48,6 +49,15 @@ typedef struct {
     float *lse;
     unsigned short *do16, *dq16, *dk16, *dv16;
     float *delta, *dq_acc;
+    /* version 5's activations in bf16, kept from the forward for the backward's weight gradients:
+     * the LayerNorms' outputs and the merged heads (L N C each), the fc product before GELU (the
+     * epilogue's aux) and after (L N 4C each), the final LayerNorm's (N C); and scratch: qkv
+     * (N 3C), the fc gradient (N 4C), the qkv gradient (N 3C) */
+    unsigned short *ln1_16, *atty16, *ln2_16, *pre16, *gelu16, *lnf16, *qkv16, *dfc16, *dqkv16;
+    cublasLtHandle_t lt;
+    void *lt_workspace;     /* GPT_LT_WORKSPACE bytes */
+    struct gpt_lt_algo *lt_algos; /* the products' algorithms, chosen once a shape (gpt_fused.c) */
+    int n_lt_algos;
     unsigned short *params16;                    /* bf16 copies for the bf16 products: the parameters */
     unsigned short *x16, *d16;                   /* and a product's input and its gradient (scratch) */
     void *owned[96];                             /* every device buffer above, for gpt_gpu_free */
@@ -81,7 +91,12 @@ void gpt_gpu_free(gpt_gpu *g);
 
 /* What the versions change in a step, part by part: each part a function of gpt_model.c, a
  * version a row of them (gpt.c's table). Parts not listed are version 0's in every version. */
-typedef struct {
+typedef struct gpt_parts gpt_parts;
+struct gpt_parts {
+    /* the forward and the backward: versions 0-4 share theirs, made of the parts below; version
+     * 5 has its own (gpt_fused.c), with the loss, AdamW and begin below */
+    void (*forward)(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss);
+    void (*backward)(gpt_gpu *g, const gpt_parts *parts, int B, int T);
     void (*loss)(gpt_gpu *g, int N);               /* the logits (N, V) -> g->loss, g->dlogits */
     void (*adamw)(gpt_gpu *g, float lr, float wd); /* the clipped gradient -> the parameters */
     void (*begin)(gpt_gpu *g);                     /* before a forward: what the products read */
@@ -94,7 +109,7 @@ typedef struct {
     void (*attention)(gpt_gpu *g, int l, float *y, const float *qkv, int B, int T);
     void (*attention_backward)(gpt_gpu *g, int l, float *dqkv, const float *dy, const float *qkv, int B, int T);
     double check_atol, check_rtol; /* the check's tolerance for this arithmetic (GPT_CHECK_*) */
-} gpt_parts;
+};
 /* NULL when the parts can run a model of config c, else why not (flash attention: heads of 64 or
  * 128 channels, ch11's kernels' two sizes) */
 const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c);
@@ -112,6 +127,21 @@ extern const gpt_parts gpt_parts_bf16_products;
  * gradients, fp32 arithmetic; wgmma and TMA on sm_90a, mma.sync elsewhere): no T x T matrix in
  * memory */
 extern const gpt_parts gpt_parts_flash_attention;
+/* version 5: and the products by cuBLASLt with their epilogues (bias; GELU, keeping its input;
+ * GELU's derivative; the bias gradients; the residual added as C), the activations the backward
+ * reads kept in bf16 from the forward (gpt_fused.c) */
+extern const gpt_parts gpt_parts_fused_epilogues;
+
+/* gpt_fused.c: version 5's forward and backward */
+void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss);
+void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T);
+/* cuBLASLt's workspace, and the most product shapes whose algorithm is kept */
+#define GPT_LT_WORKSPACE ((size_t)32 << 20)
+#define GPT_LT_ALGOS 64
+/* ch11's flash attention on layer l's bf16 heads (q16, k16, v16 -> o16 and the log-sum-exps;
+ * do16 -> dq16, dk16, dv16): versions 4 and 5 */
+void gpt_flash_forward(gpt_gpu *g, int l, int B, int T);
+void gpt_flash_backward(gpt_gpu *g, int l, int B, int T);
 
 /* The forward of B sequences of T tokens (g->tokens, B <= g->B, T <= g->T): the activations kept
  * for the backward, the logits (B T, V); with_loss: the mean cross-entropy against g->targets

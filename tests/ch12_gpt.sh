@@ -21,7 +21,7 @@ gpt_mutant "the causal mask one key too far (forward and backward alike)" \
 # one step of a tiny model against the CPU model, and a short training run that writes text
 bad_input 0 'usage: gpt ' ./gpt --help
 bad_input 2 "unknown argument '--bogus'" ./gpt --bogus
-bad_input 2 "version '5' does not exist (0..4)" ./gpt 5
+bad_input 2 "version '6' does not exist (0..5)" ./gpt 6
 bad_input 2 'no-such-file.txt: No such file or directory' ./gpt --data no-such-file.txt
 bad_input 2 'the file is empty' ./gpt --data ../tests/data/empty.cu
 bad_input 2 'a binary file (a zero byte at offset 5), not text' ./gpt --data ../tests/data/weights_v1.bin
@@ -60,6 +60,9 @@ emu_check emu_gpt 2 2 32 16 37 40 2 bf16_products
 emu_check emu_gpt 2 1 64 20 11 16 2 flash_attention
 emu_check emu_gpt 2 2 128 70 11 16 1 flash_attention
 emu_check emu_gpt 1 1 128 9 7 8 3 flash_attention
+# version 5: the products by cuBLASLt with their epilogues (emulated too: emu_cublaslt.cpp)
+emu_check emu_gpt 2 1 64 20 11 16 2 fused_epilogues
+emu_check emu_gpt 1 1 128 9 7 8 3 fused_epilogues
 EMU_ARGS="1 2 16 8 11 12 2" # small: each bug still shows (the GELU one at 1.5e-4, 5x the tolerance)
 emu_mutant "GELU's derivative of the erf form" gpt_kernels.cu \
     's/dx\[i\] = dout\[i\] \* (0.5f \* (1.0f + t) + 0.5f \* v \* (1.0f - t \* t) \* du);/dx[i] = dout[i] * (0.5f * (1.0f + erff(v * 0.70710678f)) + v * expf(-0.5f * v * v) * 0.39894228f);/' \
@@ -94,4 +97,8 @@ emu_mutant "the flash forward not causal (every query sees every key)" gpt_model
     's/g->o16 + at, B, H, T, C \/ H, 1,/g->o16 + at, B, H, T, C \/ H, 0,/' emu_gpt $FLASH_ARGS flash_attention
 emu_mutant "the flash backward reads the first layer's log-sum-exps in every layer" gpt_model.c \
     's/g->lse + (size_t)l \* B \* H \* T, g->dq16/g->lse, g->dq16/' emu_gpt $FLASH_ARGS flash_attention
+emu_mutant "the fused backward without GELU's derivative (DGELU's epilogue dropped)" gpt_fused.c \
+    's/p.epilogue = CUBLASLT_EPILOGUE_DGELU, p.aux = pre/p.aux = pre/' emu_gpt $FLASH_ARGS fused_epilogues
+emu_mutant "the fused MLP without its residual (C dropped from the last product)" gpt_fused.c \
+    's/p.C = mid; \/\* out = mid + mlp \*\//(void)0;/' emu_gpt $FLASH_ARGS fused_epilogues
 

@@ -418,6 +418,7 @@ emu_mutant_job() {
         dnn_fused_kernels.cu) var=EMU_DNN_FUSED_KERNELS ;;
         gpt_kernels.cu) var=EMU_GPT_KERNELS ;;
         gpt_model.c) var=EMU_GPT_MODEL ;; # ch12's host step code, emulated with its kernels
+        gpt_fused.c) var=EMU_GPT_FUSED ;;
         *.cuh) var="" ;; # a chapter's device header: the kernels built in the mutant's folder include its copy there first
         *) verdict FAIL "$CHAPTER: emulated mutant: $name (no emulation for $file)"; return ;;
     esac

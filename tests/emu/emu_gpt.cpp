@@ -6,7 +6,8 @@
  *   emu_gpt L H C T V Vp B [parts]
  *
  * parts: unfused (version 0's, the default), fused_loss (1), multi_adamw (2), bf16_products (3) or
- * flash_attention (4, ch11's attention kernels emulated too, sm_90a's versions):
+ * flash_attention (4, ch11's attention kernels emulated too, sm_90a's versions) or fused_epilogues
+ * (5, cuBLASLt emulated by emu_cublaslt.cpp):
  * gpt_model.h's rows, each checked within its own tolerance.
  * one step of B sequences of T tokens: the loss, every parameter's gradient, then the update's
  * squared norm, the clipped gradient and the parameters after one AdamW step (the CPU's AdamW on
@@ -96,7 +97,7 @@ static int compare(const char *what, const gpt_config *c, const float *got, cons
 int main(int argc, char **argv)
 {
     if (argc != 8 && argc != 9) {
-        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention]\n");
+        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention|fused_epilogues]\n");
         return 2;
     }
     const char *which = argc > 8 ? argv[8] : "unfused";
@@ -105,10 +106,11 @@ int main(int argc, char **argv)
                              : !strcmp(which, "multi_adamw") ? &gpt_parts_adamw_one_launch
                              : !strcmp(which, "bf16_products") ? &gpt_parts_bf16_products
                              : !strcmp(which, "flash_attention") ? &gpt_parts_flash_attention
+                             : !strcmp(which, "fused_epilogues") ? &gpt_parts_fused_epilogues
                                                                  : nullptr;
     if (!parts) {
         fprintf(stderr, "emu_gpt: parts '%s' unknown (unfused, fused_loss, multi_adamw, bf16_products, "
-                        "flash_attention)\n", which);
+                        "flash_attention, fused_epilogues)\n", which);
         return 2;
     }
     gpt_config c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
