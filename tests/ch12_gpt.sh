@@ -43,6 +43,9 @@ gpu_check ./gpt 0 --quiet --layers 1 --heads 3 --channels 48 --context 37 --batc
 gpu_check ./gpt 4 --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
 gpu_check ./gpt 4 --quiet --layers 1 --heads 1 --channels 128 --context 130 --batch 2 --steps 3 --eval-batches 1
 gpu_expect 2 'flash attention takes heads of 64 or 128 channels' ./gpt 4 --layers 1 --heads 3 --channels 48 --steps 1
+# version 5 (cuBLASLt's epilogues) likewise; the classifier's rows 84 bf16 apart (not 16-byte aligned)
+gpu_check ./gpt 5 --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
+gpu_expect 2 'flash attention takes heads of 64 or 128 channels' ./gpt 5 --layers 1 --heads 2 --channels 48 --steps 1
 gpu_expect 2 'GiB of device memory' ./gpt --layers 96 --heads 64 --channels 8192 --context 4096 --batch 64 --steps 1
 # the whole training step on CPU threads: gpt_model.c as written, over the emulated runtime and
 # cuBLAS, with gpt_kernels.cu and ch11's kernels (tests/emu/emu_gpt.cpp): the loss, every
