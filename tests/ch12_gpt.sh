@@ -61,7 +61,7 @@ emu_check emu_gpt 2 2 32 16 37 40 2 bf16_products
 # flash attention (ch11's kernels, sm_90a's versions, emulated too): heads of 64 and 128 channels,
 # several layers (each its own log-sum-exps), contexts past one tile of keys
 emu_check emu_gpt 2 1 64 20 11 16 2 flash_attention
-emu_check emu_gpt 2 2 128 70 11 16 1 flash_attention
+emu_check emu_gpt 1 2 128 70 7 8 1 flash_attention
 emu_check emu_gpt 1 1 128 9 7 8 3 flash_attention
 # version 5: the products by cuBLASLt with their epilogues (emulated too: emu_cublaslt.cpp)
 emu_check emu_gpt 2 1 64 20 11 16 2 fused_epilogues
@@ -96,7 +96,7 @@ emu_mutant "the one-launch AdamW without the matrices' weight decay" gpt_model.c
 emu_mutant "the bf16 products read the weights one element off" gpt_model.c \
     '0,/const unsigned short \*W16 = g->params16 + (W - g->params);/s//const unsigned short *W16 = g->params16 + (W - g->params) + 1;/' \
     emu_gpt $EMU_ARGS bf16_products
-FLASH_ARGS="2 1 64 20 11 16 2"
+FLASH_ARGS="2 1 64 9 7 8 1" # small: two layers of one head of 64
 emu_mutant "the flash forward not causal (every query sees every key)" gpt_model.c \
     's/g->o16 + at, B, H, T, C \/ H, 1,/g->o16 + at, B, H, T, C \/ H, 0,/' emu_gpt $FLASH_ARGS flash_attention
 emu_mutant "the flash backward reads the first layer's log-sum-exps in every layer" gpt_model.c \
