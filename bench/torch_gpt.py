@@ -223,8 +223,12 @@ def speed(torch, L, H, C, T, B, V):
 
         for _ in range(3):  # torch.compile compiles here, outside the timing
             step()
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
         ms = torch_common.time_ms(torch, step, 10)  # as ./gpt --bench times a step (lb_time_ms)
-        print(f"RESULT prog=gpt name={name} size={size} ms={ms:.4f} tokens_s={B * T / (ms * 1e-3):.0f} check=none")
+        peak = torch.cuda.max_memory_allocated() / 1e9  # the tensors' peak during the timed steps
+        print(f"RESULT prog=gpt name={name} size={size} ms={ms:.4f} tokens_s={B * T / (ms * 1e-3):.0f} "
+              f"peak_gb={peak:.2f} check=none")
         del model, opt
         torch.cuda.empty_cache()
 

@@ -105,7 +105,8 @@ static float schedule(float lr, int s, int warmup, int steps)
 
 /* `n` characters from the model (a string the caller frees): each the next of the last (at most
  * T) tokens, drawn from the softmax of the last position's logits / temperature */
-static char *sample_text(gpt_gpu *g, const unsigned char *chars, int n, float temperature, lb_rng *rng)
+static char *sample_text(gpt_gpu *g, const gpt_parts *parts, const unsigned char *chars, int n, float temperature,
+                         lb_rng *rng)
 {
     int V = g->c.vocab, T = g->T, len = 0;
     int *ctx = lb_host_alloc(sizeof(int) * (size_t)(n + 1), "the sample");
@@ -116,7 +117,7 @@ static char *sample_text(gpt_gpu *g, const unsigned char *chars, int n, float te
     for (int i = 0; i < n; i++) {
         int t = len < T ? len : T, *window = ctx + len - t;
         CUDA_CHECK(cudaMemcpy(g->tokens, window, sizeof(int) * t, cudaMemcpyHostToDevice));
-        gpt_forward(g, &gpt_parts_unfused, 1, t, 0); /* no loss: every version's forward alike */
+        gpt_forward(g, parts, 1, t, 0); /* the trained version's forward, without the loss */
         CUDA_CHECK(cudaMemcpy(logits, g->logits + (size_t)(t - 1) * g->c.vocab_padded, sizeof(float) * V,
                               cudaMemcpyDeviceToHost));
         double m = -INFINITY, sum = 0.0;
@@ -158,7 +159,7 @@ static int check_step(const gpt_config *c, int B, int T, unsigned long long seed
     if (isnan(want_loss)) lb_die(LB_EXIT_USAGE, "gpt: %s", err);
 
     gpt_gpu g;
-    gpt_gpu_alloc(&g, c, B, T);
+    gpt_gpu_alloc(&g, c, B, T, version_parts[ver]->buffers);
     CUDA_CHECK(cudaMemcpy(g.params, h_p, sizeof(float) * P, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(g.tokens, tok, sizeof(int) * N, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(g.targets, tgt, sizeof(int) * N, cudaMemcpyHostToDevice));
@@ -420,9 +421,16 @@ int main(int argc, char **argv)
     else
         for (ver = GPT_VERSIONS - 1; ver > 0 && (versions[ver].min_sm > gpu.cc || gpt_parts_unavailable(version_parts[ver], &c));)
             ver--;
-    lb_require_device_memory(gpt_device_bytes(&c, B, T), "the model, its gradients, AdamW's moments and the activations");
+    /* the buffers of the version that trains, or of every version --bench times */
+    unsigned buffers = version_parts[ver]->buffers;
+    if (o.bench && args.version < 0)
+        for (int v = 0; v < GPT_VERSIONS; v++)
+            if (versions[v].min_sm <= gpu.cc && !gpt_parts_unavailable(version_parts[v], &c))
+                buffers |= version_parts[v]->buffers;
+    lb_require_device_memory(gpt_device_bytes(&c, B, T, buffers),
+                             "the model, its gradients, AdamW's moments and the activations");
     gpt_gpu g;
-    gpt_gpu_alloc(&g, &c, B, T);
+    gpt_gpu_alloc(&g, &c, B, T, buffers);
     size_t P = g.P;
     float *h_params = lb_host_alloc(sizeof(float) * P, "the parameters");
     /* three streams from the seed: the initial parameters and the samples (seed), the training
@@ -445,8 +453,9 @@ int main(int argc, char **argv)
         memcpy(ck.chars, text.chars, sizeof ck.chars);
     }
     if (!args.quiet)
-        printf("gpt: L%d H%d C%d T%d, vocabulary %d, %.2f M parameters; batch %d x %d; %s (%s), seed %llu\n", c.layers,
-               c.heads, c.channels, c.context, c.vocab, P / 1e6, B, T, gpu.prop.name, gpu.sm, args.seed);
+        printf("gpt: L%d H%d C%d T%d, vocabulary %d, %.2f M parameters; batch %d x %d; %.2f GB of device memory; %s "
+               "(%s), seed %llu\n", c.layers, c.heads, c.channels, c.context, c.vocab, P / 1e6, B, T,
+               gpt_device_bytes(&c, B, T, buffers) / 1e9, gpu.prop.name, gpu.sm, args.seed);
 
     if (o.bench) return bench(&program, &args, &gpu, &g, h_params, B, T, o.synthetic ? NULL : &text, &batches, &o);
     if (o.grads[0]) { /* the first training batch's loss and gradient, for bench/torch_gpt.py compare */
@@ -519,7 +528,7 @@ int main(int argc, char **argv)
         free(m), free(v);
         if (!args.quiet) printf("gpt: saved %s (step %lld)\n", o.save, (long long)ck.step);
     }
-    char *sample = o.sample > 0 ? sample_text(&g, ck.chars, (int)o.sample, (float)o.temperature, &rng) : NULL;
+    char *sample = o.sample > 0 ? sample_text(&g, version_parts[ver], ck.chars, (int)o.sample, (float)o.temperature, &rng) : NULL;
     if (sample && !args.quiet) printf("%s\n", sample);
     if (args.quiet) { /* one line: the run, and the sample's start with its newlines shown as | */
         printf("gpt: %lld steps, loss %.4f, validation loss %.4f, %.0f tokens/s", o.steps, last_loss, val,

@@ -40,42 +40,56 @@ static void *take(gpt_gpu *g, size_t bytes, size_t *count)
 #define TAKE_BF16(n) ((unsigned short *)take(g, 2 * (n), count))
 
 /* Every device buffer of a model of config c and batches of up to B x T, in one place: allocated
- * by gpt_gpu_alloc, counted by gpt_device_bytes */
-static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, size_t *count)
+ * by gpt_gpu_alloc, counted by gpt_device_bytes. The groups of GPT_BUFFERS_* only where `wanted`
+ * asks for them (a version's parts say which it reads: gpt_parts.buffers); the others NULL. */
+static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, unsigned wanted, size_t *count)
 {
     size_t L = (size_t)c->layers, N = (size_t)B * T, C = (size_t)c->channels, H = (size_t)c->heads;
     size_t att = (size_t)B * H * T * T, P = gpt_param_count(c);
     size_t Vp = (size_t)c->vocab_padded; /* the logits' rows: V used, padded to Vp so that products stay aligned */
     size_t widest = 4 * C > Vp ? 4 * C : Vp; /* a product's widest input or output: 4C, or the logits' Vp */
+    /* every version's: the parameters and the optimizer, the residual stream, the LayerNorms, the
+     * logits, the backward's row-sized scratch */
     g->params = TAKE_FLOATS(P), g->grads = TAKE_FLOATS(P), g->m = TAKE_FLOATS(P), g->v = TAKE_FLOATS(P);
     g->tokens = (int *)take(g, sizeof(int) * N, count), g->targets = (int *)take(g, sizeof(int) * N, count);
     g->res = TAKE_FLOATS((L + 1) * N * C), g->mid = TAKE_FLOATS(L * N * C);
     g->ln1 = TAKE_FLOATS(L * N * C), g->ln2 = TAKE_FLOATS(L * N * C);
     g->mean1 = TAKE_FLOATS(L * N), g->rstd1 = TAKE_FLOATS(L * N), g->mean2 = TAKE_FLOATS(L * N), g->rstd2 = TAKE_FLOATS(L * N);
-    g->qkv = TAKE_FLOATS(3 * L * N * C), g->att = TAKE_FLOATS(L * att), g->atty = TAKE_FLOATS(L * N * C);
-    g->fch = TAKE_FLOATS(4 * L * N * C), g->gelu = TAKE_FLOATS(4 * L * N * C);
     g->lnf = TAKE_FLOATS(N * C), g->meanf = TAKE_FLOATS(N), g->rstdf = TAKE_FLOATS(N);
-    g->logits = TAKE_FLOATS(N * Vp), g->dlogits = TAKE_FLOATS(N * Vp), g->probs = TAKE_FLOATS(N * Vp);
+    g->logits = TAKE_FLOATS(N * Vp), g->dlogits = TAKE_FLOATS(N * Vp);
     g->column_part = TAKE_FLOATS((N + GPT_COLUMN_SLAB - 1) / GPT_COLUMN_SLAB * 4 * C);
     g->loss = TAKE_FLOATS(1), g->row_loss = TAKE_FLOATS(N);
     g->d = TAKE_FLOATS(N * C), g->dmid = TAKE_FLOATS(N * C), g->dln = TAKE_FLOATS(N * C), g->datty = TAKE_FLOATS(N * C);
-    g->dqkv = TAKE_FLOATS(3 * N * C), g->dfc = TAKE_FLOATS(4 * N * C), g->dgelu = TAKE_FLOATS(4 * N * C);
-    g->q = TAKE_FLOATS(N * C), g->k = TAKE_FLOATS(N * C), g->vh = TAKE_FLOATS(N * C), g->yh = TAKE_FLOATS(N * C);
-    g->dq = TAKE_FLOATS(N * C), g->dk = TAKE_FLOATS(N * C), g->dv = TAKE_FLOATS(N * C), g->dyh = TAKE_FLOATS(N * C);
-    g->scores = TAKE_FLOATS(att);
     g->ln_partial = TAKE_FLOATS(2 * ((N + LN_ROWS_PER_GROUP - 1) / LN_ROWS_PER_GROUP + 1) * C);
     g->sumsq = TAKE_FLOATS(1);
-    g->q16 = TAKE_BF16(L * N * C), g->k16 = TAKE_BF16(L * N * C), g->v16 = TAKE_BF16(L * N * C);
-    g->o16 = TAKE_BF16(L * N * C), g->lse = TAKE_FLOATS(L * B * H * T);
-    g->do16 = TAKE_BF16(N * C), g->dq16 = TAKE_BF16(N * C), g->dk16 = TAKE_BF16(N * C), g->dv16 = TAKE_BF16(N * C);
-    g->delta = TAKE_FLOATS(B * H * T), g->dq_acc = TAKE_FLOATS(N * C);
-    g->ln1_16 = TAKE_BF16(L * N * C), g->atty16 = TAKE_BF16(L * N * C), g->ln2_16 = TAKE_BF16(L * N * C);
-    g->pre16 = TAKE_BF16(4 * L * N * C), g->gelu16 = TAKE_BF16(4 * L * N * C), g->lnf16 = TAKE_BF16(N * C);
-    g->qkv16 = TAKE_BF16(3 * N * C), g->dfc16 = TAKE_BF16(4 * N * C), g->dqkv16 = TAKE_BF16(3 * N * C);
-    g->lt_workspace = take(g, GPT_LT_WORKSPACE, count);
-    g->params16 = (unsigned short *)take(g, 2 * P, count);
-    g->x16 = (unsigned short *)take(g, 2 * N * 4 * C, count), g->d16 = (unsigned short *)take(g, 2 * N * widest, count);
     g->adam = (adamw_state *)take(g, 2 * sizeof(adamw_state), count);
+    if (wanted & GPT_BUFFERS_PROBS) g->probs = TAKE_FLOATS(N * Vp);
+    if (wanted & GPT_BUFFERS_FP32_LAYERS) {
+        g->qkv = TAKE_FLOATS(3 * L * N * C), g->atty = TAKE_FLOATS(L * N * C);
+        g->fch = TAKE_FLOATS(4 * L * N * C), g->gelu = TAKE_FLOATS(4 * L * N * C);
+        g->dqkv = TAKE_FLOATS(3 * N * C), g->dfc = TAKE_FLOATS(4 * N * C), g->dgelu = TAKE_FLOATS(4 * N * C);
+    }
+    if (wanted & GPT_BUFFERS_SCORES) {
+        g->att = TAKE_FLOATS(L * att), g->scores = TAKE_FLOATS(att);
+        g->q = TAKE_FLOATS(N * C), g->k = TAKE_FLOATS(N * C), g->vh = TAKE_FLOATS(N * C), g->yh = TAKE_FLOATS(N * C);
+        g->dq = TAKE_FLOATS(N * C), g->dk = TAKE_FLOATS(N * C), g->dv = TAKE_FLOATS(N * C), g->dyh = TAKE_FLOATS(N * C);
+    }
+    if (wanted & GPT_BUFFERS_BF16_PRODUCTS) {
+        g->params16 = TAKE_BF16(P);
+        g->x16 = TAKE_BF16(N * 4 * C), g->d16 = TAKE_BF16(N * widest);
+    }
+    if (wanted & GPT_BUFFERS_FLASH) {
+        g->q16 = TAKE_BF16(L * N * C), g->k16 = TAKE_BF16(L * N * C), g->v16 = TAKE_BF16(L * N * C);
+        g->o16 = TAKE_BF16(L * N * C), g->lse = TAKE_FLOATS(L * B * H * T);
+        g->do16 = TAKE_BF16(N * C), g->dq16 = TAKE_BF16(N * C), g->dk16 = TAKE_BF16(N * C), g->dv16 = TAKE_BF16(N * C);
+        g->delta = TAKE_FLOATS(B * H * T), g->dq_acc = TAKE_FLOATS(N * C);
+    }
+    if (wanted & GPT_BUFFERS_FUSED) {
+        g->ln1_16 = TAKE_BF16(L * N * C), g->atty16 = TAKE_BF16(L * N * C), g->ln2_16 = TAKE_BF16(L * N * C);
+        g->pre16 = TAKE_BF16(4 * L * N * C), g->gelu16 = TAKE_BF16(4 * L * N * C), g->lnf16 = TAKE_BF16(N * C);
+        g->qkv16 = TAKE_BF16(3 * N * C), g->dfc16 = TAKE_BF16(4 * N * C), g->dqkv16 = TAKE_BF16(3 * N * C);
+        g->lt_workspace = take(g, GPT_LT_WORKSPACE, count);
+    }
     /* AdamW's tensor lists and chunk tables (adam_groups): a chunk at least every ADAMW_CHUNK elements
      * of each tensor, at most one more a tensor */
     size_t tensors = gpt_tensor_count(c), chunks = P / (size_t)adamw_chunk_size() + tensors;
@@ -84,12 +98,12 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, size_t
 #undef TAKE_FLOATS
 #undef TAKE_BF16
 
-size_t gpt_device_bytes(const gpt_config *c, int B, int T)
+size_t gpt_device_bytes(const gpt_config *c, int B, int T, unsigned buffers)
 {
     gpt_gpu counting;
     size_t bytes = 0;
     memset(&counting, 0, sizeof counting);
-    device_buffers(&counting, c, B, T, &bytes);
+    device_buffers(&counting, c, B, T, buffers, &bytes);
     return bytes;
 }
 
@@ -132,13 +146,13 @@ static void adam_groups(gpt_gpu *g)
     }
 }
 
-void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T)
+void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T, unsigned buffers)
 {
     memset(g, 0, sizeof *g);
-    g->c = *c, g->B = B, g->T = T, g->P = gpt_param_count(c);
+    g->c = *c, g->B = B, g->T = T, g->P = gpt_param_count(c), g->buffers = buffers;
     CUBLAS_CHECK(cublasCreate(&g->blas));
     CUBLAS_CHECK(cublasLtCreate(&g->lt));
-    device_buffers(g, c, B, T, NULL);
+    device_buffers(g, c, B, T, buffers, NULL);
     CUDA_CHECK(cudaMemset(g->adam, 0, 2 * sizeof(adamw_state)));
     CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * g->P));
     CUDA_CHECK(cudaMemset(g->v, 0, sizeof(float) * g->P));
@@ -301,6 +315,7 @@ static void attention_bwd_flash(gpt_gpu *g, int l, float *dqkv, const float *dy,
 
 void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss)
 {
+    if (parts->buffers & ~g->buffers) lb_die(LB_EXIT_USAGE, "gpt: a version's buffers were not allocated (gpt_gpu_alloc)");
     parts->forward(g, parts, B, T, with_loss);
 }
 void gpt_backward(gpt_gpu *g, const gpt_parts *parts, int B, int T) { parts->backward(g, parts, B, T); }
@@ -427,25 +442,31 @@ static void begin_bf16(gpt_gpu *g) { CUDA_CHECK(gpt_to_bf16_launch(g->params16, 
 
 const gpt_parts gpt_parts_unfused = {forward_layers, backward_layers, loss_unfused,   adamw_per_tensor,
                                      begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
-                                     attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL};
+                                     attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL,
+                                     GPT_BUFFERS_PROBS | GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES};
 const gpt_parts gpt_parts_fused_loss = {forward_layers, backward_layers, loss_fused,     adamw_per_tensor,
                                         begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
-                                        attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL};
+                                        attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL,
+                                        GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES};
 const gpt_parts gpt_parts_adamw_one_launch = {forward_layers, backward_layers, loss_fused,     adamw_one_launch,
                                               begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
-                                              attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL};
+                                              attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL,
+                                              GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES};
 const gpt_parts gpt_parts_bf16_products = {forward_layers, backward_layers,     loss_fused,          adamw_one_launch,
                                            begin_bf16,     linear_fwd_bf16,     linear_bwd_bf16,     attention_fwd,
-                                           attention_bwd,  GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
+                                           attention_bwd,  GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
+                                           GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES | GPT_BUFFERS_BF16_PRODUCTS};
 const gpt_parts gpt_parts_flash_attention = {forward_layers,      backward_layers,     loss_fused,
                                              adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
                                              linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
-                                             GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
+                                             GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
+                                             GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH};
 /* version 5: its own forward and backward (gpt_fused.c), with version 4's loss, AdamW and weights */
 const gpt_parts gpt_parts_fused_epilogues = {gpt_forward_fused,   gpt_backward_fused,  loss_fused,
                                              adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
                                              linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
-                                             GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16};
+                                             GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
+                                             GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED};
 
 const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c)
 {

@@ -19,6 +19,7 @@ extern "C" {
 typedef struct {
     gpt_config c;
     int B, T; /* the largest batch and sequence the buffers hold */
+    unsigned buffers; /* the groups of GPT_BUFFERS_* allocated (the others' pointers NULL) */
     size_t P;
     cublasHandle_t blas;
     float *params, *grads, *m, *v;
@@ -82,11 +83,23 @@ typedef struct {
 #define GPT_CHECK_ATOL_BF16 5e-2
 #define GPT_CHECK_RTOL_BF16 5e-2
 
+/* The buffers beyond every version's (the parameters, the optimizer, the residual stream, the
+ * LayerNorms, the logits), in groups, each allocated only for versions that read it (a version's
+ * gpt_parts.buffers; --bench and --check: the union), so that training with one version takes
+ * only its own memory: at GPT-2's shape version 0's attention probabilities alone are 4.8 GB. */
+enum {
+    GPT_BUFFERS_PROBS = 1,         /* cross-entropy version 1's probabilities (N Vp) */
+    GPT_BUFFERS_FP32_LAYERS = 2,   /* qkv, attention's output, the MLP's layers in fp32, a layer each */
+    GPT_BUFFERS_SCORES = 4,        /* attention the library way: the probabilities (L B H T^2), heads */
+    GPT_BUFFERS_BF16_PRODUCTS = 8, /* the bf16 weights and a product's operands */
+    GPT_BUFFERS_FLASH = 16,        /* flash attention's bf16 heads, log-sum-exps and scratch */
+    GPT_BUFFERS_FUSED = 32,        /* version 5's bf16 activations and cuBLASLt's workspace */
+};
 /* device bytes gpt_gpu_alloc asks for, for the check before it */
-size_t gpt_device_bytes(const gpt_config *c, int B, int T);
-/* every buffer for batches of up to B sequences of up to T tokens; AdamW's moments and step count
- * zero. Exits on a CUDA or cuBLAS error. */
-void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T);
+size_t gpt_device_bytes(const gpt_config *c, int B, int T, unsigned buffers);
+/* every version's buffers and the groups `buffers` names, for batches of up to B sequences of up
+ * to T tokens; AdamW's moments and step count zero. Exits on a CUDA or cuBLAS error. */
+void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T, unsigned buffers);
 void gpt_gpu_free(gpt_gpu *g);
 
 /* What the versions change in a step, part by part: each part a function of gpt_model.c, a
@@ -109,6 +122,7 @@ struct gpt_parts {
     void (*attention)(gpt_gpu *g, int l, float *y, const float *qkv, int B, int T);
     void (*attention_backward)(gpt_gpu *g, int l, float *dqkv, const float *dy, const float *qkv, int B, int T);
     double check_atol, check_rtol; /* the check's tolerance for this arithmetic (GPT_CHECK_*) */
+    unsigned buffers;              /* the groups of GPT_BUFFERS_* it reads and writes */
 };
 /* NULL when the parts can run a model of config c, else why not (flash attention: heads of 64 or
  * 128 channels, ch11's kernels' two sizes) */

@@ -131,7 +131,7 @@ int main(int argc, char **argv)
     double want_loss = gpt_model_cpu(&c, dp.data(), tok.data(), tgt.data(), B, T, dg.data(), &err);
 
     gpt_gpu g;
-    gpt_gpu_alloc(&g, &c, B, T);
+    gpt_gpu_alloc(&g, &c, B, T, parts->buffers); /* only its own: a buffer it reads unallocated is NULL */
     memcpy(g.params, p.data(), 4 * P);
     memcpy(g.tokens, tok.data(), 4 * (size_t)N);
     memcpy(g.targets, tgt.data(), 4 * (size_t)N);
