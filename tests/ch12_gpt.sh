@@ -89,7 +89,8 @@ gpu_check ./gpt --synthetic --layers 2 --context 256 --batch 4 --steps 3
 # PyTorch's side: its batch generator is ./gpt's (no torch needed), and bad arguments exit 2
 run_case "$CHAPTER: torch_gpt.py draws ./gpt's batches" 0 "selftest PASS" "" python3 ../bench/torch_gpt.py selftest
 bad_input 2 'H must divide C (got 12,5,768,1024,8)' python3 ../bench/torch_gpt.py speed 12,5,768,1024,8
-bad_input 2 "the first argument is speed, compare or selftest (got 'bogus')" python3 ../bench/torch_gpt.py bogus
+bad_input 2 "the first argument is speed, compare, train or selftest (got 'bogus')" python3 ../bench/torch_gpt.py bogus
+bad_input 2 'train takes START END DATA SEED B LR WARMUP WD CLIP EVAL_BATCHES fp32|bf16' python3 ../bench/torch_gpt.py train a.ckpt b.ckpt
 bad_input 2 'compare takes CKPT GRADS DATA SEED' python3 ../bench/torch_gpt.py compare a.ckpt
 emu_mutant "the one-launch AdamW without the matrices' weight decay" gpt_model.c \
     's/g->n_decayed, g->n_chunks_decayed, wd,/g->n_decayed, g->n_chunks_decayed, 0.0f,/' emu_gpt $EMU_ARGS multi_adamw
