@@ -62,13 +62,21 @@ static const lb_version versions[] = {
     {3, "bf16_products", "+ layers' products in bf16", 80, run_parts},
     {4, "flash_attention", "+ ch11's flash attention, bf16", 80, run_parts},
     {5, "fused_epilogues", "+ cuBLASLt epilogues, bf16 kept", 80, run_parts},
+    {6, "fast_rows", "+ ch11's one-read LN and loss", 80, run_parts},
 };
 static const gpt_parts *const version_parts[] = {&gpt_parts_unfused,       &gpt_parts_fused_loss,
                                                  &gpt_parts_adamw_one_launch, &gpt_parts_bf16_products,
-                                                 &gpt_parts_flash_attention, &gpt_parts_fused_epilogues};
+                                                 &gpt_parts_flash_attention, &gpt_parts_fused_epilogues,
+                                                 &gpt_parts_fast_rows};
 _Static_assert(sizeof versions / sizeof versions[0] == sizeof version_parts / sizeof version_parts[0],
                "one gpt_parts row for each version");
 #define GPT_VERSIONS ((int)(sizeof versions / sizeof versions[0]))
+
+/* NULL when version v's parts can run a model of config c on this GPU, else why not */
+static const char *version_unavailable(int v, const gpt_config *c, const lb_gpu *gpu)
+{
+    return gpt_parts_unavailable(version_parts[v], c, gpu->prop.sharedMemPerBlockOptin);
+}
 
 /* ---------------------------------------------------------------- parameters, schedule, sampling */
 
@@ -272,7 +280,7 @@ static int bench(const lb_program *program, const lb_args *args, const lb_gpu *g
     lb_report_table(&rep, size, NULL);
     gpt_step_job job = {g, B, T, (float)o->lr, (float)o->wd, (float)o->clip, GPT_STEP, NULL, 0, 0};
     for (int v = 0; v < GPT_VERSIONS; v++) {
-        if (!lb_version_runs(program, args, gpu, v, gpt_parts_unavailable(version_parts[v], &g->c))) continue;
+        if (!lb_version_runs(program, args, gpu, v, version_unavailable(v, &g->c, gpu))) continue;
         job.parts = version_parts[v];
         CUDA_CHECK(cudaMemcpy(g->params, h_params, sizeof(float) * g->P, cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * g->P));
@@ -417,15 +425,15 @@ int main(int argc, char **argv)
     /* the version asked for (exit 2 if this GPU is too old for it), else the last this GPU runs */
     int ver = args.version;
     if (ver >= 0)
-        lb_version_runs(&program, &args, &gpu, ver, gpt_parts_unavailable(version_parts[ver], &c));
+        lb_version_runs(&program, &args, &gpu, ver, version_unavailable(ver, &c, &gpu));
     else
-        for (ver = GPT_VERSIONS - 1; ver > 0 && (versions[ver].min_sm > gpu.cc || gpt_parts_unavailable(version_parts[ver], &c));)
+        for (ver = GPT_VERSIONS - 1; ver > 0 && (versions[ver].min_sm > gpu.cc || version_unavailable(ver, &c, &gpu));)
             ver--;
     /* the buffers of the version that trains, or of every version --bench times */
     unsigned buffers = version_parts[ver]->buffers;
     if (o.bench && args.version < 0)
         for (int v = 0; v < GPT_VERSIONS; v++)
-            if (versions[v].min_sm <= gpu.cc && !gpt_parts_unavailable(version_parts[v], &c))
+            if (versions[v].min_sm <= gpu.cc && !version_unavailable(v, &c, &gpu))
                 buffers |= version_parts[v]->buffers;
     lb_require_device_memory(gpt_device_bytes(&c, B, T, buffers),
                              "the model, its gradients, AdamW's moments and the activations");

@@ -98,24 +98,26 @@ static void lt_run(gpt_gpu *g, const lt_product *p)
         cublasLtMatmulPreference_t pref;
         size_t ws = GPT_LT_WORKSPACE;
         CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+        CUBLAS_CHECK(
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
         cublasLtMatmulHeuristicResult_t found;
         int n_found = 0;
         CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(g->lt, op, a, b, d, d, pref, 1, &found, &n_found));
         CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
         if (n_found < 1)
-            lb_die(LB_EXIT_CUDA, "gpt: cuBLASLt has no algorithm for a %d x %d x %d product with epilogue %d", p->m, p->n,
-                   p->k, (int)p->epilogue);
+            lb_die(LB_EXIT_CUDA, "gpt: cuBLASLt has no algorithm for a %d x %d x %d product with epilogue %d", p->m,
+                   p->n, p->k, (int)p->epilogue);
         if (!g->lt_algos) g->lt_algos = lb_host_alloc(sizeof *g->lt_algos * GPT_LT_ALGOS, "cuBLASLt's algorithms");
         if (g->n_lt_algos == GPT_LT_ALGOS) g->n_lt_algos = 0; /* full: start over (a run has ~12 shapes) */
         struct gpt_lt_algo *keep = &g->lt_algos[g->n_lt_algos++];
-        *keep = (struct gpt_lt_algo){p->ta, p->tb, p->m, p->n, p->k, p->lda, p->ldb, p->ldd, p->d_type, p->C != NULL,
-                                     p->epilogue, found.algo};
+        *keep = (struct gpt_lt_algo){p->ta,  p->tb,  p->m,      p->n,         p->k,        p->lda,
+                                     p->ldb, p->ldd, p->d_type, p->C != NULL, p->epilogue, found.algo};
         algo = &keep->algo;
     }
     const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasLtMatmul(g->lt, op, &one, p->A, a, p->B, b, p->C ? &one : &zero, p->C ? (const void *)p->C : p->D,
-                                d, p->D, d, algo, g->lt_workspace, GPT_LT_WORKSPACE, 0));
+    CUBLAS_CHECK(cublasLtMatmul(g->lt, op, &one, p->A, a, p->B, b, p->C ? &one : &zero,
+                                p->C ? (const void *)p->C : p->D, d, p->D, d, algo, g->lt_workspace, GPT_LT_WORKSPACE,
+                                0));
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(a));
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(b));
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(d));
@@ -130,18 +132,19 @@ static lt_product forward_product(const unsigned short *x, const unsigned short 
                                   int N, int I, int O)
 {
     return (lt_product){CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, W, x, I, I, out, type, O, NULL, CUBLASLT_EPILOGUE_DEFAULT,
-                        NULL, NULL, 0};
+                        NULL,        NULL,        0};
 }
 static lt_product dx_product(const unsigned short *dout, const unsigned short *W, void *dx, cudaDataType_t type, int N,
                              int I, int O)
 {
     return (lt_product){CUBLAS_OP_N, CUBLAS_OP_N, I, N, O, W, dout, I, O, dx, type, I, NULL, CUBLASLT_EPILOGUE_DEFAULT,
-                        NULL, NULL, 0};
+                        NULL,        NULL,        0};
 }
 static lt_product dw_product(const unsigned short *dout, const unsigned short *x, float *dW, int N, int I, int O)
 {
-    return (lt_product){CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, x, dout, I, O, dW, CUDA_R_32F, I, NULL,
-                        CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0};
+    return (lt_product){CUBLAS_OP_N, CUBLAS_OP_T, I,  O,          N, x,    dout,
+                        I,           O,           dW, CUDA_R_32F, I, NULL, CUBLASLT_EPILOGUE_DEFAULT,
+                        NULL,        NULL,        0};
 }
 
 /* ---------------------------------------------------------------- the step */
@@ -156,28 +159,30 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
     int N = B * T, C = c->channels, H = c->heads;
     size_t NC = (size_t)N * C;
     parts->begin(g); /* the weights (and biases) in bf16 */
-    CUDA_CHECK(gpt_embed_launch(g->res, g->tokens, g->params + gpt_offset_wte(c), g->params + gpt_offset_wpe(c), B, T, C));
+    CUDA_CHECK(
+        gpt_embed_launch(g->res, g->tokens, g->params + gpt_offset_wte(c), g->params + gpt_offset_wpe(c), B, T, C));
     for (int l = 0; l < c->layers; l++) {
         float *x = g->res + l * NC, *mid = g->mid + l * NC, *out = g->res + (l + 1) * NC;
         unsigned short *ln1 = g->ln1_16 + l * NC, *atty = g->atty16 + l * NC, *ln2 = g->ln2_16 + l * NC;
         unsigned short *pre = g->pre16 + l * 4 * NC, *h = g->gelu16 + l * 4 * NC;
         size_t heads = (size_t)l * NC; /* layer l's bf16 heads */
         /* attention */
-        CUDA_CHECK(layernorm_forward_launch(1, x, P32(g, l, GPT_LN1_W), P32(g, l, GPT_LN1_B), g->ln1 + l * NC,
-                                            g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N, N, C));
+        CUDA_CHECK(layernorm_forward_launch(parts->layernorm_version, x, P32(g, l, GPT_LN1_W), P32(g, l, GPT_LN1_B),
+                                            g->ln1 + l * NC, g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N, N, C));
         CUDA_CHECK(gpt_to_bf16_launch(ln1, g->ln1 + l * NC, NC));
         lt_product p = forward_product(ln1, P16(g, l, GPT_QKV_W), g->qkv16, BF16, N, C, 3 * C);
         p.epilogue = CUBLASLT_EPILOGUE_BIAS, p.bias = P16(g, l, GPT_QKV_B);
         lt_run(g, &p);
-        CUDA_CHECK(gpt_split_heads_bf16_bf16_launch(g->q16 + heads, g->k16 + heads, g->v16 + heads, g->qkv16, B, T, C, H));
+        CUDA_CHECK(
+            gpt_split_heads_bf16_bf16_launch(g->q16 + heads, g->k16 + heads, g->v16 + heads, g->qkv16, B, T, C, H));
         gpt_flash_forward(g, l, B, T);
         CUDA_CHECK(gpt_merge_heads_bf16_bf16_launch(atty, g->o16 + heads, B, T, C, H));
         p = forward_product(atty, P16(g, l, GPT_PROJ_W), mid, CUDA_R_32F, N, C, C);
         p.epilogue = CUBLASLT_EPILOGUE_BIAS, p.bias = P32(g, l, GPT_PROJ_B), p.C = x; /* mid = x + proj(y) */
         lt_run(g, &p);
         /* the MLP */
-        CUDA_CHECK(layernorm_forward_launch(1, mid, P32(g, l, GPT_LN2_W), P32(g, l, GPT_LN2_B), g->ln2 + l * NC,
-                                            g->mean2 + (size_t)l * N, g->rstd2 + (size_t)l * N, N, C));
+        CUDA_CHECK(layernorm_forward_launch(parts->layernorm_version, mid, P32(g, l, GPT_LN2_W), P32(g, l, GPT_LN2_B),
+                                            g->ln2 + l * NC, g->mean2 + (size_t)l * N, g->rstd2 + (size_t)l * N, N, C));
         CUDA_CHECK(gpt_to_bf16_launch(ln2, g->ln2 + l * NC, NC));
         p = forward_product(ln2, P16(g, l, GPT_FC_W), h, BF16, N, C, 4 * C);
         p.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS, p.bias = P16(g, l, GPT_FC_B), p.aux = pre, p.aux_ld = 4 * C;
@@ -186,11 +191,13 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
         p.epilogue = CUBLASLT_EPILOGUE_BIAS, p.bias = P32(g, l, GPT_FCPROJ_B), p.C = mid; /* out = mid + mlp */
         lt_run(g, &p);
     }
-    CUDA_CHECK(layernorm_forward_launch(1, g->res + (size_t)c->layers * NC, g->params + gpt_offset_lnf(c, 0),
-                                        g->params + gpt_offset_lnf(c, 1), g->lnf, g->meanf, g->rstdf, N, C));
+    CUDA_CHECK(layernorm_forward_launch(parts->layernorm_version, g->res + (size_t)c->layers * NC,
+                                        g->params + gpt_offset_lnf(c, 0), g->params + gpt_offset_lnf(c, 1), g->lnf,
+                                        g->meanf, g->rstdf, N, C));
     CUDA_CHECK(gpt_to_bf16_launch(g->lnf16, g->lnf, NC));
     /* the classifier, tied to wte: all Vp rows, fp32 logits for the loss */
-    lt_product p = forward_product(g->lnf16, g->params16 + gpt_offset_wte(c), g->logits, CUDA_R_32F, N, C, c->vocab_padded);
+    lt_product p =
+        forward_product(g->lnf16, g->params16 + gpt_offset_wte(c), g->logits, CUDA_R_32F, N, C, c->vocab_padded);
     lt_run(g, &p);
     if (with_loss) parts->loss(g, N);
 }

@@ -333,20 +333,20 @@ static void forward_layers(gpt_gpu *g, const gpt_parts *parts, int B, int T, int
         float *x = g->res + l * NC, *ln1 = g->ln1 + l * NC, *qkv = g->qkv + l * 3 * NC, *atty = g->atty + l * NC;
         float *mid = g->mid + l * NC, *ln2 = g->ln2 + l * NC, *fch = g->fch + l * 4 * NC, *gelu = g->gelu + l * 4 * NC;
         float *out = g->res + (l + 1) * NC;
-        CUDA_CHECK(layernorm_forward_launch(1, x, PARAM(g, l, GPT_LN1_W), PARAM(g, l, GPT_LN1_B), ln1,
+        CUDA_CHECK(layernorm_forward_launch(parts->layernorm_version, x, PARAM(g, l, GPT_LN1_W), PARAM(g, l, GPT_LN1_B), ln1,
                                             g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N, N, C));
         linear_bias_fwd(g, parts, qkv, ln1, PARAM(g, l, GPT_QKV_W), PARAM(g, l, GPT_QKV_B), N, C, 3 * C);
         parts->attention(g, l, atty, qkv, B, T);
         linear_bias_fwd(g, parts, mid, atty, PARAM(g, l, GPT_PROJ_W), PARAM(g, l, GPT_PROJ_B), N, C, C);
         CUDA_CHECK(gpt_add_launch(mid, mid, x, NC)); /* the residual */
-        CUDA_CHECK(layernorm_forward_launch(1, mid, PARAM(g, l, GPT_LN2_W), PARAM(g, l, GPT_LN2_B), ln2,
+        CUDA_CHECK(layernorm_forward_launch(parts->layernorm_version, mid, PARAM(g, l, GPT_LN2_W), PARAM(g, l, GPT_LN2_B), ln2,
                                             g->mean2 + (size_t)l * N, g->rstd2 + (size_t)l * N, N, C));
         linear_bias_fwd(g, parts, fch, ln2, PARAM(g, l, GPT_FC_W), PARAM(g, l, GPT_FC_B), N, C, 4 * C);
         CUDA_CHECK(gpt_gelu_launch(gelu, fch, 4 * NC));
         linear_bias_fwd(g, parts, out, gelu, PARAM(g, l, GPT_FCPROJ_W), PARAM(g, l, GPT_FCPROJ_B), N, 4 * C, C);
         CUDA_CHECK(gpt_add_launch(out, out, mid, NC));
     }
-    CUDA_CHECK(layernorm_forward_launch(1, g->res + (size_t)c->layers * NC, g->params + gpt_offset_lnf(c, 0),
+    CUDA_CHECK(layernorm_forward_launch(parts->layernorm_version, g->res + (size_t)c->layers * NC, g->params + gpt_offset_lnf(c, 0),
                                         g->params + gpt_offset_lnf(c, 1), g->lnf, g->meanf, g->rstdf, N, C));
     /* tied to wte: all its Vp rows, so that the logits' rows are Vp apart (aligned for the
      * products); the loss reads the first V of each */
@@ -418,6 +418,12 @@ static void loss_fused(gpt_gpu *g, int N)
     CUDA_CHECK(ce_launch_strided(3, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, NULL, N, g->c.vocab,
                                  g->c.vocab_padded));
 }
+/* version 4: the row of logits in shared memory, read once from memory */
+static void loss_one_read(gpt_gpu *g, int N)
+{
+    CUDA_CHECK(ce_launch_strided(4, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, NULL, N, g->c.vocab,
+                                 g->c.vocab_padded));
+}
 /* ch11's AdamW version 1, a launch per tensor from the host's lists, two groups (their own step
  * counts): the matrices decayed, the vectors not (the chunk count 1 only satisfies the launcher) */
 static void adamw_per_tensor(gpt_gpu *g, float lr, float wd)
@@ -443,33 +449,42 @@ static void begin_bf16(gpt_gpu *g) { CUDA_CHECK(gpt_to_bf16_launch(g->params16, 
 const gpt_parts gpt_parts_unfused = {forward_layers, backward_layers, loss_unfused,   adamw_per_tensor,
                                      begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
                                      attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL,
-                                     GPT_BUFFERS_PROBS | GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES};
+                                     GPT_BUFFERS_PROBS | GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES, 1};
 const gpt_parts gpt_parts_fused_loss = {forward_layers, backward_layers, loss_fused,     adamw_per_tensor,
                                         begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
                                         attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL,
-                                        GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES};
+                                        GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES, 1};
 const gpt_parts gpt_parts_adamw_one_launch = {forward_layers, backward_layers, loss_fused,     adamw_one_launch,
                                               begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
                                               attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL,
-                                              GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES};
+                                              GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES, 1};
 const gpt_parts gpt_parts_bf16_products = {forward_layers, backward_layers,     loss_fused,          adamw_one_launch,
                                            begin_bf16,     linear_fwd_bf16,     linear_bwd_bf16,     attention_fwd,
                                            attention_bwd,  GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
-                                           GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES | GPT_BUFFERS_BF16_PRODUCTS};
+                                           GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES | GPT_BUFFERS_BF16_PRODUCTS, 1};
 const gpt_parts gpt_parts_flash_attention = {forward_layers,      backward_layers,     loss_fused,
                                              adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
                                              linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
                                              GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
-                                             GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH};
+                                             GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH, 1};
 /* version 5: its own forward and backward (gpt_fused.c), with version 4's loss, AdamW and weights */
 const gpt_parts gpt_parts_fused_epilogues = {gpt_forward_fused,   gpt_backward_fused,  loss_fused,
                                              adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
                                              linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
                                              GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
-                                             GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED};
+                                             GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED, 1};
 
-const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c)
+/* version 6: version 5 with ch11's one-read LayerNorm and loss */
+const gpt_parts gpt_parts_fast_rows = {gpt_forward_fused,   gpt_backward_fused,  loss_one_read,
+                                       adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
+                                       linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
+                                       GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
+                                       GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED, 3};
+
+const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c, size_t shared_optin)
 {
+    if (parts->loss == loss_one_read && ce_shared_bytes(c->vocab) > shared_optin)
+        return "the one-read loss holds a row of logits in shared memory: too many for this GPU's blocks";
     int hs = c->heads > 0 ? c->channels / c->heads : 0;
     if ((parts->attention == attention_fwd_flash || parts->forward == gpt_forward_fused) && hs != 64 && hs != 128)
         return "flash attention takes heads of 64 or 128 channels (C / H)";

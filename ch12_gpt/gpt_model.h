@@ -123,10 +123,12 @@ struct gpt_parts {
     void (*attention_backward)(gpt_gpu *g, int l, float *dqkv, const float *dy, const float *qkv, int B, int T);
     double check_atol, check_rtol; /* the check's tolerance for this arithmetic (GPT_CHECK_*) */
     unsigned buffers;              /* the groups of GPT_BUFFERS_* it reads and writes */
+    int layernorm_version;         /* ch11's LayerNorm forward: 1 (three reads of a row) or 3 (one) */
 };
-/* NULL when the parts can run a model of config c, else why not (flash attention: heads of 64 or
- * 128 channels, ch11's kernels' two sizes) */
-const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c);
+/* NULL when the parts can run a model of config c on a GPU whose blocks may have shared_optin
+ * bytes of shared memory, else why not (flash attention: heads of 64 or 128 channels, ch11's
+ * kernels' two sizes; the one-read loss: a row of logits in shared memory) */
+const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c, size_t shared_optin);
 /* version 0: the loss as softmax, then loss and gradient (ch11's cross-entropy version 1, three
  * kernels); AdamW a launch per tensor (ch11's version 1) */
 extern const gpt_parts gpt_parts_unfused;
@@ -145,6 +147,9 @@ extern const gpt_parts gpt_parts_flash_attention;
  * GELU's derivative; the bias gradients; the residual added as C), the activations the backward
  * reads kept in bf16 from the forward (gpt_fused.c) */
 extern const gpt_parts gpt_parts_fused_epilogues;
+/* version 6: and ch11's one-read row kernels: LayerNorm version 3 (the row in registers) and the
+ * cross-entropy version 4 (the row of logits in shared memory) */
+extern const gpt_parts gpt_parts_fast_rows;
 
 /* gpt_fused.c: version 5's forward and backward */
 void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss);

@@ -66,7 +66,10 @@ float gelu_grad(float x)
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
 }
 /* a layout of r x c elements at least, its ld at least its rows */
-bool fits(const layout *l, uint64_t r, uint64_t c) { return l->rows == r && l->cols == c && l->ld >= (int64_t)(r ? r : 1); }
+bool fits(const layout *l, uint64_t r, uint64_t c)
+{
+    return l->rows == r && l->cols == c && l->ld >= (int64_t)(r ? r : 1);
+}
 } // namespace
 
 extern "C" {
@@ -97,16 +100,21 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMa
 {
     desc *x = of(d);
     switch (attr) {
-    case CUBLASLT_MATMUL_DESC_TRANSA: return size == sizeof x->ta ? memcpy(&x->ta, buf, size), CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
-    case CUBLASLT_MATMUL_DESC_TRANSB: return size == sizeof x->tb ? memcpy(&x->tb, buf, size), CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+    case CUBLASLT_MATMUL_DESC_TRANSA:
+        return size == sizeof x->ta ? memcpy(&x->ta, buf, size), CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+    case CUBLASLT_MATMUL_DESC_TRANSB:
+        return size == sizeof x->tb ? memcpy(&x->tb, buf, size), CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
     case CUBLASLT_MATMUL_DESC_EPILOGUE:
-        return size == sizeof x->epilogue ? memcpy(&x->epilogue, buf, size), CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+        return size == sizeof x->epilogue ? memcpy(&x->epilogue, buf, size),
+               CUBLAS_STATUS_SUCCESS      : CUBLAS_STATUS_INVALID_VALUE;
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
-        return size == sizeof x->bias ? memcpy(&x->bias, buf, size), CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+        return size == sizeof x->bias ? memcpy(&x->bias, buf, size),
+               CUBLAS_STATUS_SUCCESS  : CUBLAS_STATUS_INVALID_VALUE;
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
         return size == sizeof x->aux ? memcpy(&x->aux, buf, size), CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
-        return size == sizeof x->aux_ld ? memcpy(&x->aux_ld, buf, size), CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+        return size == sizeof x->aux_ld ? memcpy(&x->aux_ld, buf, size),
+               CUBLAS_STATUS_SUCCESS    : CUBLAS_STATUS_INVALID_VALUE;
     default: return CUBLAS_STATUS_NOT_SUPPORTED; /* an attribute the book does not set */
     }
 }
@@ -162,7 +170,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t computeDesc
         c->type != d->type)
         return CUBLAS_STATUS_INVALID_VALUE;
     cublasLtEpilogue_t e = x.epilogue;
-    bool needs_bias = e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_BGRADB;
+    bool needs_bias =
+        e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_BGRADB;
     bool needs_aux = e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU;
     if (e != CUBLASLT_EPILOGUE_DEFAULT && !needs_bias && !needs_aux) return CUBLAS_STATUS_NOT_SUPPORTED;
     if ((needs_bias && !x.bias) || (needs_aux && (!x.aux || x.aux_ld < (int64_t)m))) return CUBLAS_STATUS_INVALID_VALUE;
@@ -190,7 +199,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t computeDesc
     if (e == CUBLASLT_EPILOGUE_BGRADB) /* the bias gradient: each column of op(B) summed over k */
         for (uint64_t j = 0; j < n; j++) {
             float s = 0.0f;
-            for (uint64_t p = 0; p < k; p++) s += load(B, b->type, bn ? (long long)(p + j * b->ld) : (long long)(j + p * b->ld));
+            for (uint64_t p = 0; p < k; p++)
+                s += load(B, b->type, bn ? (long long)(p + j * b->ld) : (long long)(j + p * b->ld));
             store(const_cast<void *>(x.bias), d->type, (long long)j, s);
         }
     return CUBLAS_STATUS_SUCCESS;

@@ -7,7 +7,7 @@
  *
  * parts: unfused (version 0's, the default), fused_loss (1), multi_adamw (2), bf16_products (3) or
  * flash_attention (4, ch11's attention kernels emulated too, sm_90a's versions) or fused_epilogues
- * (5, cuBLASLt emulated by emu_cublaslt.cpp):
+ * (5, cuBLASLt emulated by emu_cublaslt.cpp) or fast_rows (6):
  * gpt_model.h's rows, each checked within its own tolerance.
  * one step of B sequences of T tokens: the loss, every parameter's gradient, then the update's
  * squared norm, the clipped gradient and the parameters after one AdamW step (the CPU's AdamW on
@@ -17,6 +17,9 @@
 #include "gpt_model.h"
 
 #include <cstdarg>
+
+/* the shared memory an sm_90 block may opt into (227 KiB): what the one-read loss is checked against */
+#define EMU_SHARED_OPTIN ((size_t)227 << 10)
 
 /* what gpt_model.c asks of labbook.c: errors end the run, as they do there; guarded buffers */
 extern "C" {
@@ -97,7 +100,7 @@ static int compare(const char *what, const gpt_config *c, const float *got, cons
 int main(int argc, char **argv)
 {
     if (argc != 8 && argc != 9) {
-        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention|fused_epilogues]\n");
+        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention|fused_epilogues|fast_rows]\n");
         return 2;
     }
     const char *which = argc > 8 ? argv[8] : "unfused";
@@ -107,17 +110,18 @@ int main(int argc, char **argv)
                              : !strcmp(which, "bf16_products") ? &gpt_parts_bf16_products
                              : !strcmp(which, "flash_attention") ? &gpt_parts_flash_attention
                              : !strcmp(which, "fused_epilogues") ? &gpt_parts_fused_epilogues
+                             : !strcmp(which, "fast_rows")       ? &gpt_parts_fast_rows
                                                                  : nullptr;
     if (!parts) {
         fprintf(stderr, "emu_gpt: parts '%s' unknown (unfused, fused_loss, multi_adamw, bf16_products, "
-                        "flash_attention, fused_epilogues)\n", which);
+                        "flash_attention, fused_epilogues, fast_rows)\n", which);
         return 2;
     }
     gpt_config c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
     int B = atoi(argv[7]), T = c.context, N = B * T;
-    if (gpt_config_error(&c) || B < 1 || gpt_parts_unavailable(parts, &c)) {
+    if (gpt_config_error(&c) || B < 1 || gpt_parts_unavailable(parts, &c, EMU_SHARED_OPTIN)) {
         fprintf(stderr, "emu_gpt: %s\n", B < 1 ? "B must be positive" : gpt_config_error(&c) ? gpt_config_error(&c)
-                                                                           : gpt_parts_unavailable(parts, &c));
+                                                                           : gpt_parts_unavailable(parts, &c, EMU_SHARED_OPTIN));
         return 2;
     }
     size_t P = gpt_param_count(&c);
