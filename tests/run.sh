@@ -336,12 +336,17 @@ sanitizer_expect() {
 }
 
 # copy_chapter <dir> : the built chapter and common/ copied under <dir> with their timestamps
-# (so `make` there rebuilds only what an edit touches), datasets/ and tests/ linked, so that an
-# edited copy builds and runs like the original
+# (so `make` there rebuilds only what an edit touches), datasets/, tests/ and the other chapters
+# linked, so that an edited copy builds and runs like the original
 copy_chapter() {
-    local dir=$1
+    local dir=$1 other
     rm -rf "$dir" && mkdir -p "$dir" && cp -a "$ROOT/common" "$dir/common" && cp -a "$ROOT/$CHAPTER" "$dir/$CHAPTER" &&
-        ln -s "$ROOT/datasets" "$dir/datasets" && ln -s "$ROOT/tests" "$dir/tests"
+        ln -s "$ROOT/datasets" "$dir/datasets" && ln -s "$ROOT/tests" "$dir/tests" || return 1
+    # the other chapters, read only: a chapter may compile another's kernels (ch12 builds ch11's)
+    for other in "$ROOT"/ch[0-9]*/; do
+        other=$(basename "$other")
+        [ "$other" = "$CHAPTER" ] || ln -s "$ROOT/$other" "$dir/$other" || return 1
+    done
 }
 
 # mutant <name> <file> <sed expression> <command...> : the chapter copied (with common/), <file>
