@@ -35,8 +35,11 @@ bad_input 2 "--save 'no-such-folder/g.ckpt': no folder 'no-such-folder'" ./gpt -
 no_gpu ./gpt --check
 no_gpu ./gpt --steps 1
 gpu_check ./gpt --check
-gpu_check ./gpt --bench --layers 2 --heads 2 --channels 64 --context 64 --batch 8
-gpu_check ./gpt --quiet --layers 2 --heads 2 --channels 64 --context 64 --batch 8 --steps 20 --eval-batches 2 --sample 40
+# the benchmark table and a longer run: not under the sanitizers (each version's step is, through
+# --check and the small runs below; these repeat the same kernels for minutes there)
+gpu_check_large ./gpt --bench --layers 2 --heads 2 --channels 64 --context 64 --batch 8
+gpu_check_large ./gpt --quiet --layers 2 --heads 2 --channels 64 --context 64 --batch 8 --steps 20 --eval-batches 2 --sample 40
+sanitize_only ./gpt --quiet --layers 1 --heads 2 --channels 64 --context 32 --batch 2 --steps 2 --eval-batches 1 --sample 5
 gpu_check ./gpt 0 --quiet --layers 1 --heads 3 --channels 48 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
 # version 4 (ch11's flash attention) at awkward sizes: 3 heads of 64, a context of 37, batch 3;
 # heads of another size are refused by number (and the default falls back to version 3)
@@ -88,7 +91,7 @@ emu_mutant "weight decay on the biases and LayerNorms too" gpt_model.c \
     's/g->n_plain, 1, 0.0f, &g->adam\[1\]/g->n_plain, 1, wd, \&g->adam[1]/' emu_gpt $EMU_ARGS
 bad_input 2 '--synthetic trains on random tokens, for speed: no --load, --save or --sample' ./gpt --synthetic --sample 10
 bad_input 2 'the heads must divide the channels (L 12, H 7, C 768, T 1024)' ./gpt --synthetic --heads 7
-gpu_check ./gpt --synthetic --layers 2 --context 256 --batch 4 --steps 3
+gpu_check_large ./gpt --synthetic --layers 2 --context 256 --batch 4 --steps 3
 # PyTorch's side: its batch generator is ./gpt's (no torch needed), and bad arguments exit 2
 run_case "$CHAPTER: torch_gpt.py draws ./gpt's batches" 0 "selftest PASS" "" python3 ../bench/torch_gpt.py selftest
 bad_input 2 'H must divide C (got 12,5,768,1024,8)' python3 ../bench/torch_gpt.py speed 12,5,768,1024,8
