@@ -3,7 +3,7 @@
  * the validation loss every --eval-every steps, saves a checkpoint, and writes text.
  *   build: make ch12 (or `make` here)
  *   run:   ./gpt [version] [--data FILE] [--layers L --heads H --channels C --context T --batch B]
- *          ./gpt --check                      one step against the CPU model in double
+ *          ./gpt --check                      one step of every version against the CPU model in double
  *          ./gpt --load ckpt --sample 500     text from a checkpoint
  *
  * versions (the table versions[] below; each one a whole training step):
@@ -11,6 +11,12 @@
  *      scores and P V batched over the heads, the scores in memory), ch11's LayerNorm, softmax,
  *      cross-entropy and AdamW kernels through their launchers, ch12's own for the rest
  *      (gpt_kernels.cu: embeddings, bias, GELU, residual adds, the global norm)
+ *   1  the loss, its softmax and its gradient in one pass (ch11's cross-entropy version 3)
+ *   2  AdamW in one launch a group of tensors (ch11's AdamW version 4)
+ *   3  the linear layers' products on the tensor cores in bf16 (cublasGemmEx)
+ *   4  attention by ch11's flash kernels, forward and backward: no T x T matrix in memory
+ *   5  the products by cuBLASLt with their epilogues, bf16 activations kept (gpt_fused.c)
+ *   6  ch11's one-read LayerNorm and loss (versions 3 and 4 there)
  *
  * A step: the batch's forward (loss), its backward (every parameter's gradient), the gradient
  * clipped by its global norm, and AdamW (decay on the matrices, not on biases and LayerNorms) at
