@@ -228,8 +228,9 @@ static const lb_program program_template = {
     .name = "gpt",
     .synopsis = "a GPT trained from scratch on a text file, one token a character: GPT-2's architecture on the "
                 "book's kernels",
-    .details = "Training runs the version given (default: the last this GPU runs at this shape); --bench times a step of each (or of the one\n"
-               "given) and --check holds each to the CPU model in double (one step of L2 H2 C128, 2 x 80 tokens).\n"
+    .details = "Training runs the version given (default: the last this GPU runs at this shape); --bench times\n"
+               "a step of each (or of the one given) and --check holds each to the CPU model in double (one\n"
+               "step of L2 H2 C128, 2 x 80 tokens).\n"
                "The vocabulary is the characters of --data (ASCII: printable, newlines, tabs); 90% of it trains,\n"
                "10% validates. --load continues from a checkpoint (its configuration and vocabulary; a model flag\n"
                "given with it must match; --steps more steps). --sample writes text after training, or from --load\n"
