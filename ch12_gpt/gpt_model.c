@@ -467,17 +467,18 @@ const gpt_parts gpt_parts_flash_attention = {forward_layers,      backward_layer
                                              linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
                                              GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
                                              GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH, 1};
-/* version 5: its own forward and backward (gpt_fused.c), with version 4's loss, AdamW and weights */
+/* version 5: its own forward and backward (gpt_fused.c), with version 4's loss, AdamW and weights;
+ * the per-layer parts (products, attention) are its forward's own, so NULL here */
 const gpt_parts gpt_parts_fused_epilogues = {gpt_forward_fused,   gpt_backward_fused,  loss_fused,
-                                             adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
-                                             linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
+                                             adamw_one_launch,    begin_bf16,          NULL,
+                                             NULL,                NULL,                NULL,
                                              GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
                                              GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED, 1};
 
 /* version 6: version 5 with ch11's one-read LayerNorm and loss */
 const gpt_parts gpt_parts_fast_rows = {gpt_forward_fused,   gpt_backward_fused,  loss_one_read,
-                                       adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
-                                       linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
+                                       adamw_one_launch,    begin_bf16,          NULL,
+                                       NULL,                NULL,                NULL,
                                        GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
                                        GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED, 3};
 
@@ -486,7 +487,7 @@ const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c, s
     if (parts->loss == loss_one_read && ce_shared_bytes(c->vocab) > shared_optin)
         return "the one-read loss holds a row of logits in shared memory: too many for this GPU's blocks";
     int hs = c->heads > 0 ? c->channels / c->heads : 0;
-    if ((parts->attention == attention_fwd_flash || parts->forward == gpt_forward_fused) && hs != 64 && hs != 128)
+    if ((parts->buffers & GPT_BUFFERS_FLASH) && hs != 64 && hs != 128)
         return "flash attention takes heads of 64 or 128 channels (C / H)";
     return NULL;
 }

@@ -113,6 +113,7 @@ struct gpt_parts {
     void (*loss)(gpt_gpu *g, int N);               /* the logits (N, V) -> g->loss, g->dlogits */
     void (*adamw)(gpt_gpu *g, float lr, float wd); /* the clipped gradient -> the parameters */
     void (*begin)(gpt_gpu *g);                     /* before a forward: what the products read */
+    /* versions 0-4's layer parts (NULL in version 5 on, whose forward and backward do their own): */
     /* a linear layer's products: out (N, O) = x (N, I) W^T; dx = dout W, dW += dout^T x */
     void (*linear)(gpt_gpu *g, float *out, const float *x, const float *W, int N, int I, int O);
     void (*linear_backward)(gpt_gpu *g, float *dx, float *dW, const float *dout, const float *x, const float *W, int N,

@@ -44,14 +44,10 @@ float load(const void *p, cudaDataType type, long long e)
 }
 void store(void *p, cudaDataType type, long long e, float x)
 {
-    if (type == CUDA_R_32F) {
+    if (type == CUDA_R_32F)
         static_cast<float *>(p)[e] = x;
-        return;
-    }
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    static_cast<uint16_t *>(p)[e] =
-        (u & 0x7FFFFFFFu) > 0x7F800000u ? (uint16_t)0x7FC0 : (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    else /* rounded to nearest even, as the GPU writes bf16 (the emulation's cuda_bf16.h) */
+        static_cast<uint16_t *>(p)[e] = __bfloat16_as_ushort(__float2bfloat16_rn(x));
 }
 /* GELU in its tanh form and its derivative (gpt_cpu.c's, in float) */
 float gelu(float x)
