@@ -17,6 +17,7 @@
  *   4  attention by ch11's flash kernels, forward and backward: no T x T matrix in memory
  *   5  the products by cuBLASLt with their epilogues, bf16 activations kept (gpt_fused.c)
  *   6  ch11's one-read LayerNorm and loss (versions 3 and 4 there)
+ *   7  version 6's step recorded once as a CUDA graph and launched as one (gpt_run_graph)
  *
  * A step: the batch's forward (loss), its backward (every parameter's gradient), the gradient
  * clipped by its global norm, and AdamW (decay on the matrices, not on biases and LayerNorms) at
@@ -36,9 +37,8 @@
 
 /* ---------------------------------------------------------------- the versions */
 
-/* A version's work on the batch already on the device: a training step, or only its first part
- * (the loss: validation; the loss and the gradient: --check and --grads) */
-enum { GPT_STEP, GPT_LOSS, GPT_GRADIENT };
+/* A version's work on the batch already on the device (gpt_model.h: GPT_STEP, GPT_LOSS,
+ * GPT_GRADIENT) */
 typedef struct {
     gpt_gpu *g;
     int B, T;
@@ -48,14 +48,21 @@ typedef struct {
     double atol, rtol;        /* set by the run: the version's check tolerance (its arithmetic's) */
 } gpt_step_job;
 
-/* every version's run: its parts (gpt_model.h) through the forward, backward and update */
+/* versions 0-6's run: their parts (gpt_model.h) through the forward, backward and update, each
+ * kernel launched from here */
 static cudaError_t run_parts(void *ctx)
 {
     gpt_step_job *j = ctx;
     j->atol = j->parts->check_atol, j->rtol = j->parts->check_rtol;
-    gpt_forward(j->g, j->parts, j->B, j->T, 1);
-    if (j->what != GPT_LOSS) gpt_backward(j->g, j->parts, j->B, j->T);
-    if (j->what == GPT_STEP) gpt_update(j->g, j->parts, j->lr, j->wd, j->clip);
+    gpt_run(j->g, j->parts, j->what, j->B, j->T, j->lr, j->wd, j->clip);
+    return cudaGetLastError();
+}
+/* version 7's: the same parts recorded once as a CUDA graph, then one launch a run */
+static cudaError_t run_graph(void *ctx)
+{
+    gpt_step_job *j = ctx;
+    j->atol = j->parts->check_atol, j->rtol = j->parts->check_rtol;
+    gpt_run_graph(j->g, j->parts, j->what, j->B, j->T, j->lr, j->wd, j->clip);
     return cudaGetLastError();
 }
 
@@ -69,11 +76,12 @@ static const lb_version versions[] = {
     {4, "flash_attention", "+ ch11's flash attention, bf16", 80, run_parts},
     {5, "fused_epilogues", "+ cuBLASLt epilogues, bf16 kept", 80, run_parts},
     {6, "fast_rows", "+ ch11's one-read LN and loss", 80, run_parts},
+    {7, "cuda_graph", "+ the whole step as one CUDA graph", 80, run_graph},
 };
 static const gpt_parts *const version_parts[] = {&gpt_parts_unfused,       &gpt_parts_fused_loss,
                                                  &gpt_parts_adamw_one_launch, &gpt_parts_bf16_products,
                                                  &gpt_parts_flash_attention, &gpt_parts_fused_epilogues,
-                                                 &gpt_parts_fast_rows};
+                                                 &gpt_parts_fast_rows,        &gpt_parts_fast_rows};
 _Static_assert(sizeof versions / sizeof versions[0] == sizeof version_parts / sizeof version_parts[0],
                "one gpt_parts row for each version");
 #define GPT_VERSIONS ((int)(sizeof versions / sizeof versions[0]))
@@ -500,9 +508,9 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMemcpy(g.tokens, tok, sizeof(int) * B * T, cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemcpy(g.targets, tgt, sizeof(int) * B * T, cudaMemcpyHostToDevice));
         job.lr = schedule((float)o.lr, (int)s, (int)o.warmup, (int)o.steps);
-        CUDA_CHECK(cudaEventRecord(start, 0));
+        CUDA_CHECK(cudaEventRecord(start, GPT_STREAM));
         CUDA_CHECK(versions[ver].run(&job));
-        CUDA_CHECK(cudaEventRecord(stop, 0));
+        CUDA_CHECK(cudaEventRecord(stop, GPT_STREAM));
         CUDA_CHECK(cudaEventSynchronize(stop));
         float ms, sumsq;
         CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));

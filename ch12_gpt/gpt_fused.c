@@ -117,7 +117,7 @@ static void lt_run(gpt_gpu *g, const lt_product *p)
     const float one = 1.0f, zero = 0.0f;
     CUBLAS_CHECK(cublasLtMatmul(g->lt, op, &one, p->A, a, p->B, b, p->C ? &one : &zero,
                                 p->C ? (const void *)p->C : p->D, d, p->D, d, algo, g->lt_workspace, GPT_LT_WORKSPACE,
-                                0));
+                                GPT_STREAM));
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(a));
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(b));
     CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(d));
@@ -208,7 +208,7 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
     int N = B * T, C = c->channels, H = c->heads, Vp = c->vocab_padded;
     size_t NC = (size_t)N * C;
     (void)parts;
-    CUDA_CHECK(cudaMemsetAsync(g->grads, 0, sizeof(float) * g->P, 0));
+    CUDA_CHECK(cudaMemsetAsync(g->grads, 0, sizeof(float) * g->P, GPT_STREAM));
     /* the classifier: dlogits in bf16, then d(lnf) and wte's first gradient */
     CUDA_CHECK(gpt_to_bf16_launch(g->d16, g->dlogits, (size_t)N * Vp));
     lt_product p = dx_product(g->d16, g->params16 + gpt_offset_wte(c), g->dln, CUDA_R_32F, N, C, Vp);

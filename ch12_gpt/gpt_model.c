@@ -151,6 +151,7 @@ void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T, unsigned buffe
     memset(g, 0, sizeof *g);
     g->c = *c, g->B = B, g->T = T, g->P = gpt_param_count(c), g->buffers = buffers;
     CUBLAS_CHECK(cublasCreate(&g->blas));
+    CUBLAS_CHECK(cublasSetStream(g->blas, GPT_STREAM));
     CUBLAS_CHECK(cublasLtCreate(&g->lt));
     device_buffers(g, c, B, T, buffers, NULL);
     CUDA_CHECK(cudaMemset(g->adam, 0, 2 * sizeof(adamw_state)));
@@ -164,6 +165,8 @@ void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T, unsigned buffe
 
 void gpt_gpu_free(gpt_gpu *g)
 {
+    for (int k = 0; k < GPT_RUN_KINDS; k++)
+        if (g->graphs[k].exec) CUDA_CHECK(cudaGraphExecDestroy(g->graphs[k].exec));
     for (int i = 0; i < g->n_owned; i++) CUDA_CHECK(cudaFree(g->owned[i]));
     CUBLAS_CHECK(cublasDestroy(g->blas));
     CUBLAS_CHECK(cublasLtDestroy(g->lt));
@@ -361,7 +364,7 @@ static void backward_layers(gpt_gpu *g, const gpt_parts *parts, int B, int T)
     const gpt_config *c = &g->c;
     int N = B * T, C = c->channels;
     size_t NC = (size_t)N * C;
-    CUDA_CHECK(cudaMemsetAsync(g->grads, 0, sizeof(float) * g->P, 0));
+    CUDA_CHECK(cudaMemsetAsync(g->grads, 0, sizeof(float) * g->P, GPT_STREAM));
     parts->linear_backward(g, g->dln, g->grads + gpt_offset_wte(c), g->dlogits, g->lnf, g->params + gpt_offset_wte(c), N,
                            C, c->vocab_padded);
     CUDA_CHECK(layernorm_backward_launch(g->dln, g->res + (size_t)c->layers * NC, g->meanf, g->rstdf,
@@ -397,11 +400,53 @@ static void backward_layers(gpt_gpu *g, const gpt_parts *parts, int B, int T)
 /* the gradient clipped to a global norm of at most `clip`, then AdamW at the schedule's rate */
 void gpt_update(gpt_gpu *g, const gpt_parts *parts, float lr, float wd, float clip)
 {
-    CUDA_CHECK(cudaMemsetAsync(g->sumsq, 0, sizeof(float), 0));
+    gpt_set_lr(g, lr);
+    gpt_clip_adamw(g, parts, wd, clip);
+}
+void gpt_set_lr(gpt_gpu *g, float lr)
+{
+    for (int s = 0; s < 2; s++)
+        CUDA_CHECK(cudaMemcpyAsync(&g->adam[s].lr, &lr, sizeof lr, cudaMemcpyHostToDevice, GPT_STREAM));
+}
+void gpt_clip_adamw(gpt_gpu *g, const gpt_parts *parts, float wd, float clip)
+{
+    CUDA_CHECK(cudaMemsetAsync(g->sumsq, 0, sizeof(float), GPT_STREAM));
     CUDA_CHECK(gpt_sum_squares_launch(g->sumsq, g->grads, g->P));
     CUDA_CHECK(gpt_clip_launch(g->grads, g->P, g->sumsq, clip));
-    for (int s = 0; s < 2; s++) CUDA_CHECK(cudaMemcpyAsync(&g->adam[s].lr, &lr, sizeof lr, cudaMemcpyHostToDevice, 0));
-    parts->adamw(g, lr, wd);
+    parts->adamw(g, wd);
+}
+
+/* the parts' launches of one run, the rate already on the device */
+static void run_launches(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float wd, float clip)
+{
+    gpt_forward(g, parts, B, T, 1);
+    if (what != GPT_LOSS) gpt_backward(g, parts, B, T);
+    if (what == GPT_STEP) gpt_clip_adamw(g, parts, wd, clip);
+}
+void gpt_run(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float lr, float wd, float clip)
+{
+    if (what == GPT_STEP) gpt_set_lr(g, lr);
+    run_launches(g, parts, what, B, T, wd, clip);
+}
+/* While GPT_STREAM is captured nothing runs: each launch, copy and library call is recorded as a
+ * node of the graph, in order, with its arguments as they are now (pointers, sizes, wd and clip:
+ * hence the key below). Nothing in the launches may wait for the GPU or copy from host memory,
+ * which a capture refuses; the rate, which changes, is copied before each launch instead. */
+void gpt_run_graph(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float lr, float wd, float clip)
+{
+    struct gpt_graph *r = &g->graphs[what];
+    if (!r->exec || r->parts != parts || r->B != B || r->T != T || r->wd != wd || r->clip != clip) {
+        if (r->exec) CUDA_CHECK(cudaGraphExecDestroy(r->exec));
+        cudaGraph_t graph;
+        CUDA_CHECK(cudaStreamBeginCapture(GPT_STREAM, cudaStreamCaptureModeThreadLocal));
+        run_launches(g, parts, what, B, T, wd, clip);
+        CUDA_CHECK(cudaStreamEndCapture(GPT_STREAM, &graph));
+        CUDA_CHECK(cudaGraphInstantiate(&r->exec, graph, 0));
+        CUDA_CHECK(cudaGraphDestroy(graph));
+        r->parts = parts, r->B = B, r->T = T, r->wd = wd, r->clip = clip;
+    }
+    if (what == GPT_STEP) gpt_set_lr(g, lr);
+    CUDA_CHECK(cudaGraphLaunch(r->exec, GPT_STREAM));
 }
 
 /* ---------------------------------------------------------------- the parts of the versions */
@@ -426,16 +471,14 @@ static void loss_one_read(gpt_gpu *g, int N)
 }
 /* ch11's AdamW version 1, a launch per tensor from the host's lists, two groups (their own step
  * counts): the matrices decayed, the vectors not (the chunk count 1 only satisfies the launcher) */
-static void adamw_per_tensor(gpt_gpu *g, float lr, float wd)
-{
-    (void)lr; /* on the device already (g->adam[].lr) */
+static void adamw_per_tensor(gpt_gpu *g, float wd)
+{ /* the rate is on the device already (g->adam[].lr: gpt_set_lr) */
     CUDA_CHECK(adamw_launch(1, g->decayed, NULL, NULL, g->n_decayed, 1, wd, &g->adam[0]));
     CUDA_CHECK(adamw_launch(1, g->plain, NULL, NULL, g->n_plain, 1, 0.0f, &g->adam[1]));
 }
 /* version 4: one kernel a group over its chunk table, the step count moved inside it */
-static void adamw_one_launch(gpt_gpu *g, float lr, float wd)
+static void adamw_one_launch(gpt_gpu *g, float wd)
 {
-    (void)lr;
     CUDA_CHECK(adamw_launch(4, g->decayed, g->d_decayed, g->chunks_decayed, g->n_decayed, g->n_chunks_decayed, wd,
                             &g->adam[0]));
     CUDA_CHECK(adamw_launch(4, g->plain, g->d_plain, g->chunks_plain, g->n_plain, g->n_chunks_plain, 0.0f, &g->adam[1]));

@@ -14,6 +14,17 @@
 extern "C" {
 #endif
 
+/* The stream every part of a step runs on: this host thread's own default stream. A CUDA graph
+ * (version 7) is recorded by capturing a stream, and the legacy stream 0 cannot be captured; so
+ * ch12 compiles its kernels and ch11's with `nvcc --default-stream per-thread` (their launches on
+ * "stream 0" go here) and passes GPT_STREAM to cuBLAS, cuBLASLt and its own copies. */
+#define GPT_STREAM cudaStreamPerThread
+
+/* What a run does with the batch on the device: a training step, or only its first part (the
+ * loss: validation; the loss and the gradient: --check, --grads) */
+enum { GPT_STEP, GPT_LOSS, GPT_GRADIENT, GPT_RUN_KINDS };
+struct gpt_parts;
+
 /* the parameters, their gradients and AdamW's moments (P floats each, in gpt_tensor_at's order),
  * the activations the backward needs (per layer), and the scratch of one step */
 typedef struct {
@@ -69,6 +80,14 @@ typedef struct {
     adamw_tensor *d_decayed, *d_plain;           /* the same on the device, and their chunks */
     adamw_chunk *chunks_decayed, *chunks_plain;  /* (AdamW in one launch over a group) */
     int n_chunks_decayed, n_chunks_plain;
+    /* version 7's CUDA graphs, one for each kind of run (GPT_STEP, GPT_LOSS, GPT_GRADIENT), each
+     * recorded for one batch shape, one version's parts, weight decay and clip (gpt_run_graph) */
+    struct gpt_graph {
+        cudaGraphExec_t exec;
+        const struct gpt_parts *parts;
+        int B, T;
+        float wd, clip;
+    } graphs[GPT_RUN_KINDS];
 } gpt_gpu;
 
 /* The check of a step against gpt_model_cpu (gpt --check, tests/emu/emu_gpt.cpp), at L2 H2 C32
@@ -111,7 +130,7 @@ struct gpt_parts {
     void (*forward)(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss);
     void (*backward)(gpt_gpu *g, const gpt_parts *parts, int B, int T);
     void (*loss)(gpt_gpu *g, int N);               /* the logits (N, V) -> g->loss, g->dlogits */
-    void (*adamw)(gpt_gpu *g, float lr, float wd); /* the clipped gradient -> the parameters */
+    void (*adamw)(gpt_gpu *g, float wd);          /* the clipped gradient -> the parameters */
     void (*begin)(gpt_gpu *g);                     /* before a forward: what the products read */
     /* versions 0-4's layer parts (NULL in version 5 on, whose forward and backward do their own): */
     /* a linear layer's products: out (N, O) = x (N, I) W^T; dx = dout W, dW += dout^T x */
@@ -170,8 +189,19 @@ void gpt_forward(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss
 /* every parameter's gradient into g->grads, from the last forward's activations and dlogits */
 void gpt_backward(gpt_gpu *g, const gpt_parts *parts, int B, int T);
 /* the gradient clipped to a global norm of at most `clip` (its squared norm left in g->sumsq),
- * then AdamW at rate lr, weight decay wd on the matrices */
+ * then AdamW at rate lr, weight decay wd on the matrices: gpt_set_lr, then gpt_clip_adamw */
 void gpt_update(gpt_gpu *g, const gpt_parts *parts, float lr, float wd, float clip);
+void gpt_set_lr(gpt_gpu *g, float lr); /* the rate AdamW reads, copied to the device */
+void gpt_clip_adamw(gpt_gpu *g, const gpt_parts *parts, float wd, float clip);
+
+/* A run (what: GPT_STEP, GPT_LOSS or GPT_GRADIENT) of B sequences of T tokens already on the
+ * device: the forward with the loss, then the backward unless GPT_LOSS, then the update if
+ * GPT_STEP. gpt_run launches each part's kernels in turn (versions 0-6); gpt_run_graph (version 7)
+ * records the same launches once as a CUDA graph, at its first run of that kind, batch shape,
+ * parts, wd and clip, and from then on launches the graph: one launch a step instead of hundreds.
+ * lr is not in the graph (the schedule changes it every step): gpt_set_lr before each launch. */
+void gpt_run(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float lr, float wd, float clip);
+void gpt_run_graph(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float lr, float wd, float clip);
 
 #ifdef __cplusplus
 }

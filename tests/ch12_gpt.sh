@@ -21,7 +21,7 @@ gpt_mutant "the causal mask one key too far (forward and backward alike)" \
 # one step of a tiny model against the CPU model, and a short training run that writes text
 bad_input 0 'usage: gpt ' ./gpt --help
 bad_input 2 "unknown argument '--bogus'" ./gpt --bogus
-bad_input 2 "version '7' does not exist (0..6)" ./gpt 7
+bad_input 2 "version '8' does not exist (0..7)" ./gpt 8
 bad_input 2 'no-such-file.txt: No such file or directory' ./gpt --data no-such-file.txt
 bad_input 2 'the file is empty' ./gpt --data ../tests/data/empty.cu
 bad_input 2 'a binary file (a zero byte at offset 5), not text' ./gpt --data ../tests/data/weights_v1.bin
@@ -50,6 +50,8 @@ gpu_expect 2 'flash attention takes heads of 64 or 128 channels' ./gpt 4 --layer
 gpu_check ./gpt 5 --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
 gpu_expect 2 'flash attention takes heads of 64 or 128 channels' ./gpt 5 --layers 1 --heads 2 --channels 48 --steps 1
 gpu_check ./gpt 6 --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
+# version 7 (the step as a CUDA graph): training, validation (a graph of its own) and sampling
+gpu_check ./gpt 7 --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
 gpu_expect 2 'GiB of device memory' ./gpt --layers 96 --heads 64 --channels 8192 --context 4096 --batch 64 --steps 1
 # the whole training step on CPU threads: gpt_model.c as written, over the emulated runtime and
 # cuBLAS, with gpt_kernels.cu and ch11's kernels (tests/emu/emu_gpt.cpp): the loss, every
@@ -72,6 +74,8 @@ emu_check emu_gpt 2 1 64 20 11 16 2 fused_epilogues
 emu_check emu_gpt 1 1 128 9 7 8 3 fused_epilogues
 emu_check emu_gpt 2 1 64 9 7 8 1 fast_rows # version 6: ch11's one-read LayerNorm and loss
 emu_check emu_gpt 1 2 128 37 37 40 2 fast_rows
+# version 7: the gradient's graph, then the step's, launched twice from the same start at two rates
+emu_check emu_gpt 2 1 64 9 7 8 1 cuda_graph
 emu_check emu_gpt 1 2 12 5 7 7 2 # heads of 6 channels: the reshapes one element at a time
 EMU_ARGS="1 2 16 8 11 12 2" # small: each bug still shows (the GELU one at 1.5e-4, 5x the tolerance)
 emu_mutant "GELU's derivative of the erf form" gpt_kernels.cu \
@@ -112,4 +116,7 @@ emu_mutant "the fused backward without GELU's derivative (DGELU's epilogue dropp
     's/p.epilogue = CUBLASLT_EPILOGUE_DGELU, p.aux = pre/p.aux = pre/' emu_gpt $FLASH_ARGS fused_epilogues
 emu_mutant "the fused MLP without its residual (C dropped from the last product)" gpt_fused.c \
     's/p.C = mid; \/\* out = mid + mlp \*\//(void)0;/' emu_gpt $FLASH_ARGS fused_epilogues
+emu_mutant "the graph keeps the rate it was recorded with (set once, at the capture)" gpt_model.c \
+    '/if (r->exec) CUDA_CHECK(cudaGraphExecDestroy/s/$/ gpt_set_lr(g, lr);/; /^    if (what == GPT_STEP) gpt_set_lr(g, lr);$/{N;/cudaGraphLaunch/s/^[^\n]*\n//}' \
+    emu_gpt $FLASH_ARGS cuda_graph
 

@@ -40,13 +40,15 @@ static cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, in
     if (m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
         ldb < (tb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (m > 1 ? m : 1))
         return CUBLAS_STATUS_INVALID_VALUE;
-    for (long long j = 0; j < n; j++)
-        for (long long i = 0; i < m; i++) {
-            float s = 0.0f;
-            for (long long p = 0; p < k; p++) s += at(A, lda, ta, i, p) * at(B, ldb, tb, p, j);
-            float *c = C + i + j * ldc;
-            *c = beta == 0.0f ? alpha * s : alpha * s + beta * *c; /* beta 0: C is not read (cuBLAS's rule) */
-        }
+    emu_enqueue([=] { /* now, or at each launch of the graph being captured */
+        for (long long j = 0; j < n; j++)
+            for (long long i = 0; i < m; i++) {
+                float s = 0.0f;
+                for (long long p = 0; p < k; p++) s += at(A, lda, ta, i, p) * at(B, ldb, tb, p, j);
+                float *c = C + i + j * ldc;
+                *c = beta == 0.0f ? alpha * s : alpha * s + beta * *c; /* beta 0: C is not read (cuBLAS's rule) */
+            }
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -56,6 +58,7 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
     *handle = new cublasContext();
     return CUBLAS_STATUS_SUCCESS;
 }
+cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
 {
     delete handle;

@@ -67,6 +67,8 @@ bool fits(const layout *l, uint64_t r, uint64_t c)
     return l->rows == r && l->cols == c && l->ld >= (int64_t)(r ? r : 1);
 }
 } // namespace
+static void product(const desc &x, const layout &la, const layout &lb, const layout &lc, const layout &ld, float al,
+                    float be, const void *A, const void *B, const void *C, void *D);
 
 extern "C" {
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
@@ -158,8 +160,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t computeDesc
                               const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
                               cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t)
 {
-    const desc &x = *of(computeDesc);
-    const layout *a = of(Adesc), *b = of(Bdesc), *c = of(Cdesc), *d = of(Ddesc);
+    const desc x = *of(computeDesc); /* copies: the work may run later (a graph), after they are destroyed */
+    const layout la = *of(Adesc), lb = *of(Bdesc), lc = *of(Cdesc), ld = *of(Ddesc);
+    const layout *a = &la, *b = &lb, *c = &lc, *d = &ld;
     uint64_t m = d->rows, n = d->cols, k = x.ta == CUBLAS_OP_N ? a->cols : a->rows;
     bool an = x.ta == CUBLAS_OP_N, bn = x.tb == CUBLAS_OP_N;
     if (!fits(a, an ? m : k, an ? k : m) || !fits(b, bn ? k : n, bn ? n : k) || !fits(c, m, n) || !fits(d, m, n) ||
@@ -171,7 +174,20 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t computeDesc
     bool needs_aux = e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU;
     if (e != CUBLASLT_EPILOGUE_DEFAULT && !needs_bias && !needs_aux) return CUBLAS_STATUS_NOT_SUPPORTED;
     if ((needs_bias && !x.bias) || (needs_aux && (!x.aux || x.aux_ld < (int64_t)m))) return CUBLAS_STATUS_INVALID_VALUE;
-    float al = *static_cast<const float *>(alpha), be = *static_cast<const float *>(beta);
+    float al = *static_cast<const float *>(alpha), be = *static_cast<const float *>(beta); /* read now, as cuBLASLt does */
+    emu_enqueue([=] { product(x, la, lb, lc, ld, al, be, A, B, C, D); });
+    return CUBLAS_STATUS_SUCCESS;
+}
+}
+
+/* the product and its epilogue, checked above: D = al op(A) op(B) + be C, then x's epilogue */
+static void product(const desc &x, const layout &la, const layout &lb, const layout &lc, const layout &ld, float al,
+                    float be, const void *A, const void *B, const void *C, void *D)
+{
+    const layout *a = &la, *b = &lb, *c = &lc, *d = &ld;
+    uint64_t m = d->rows, n = d->cols, k = x.ta == CUBLAS_OP_N ? a->cols : a->rows;
+    bool an = x.ta == CUBLAS_OP_N, bn = x.tb == CUBLAS_OP_N;
+    cublasLtEpilogue_t e = x.epilogue;
     for (uint64_t j = 0; j < n; j++)
         for (uint64_t i = 0; i < m; i++) {
             float s = 0.0f;
@@ -199,6 +215,4 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t computeDesc
                 s += load(B, b->type, bn ? (long long)(p + j * b->ld) : (long long)(j + p * b->ld));
             store(const_cast<void *>(x.bias), d->type, (long long)j, s);
         }
-    return CUBLAS_STATUS_SUCCESS;
-}
 }

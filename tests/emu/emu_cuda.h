@@ -91,8 +91,18 @@ extern dim3 blockDim, gridDim;
  * waits) and the speed, which the GPU's make test and make sanitize do. */
 int emu_finish(int failed);
 
-/* kernel<<<grid, block, smem>>>(args) becomes emu_launch(grid, block, smem, [=] { kernel(args); }) */
+/* kernel<<<grid, block, smem>>>(args) becomes
+ * emu_launch(grid, block, smem, emu_bind([=](auto... a) { kernel(a...); }, args)): the arguments
+ * copied when the launch is asked, as on the GPU, whenever the kernel then runs */
 void emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body);
+template <class F, class... A> inline std::function<void()> emu_bind(F kernel, A... args)
+{
+    return [=] { kernel(args...); };
+}
+/* A launch, an asynchronous copy or a library call's work: done at once, or, while a stream is
+ * being captured (cudaStreamBeginCapture), kept in the graph and done at each cudaGraphLaunch,
+ * with its arguments as they were when it was asked (emu_runtime.cpp) */
+void emu_enqueue(std::function<void()> work);
 
 inline uint8_t *emu_dynamic_smem() { return emu_blk->smem; }
 inline void __syncthreads() { emu_blk->block->arrive_and_wait(); }

@@ -7,7 +7,8 @@
  *
  * parts: unfused (version 0's, the default), fused_loss (1), multi_adamw (2), bf16_products (3) or
  * flash_attention (4, ch11's attention kernels emulated too, sm_90a's versions) or fused_epilogues
- * (5, cuBLASLt emulated by emu_cublaslt.cpp) or fast_rows (6):
+ * (5, cuBLASLt emulated by emu_cublaslt.cpp) or fast_rows (6) or cuda_graph (7: version 6's parts
+ * recorded as graphs by stream capture and launched, emu_runtime.cpp's graphs):
  * gpt_model.h's rows, each checked within its own tolerance.
  * one step of B sequences of T tokens: the loss, every parameter's gradient, then the update's
  * squared norm, the clipped gradient and the parameters after one AdamW step (the CPU's AdamW on
@@ -97,10 +98,38 @@ static int compare(const char *what, const gpt_config *c, const float *got, cons
     return bad;
 }
 
+/* after one clipped AdamW step at rate lr from parameters dp (the CPU's gradient dg, its squared
+ * norm sumsq): the squared norm, the clipped gradient and the parameters against the CPU's */
+static int check_update(const gpt_config *c, const gpt_gpu &g, const std::vector<double> &dp,
+                        const std::vector<double> &dg, double sumsq, float clip, float lr, float wd)
+{
+    size_t P = dp.size();
+    int bad = 0;
+    double f = clip / sqrt(sumsq);
+    if (!(fabs(*g.sumsq - sumsq) <= rtol_ * sumsq)) bad = 1, printf("  the squared norm %.7g, want %.7g\n", *g.sumsq, sumsq);
+    /* AdamW's first step from the GPU's own clipped gradient (itself checked against the CPU's
+     * just below): m / (1 - beta1) = g and v / (1 - beta2) = g^2, so the step is lr g / (|g| + eps);
+     * from the CPU's gradient instead, an element near zero whose fp32 sign differs would move the
+     * other way */
+    std::vector<double> clipped(P), after(P);
+    for (size_t i = 0; i < gpt_tensor_count(c); i++) {
+        gpt_tensor t = gpt_tensor_at(c, i);
+        double decay = t.rows > 1 ? wd : 0.0;
+        for (size_t e = t.offset; e < t.offset + t.rows * t.cols; e++) {
+            double gr = g.grads[e];
+            clipped[e] = dg[e] * f;
+            after[e] = dp[e] - lr * (gr / (fabs(gr) + 1e-8) + decay * dp[e]);
+        }
+    }
+    bad |= compare("the clipped gradient", c, g.grads, clipped.data());
+    bad |= compare("the parameters after AdamW", c, g.params, after.data());
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 8 && argc != 9) {
-        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention|fused_epilogues|fast_rows]\n");
+        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention|fused_epilogues|fast_rows|cuda_graph]\n");
         return 2;
     }
     const char *which = argc > 8 ? argv[8] : "unfused";
@@ -110,11 +139,12 @@ int main(int argc, char **argv)
                              : !strcmp(which, "bf16_products") ? &gpt_parts_bf16_products
                              : !strcmp(which, "flash_attention") ? &gpt_parts_flash_attention
                              : !strcmp(which, "fused_epilogues") ? &gpt_parts_fused_epilogues
-                             : !strcmp(which, "fast_rows")       ? &gpt_parts_fast_rows
+                             : !strcmp(which, "fast_rows") || !strcmp(which, "cuda_graph") ? &gpt_parts_fast_rows
                                                                  : nullptr;
+    bool graph = !strcmp(which, "cuda_graph");
     if (!parts) {
         fprintf(stderr, "emu_gpt: parts '%s' unknown (unfused, fused_loss, multi_adamw, bf16_products, "
-                        "flash_attention, fused_epilogues, fast_rows)\n", which);
+                        "flash_attention, fused_epilogues, fast_rows, cuda_graph)\n", which);
         return 2;
     }
     gpt_config c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
@@ -140,8 +170,10 @@ int main(int argc, char **argv)
     memcpy(g.tokens, tok.data(), 4 * (size_t)N);
     memcpy(g.targets, tgt.data(), 4 * (size_t)N);
     atol_ = parts->check_atol, rtol_ = parts->check_rtol;
-    gpt_forward(&g, parts, B, T, 1);
-    gpt_backward(&g, parts, B, T);
+    if (graph) /* recorded, then launched: nothing runs while it is recorded */
+        gpt_run_graph(&g, parts, GPT_GRADIENT, B, T, 0.0f, 0.0f, 0.0f);
+    else
+        gpt_forward(&g, parts, B, T, 1), gpt_backward(&g, parts, B, T);
     float loss = *g.loss;
     int bad = !(fabs(loss - want_loss) <= rtol_ * fabs(want_loss));
     printf("emulated gpt L%d H%d C%d T%d V%d Vp%d B%d, %s: loss %.7f, the CPU's %.7f\n", c.layers, c.heads, c.channels,
@@ -149,29 +181,23 @@ int main(int argc, char **argv)
     bad |= compare("the gradient", &c, g.grads, dg.data());
 
     /* one update: clipped to a norm of half the gradient's, then AdamW (lr 0.01, wd 0.1 on the
-     * matrices), against the same on the CPU */
+     * matrices), against the same on the CPU. The graphs: the whole step recorded and launched,
+     * then launched again from the same start at another rate (the graph reads the rate set
+     * before each launch, not the one it was recorded with) */
     double sumsq = 0.0;
     for (size_t i = 0; i < P; i++) sumsq += dg[i] * dg[i];
-    float clip = (float)(0.5 * sqrt(sumsq)), lr = 0.01f, wd = 0.1f;
-    gpt_update(&g, parts, lr, wd, clip);
-    double f = clip / sqrt(sumsq);
-    if (!(fabs(*g.sumsq - sumsq) <= rtol_ * sumsq)) bad = 1, printf("  the squared norm %.7g, want %.7g\n", *g.sumsq, sumsq);
-    /* AdamW's first step from the GPU's own clipped gradient (itself checked against the CPU's
-     * just below): m / (1 - beta1) = g and v / (1 - beta2) = g^2, so the step is lr g / (|g| + eps);
-     * from the CPU's gradient instead, an element near zero whose fp32 sign differs would move the
-     * other way */
-    std::vector<double> clipped(P), after(P);
-    for (size_t i = 0; i < gpt_tensor_count(&c); i++) {
-        gpt_tensor t = gpt_tensor_at(&c, i);
-        double decay = t.rows > 1 ? wd : 0.0;
-        for (size_t e = t.offset; e < t.offset + t.rows * t.cols; e++) {
-            double gr = g.grads[e];
-            clipped[e] = dg[e] * f;
-            after[e] = dp[e] - lr * (gr / (fabs(gr) + 1e-8) + decay * dp[e]);
+    float clip = (float)(0.5 * sqrt(sumsq)), wd = 0.1f;
+    const float rates[2] = {0.01f, 0.02f};
+    for (int r = 0; r < (graph ? 2 : 1); r++) {
+        if (graph) {
+            memcpy(g.params, p.data(), 4 * P); /* the start again: parameters, moments, step counts */
+            memset(g.m, 0, 4 * P), memset(g.v, 0, 4 * P), memset((void *)g.adam, 0, 2 * sizeof(adamw_state));
+            gpt_run_graph(&g, parts, GPT_STEP, B, T, rates[r], wd, clip);
+        } else {
+            gpt_update(&g, parts, rates[r], wd, clip);
         }
+        bad |= check_update(&c, g, dp, dg, sumsq, clip, rates[r], wd);
     }
-    bad |= compare("the clipped gradient", &c, g.grads, clipped.data());
-    bad |= compare("the parameters after AdamW", &c, g.params, after.data());
     printf("emulated gpt: loss, %zu gradients, the norm, the clipped gradient and one AdamW step (worst %.2g of a "
            "tensor's largest): %s\n", P, worst_seen, bad ? "FAIL" : "PASS");
     gpt_gpu_free(&g);

@@ -31,7 +31,31 @@ struct next_block {
     void operator()() noexcept { fresh_block(b, n); }
 };
 
+/* The graph a capture is recording (nullptr: none): its work in the order asked. A graph here is
+ * that list, run in order at each launch, as the stream's order would run it on the GPU. */
+struct CUgraph_st {
+    std::vector<std::function<void()>> work;
+};
+struct CUgraphExec_st {
+    std::vector<std::function<void()>> work;
+};
+static CUgraph_st *capturing;
+
+void emu_enqueue(std::function<void()> work)
+{
+    if (capturing)
+        capturing->work.push_back(std::move(work));
+    else
+        work();
+}
+
+static void launch_now(dim3 grid, dim3 block, size_t smem, const std::function<void()> &body);
 void emu_launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body)
+{
+    emu_enqueue([=] { launch_now(grid, block, smem, body); });
+}
+
+static void launch_now(dim3 grid, dim3 block, size_t smem, const std::function<void()> &body)
 {
     int n = (int)(block.x * block.y * block.z);
     if (n > 1024 || (n % 32 && n > 32)) { /* a block smaller than a warp is one partial warp */
@@ -94,7 +118,7 @@ cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 cudaError_t cudaFuncSetAttribute(const void *, enum cudaFuncAttribute, int) { return cudaSuccess; }
 cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t)
 {
-    memset(p, value, bytes);
+    emu_enqueue([=] { memset(p, value, bytes); });
     return cudaSuccess;
 }
 /* device memory is host memory here: a host program (ch12's gpt_model.c) runs on it unchanged.
@@ -111,17 +135,61 @@ cudaError_t cudaFree(void *p)
     free(p);
     return cudaSuccess;
 }
-cudaError_t cudaMemset(void *p, int value, size_t bytes) { return cudaMemsetAsync(p, value, bytes, 0); }
+/* the calls that wait for the GPU: refused while capturing, as a capture refuses them */
+cudaError_t cudaMemset(void *p, int value, size_t bytes)
+{
+    return capturing ? cudaErrorStreamCaptureUnsupported : cudaMemsetAsync(p, value, bytes, 0);
+}
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind)
 {
+    if (capturing) return cudaErrorStreamCaptureUnsupported;
     memmove(dst, src, bytes);
     return cudaSuccess;
 }
+/* a copy between host and device memory is refused while capturing: the host's bytes may be
+ * gone when the graph runs (the GPU refuses pageable memory; this emulation, any host memory) */
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t)
 {
-    return cudaMemcpy(dst, src, bytes, kind);
+    if (capturing && kind != cudaMemcpyDeviceToDevice) return cudaErrorStreamCaptureUnsupported;
+    emu_enqueue([=] { memmove(dst, src, bytes); });
+    return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { return capturing ? cudaErrorStreamCaptureUnsupported : cudaSuccess; }
+
+/* CUDA graphs by stream capture: one capture at a time (this emulation has one stream) */
+cudaError_t cudaStreamBeginCapture(cudaStream_t, enum cudaStreamCaptureMode)
+{
+    if (capturing) return cudaErrorIllegalState;
+    capturing = new CUgraph_st;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *graph)
+{
+    if (!capturing) return cudaErrorIllegalState;
+    *graph = capturing;
+    capturing = nullptr;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long)
+{
+    *exec = new CUgraphExec_st{graph->work};
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t)
+{
+    for (const std::function<void()> &w : exec->work) emu_enqueue(w);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+    delete graph;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+    delete exec;
+    return cudaSuccess;
+}
 }
 
 int emu_finish(int failed)

@@ -6,7 +6,10 @@ twins of the hardware's headers in tests/emu/include found first). Two pieces of
 have no C++ form, and only they change here:
   - `extern __shared__ T name[];` (the launch's dynamic shared memory) becomes a pointer to the
     emulated block's;
-  - kernel<<<grid, block, smem>>>(args); becomes emu_launch(grid, block, smem, [=] { kernel(args); });
+  - kernel<<<grid, block, smem>>>(args); becomes
+    emu_launch(grid, block, smem, emu_bind([=](auto... a) { kernel(a...); }, args));
+    the arguments evaluated and copied at the launch, as the GPU does: a launch recorded in a
+    graph runs later, after the launcher's locals (a problem struct it points into) are gone.
 Inline PTX belongs in common/lb_tensor_core.cuh, whose twin emulates it: any left in the kernels
 file stops the transform.
 """
@@ -63,8 +66,9 @@ def rewrite_launches(src):
         a = src.index('(', j)
         b = balanced(src, a, '(', ')', 1)
         end = src.index(';', b) + 1
-        call = 'emu_launch(dim3(%s), dim3(%s), %s, [=] { %s(%s); });' % (config[0], config[1], config[2], kernel,
-                                                                       src[a + 1:b])
+        args = src[a + 1:b].strip()
+        call = 'emu_launch(dim3(%s), dim3(%s), %s, emu_bind([=](auto... a) { %s(a...); }%s));' % (
+            config[0], config[1], config[2], kernel, ', ' + args if args else '')
         src = src[:k] + call + '\n' * src[k:end].count('\n') + src[end:]  # the lines where they were
     return src
 
