@@ -16,6 +16,8 @@
 #include "layernorm_kernels.h"
 #include "row_reduce.cuh" /* warp_ and block_ sum */
 
+#include <cuda_bf16.h>
+
 #define LN_BLOCK 256
 
 /* ---------------------------------------------------------------- 1: two passes from memory */
@@ -97,16 +99,32 @@ static cudaError_t launch2(const float *x, const float *g, const float *b, float
 
 /* ---------------------------------------------------------------- 3 and RMSNorm: the row in registers */
 
+/* the output's element type: float, or bf16 (for a mixed-precision model's next product, which
+ * reads bf16: ch12) rounded to nearest even; four at a time (16 or 8 bytes) or one */
+__device__ __forceinline__ void store4(float *row, int c4, float a, float b, float c, float d)
+{
+    reinterpret_cast<float4 *>(row)[c4] = make_float4(a, b, c, d);
+}
+__device__ __forceinline__ void store4(__nv_bfloat16 *row, int c4, float a, float b, float c, float d)
+{
+    uint2 q;
+    q.x = (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(a)) | (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16;
+    q.y = (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(c)) | (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(d)) << 16;
+    reinterpret_cast<uint2 *>(row)[c4] = q;
+}
+__device__ __forceinline__ void store1(float *row, int c, float v) { row[c] = v; }
+__device__ __forceinline__ void store1(__nv_bfloat16 *row, int c, float v) { row[c] = __float2bfloat16_rn(v); }
+
 /* ITEMS float4 (VEC) or 4 ITEMS floats a thread, element k of thread t at t + k * blockDim.x;
  * the ones past the row's end are 0 and left out of the deviations. RMS: RMSNorm (no mean,
- * no beta). */
-template <int ITEMS, bool VEC, bool RMS>
-__global__ void __launch_bounds__(1024) ln_kernel3(const float *x, const float *gamma, const float *beta, float *y,
+ * no beta). Y: the output's type (float or __nv_bfloat16). */
+template <int ITEMS, bool VEC, bool RMS, typename Y>
+__global__ void __launch_bounds__(1024) ln_kernel3(const float *x, const float *gamma, const float *beta, Y *y,
                                                    float *mean_out, float *rstd_out, int cols)
 {
     __shared__ float slots[32];
     const float *xr = x + (size_t)blockIdx.x * cols;
-    float *yr = y + (size_t)blockIdx.x * cols;
+    Y *yr = y + (size_t)blockIdx.x * cols;
     float v[4 * ITEMS];
 #pragma unroll
     for (int k = 0; k < ITEMS; k++) {
@@ -143,15 +161,14 @@ __global__ void __launch_bounds__(1024) ln_kernel3(const float *x, const float *
             if (c4 < cols / 4) {
                 float4 g = reinterpret_cast<const float4 *>(gamma)[c4];
                 float4 b = RMS ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : reinterpret_cast<const float4 *>(beta)[c4];
-                reinterpret_cast<float4 *>(yr)[c4] =
-                    make_float4((v[4 * k] - mean) * rstd * g.x + b.x, (v[4 * k + 1] - mean) * rstd * g.y + b.y,
-                                (v[4 * k + 2] - mean) * rstd * g.z + b.z, (v[4 * k + 3] - mean) * rstd * g.w + b.w);
+                store4(yr, c4, (v[4 * k] - mean) * rstd * g.x + b.x, (v[4 * k + 1] - mean) * rstd * g.y + b.y,
+                       (v[4 * k + 2] - mean) * rstd * g.z + b.z, (v[4 * k + 3] - mean) * rstd * g.w + b.w);
             }
         } else {
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 int c = threadIdx.x + (4 * k + j) * blockDim.x;
-                if (c < cols) yr[c] = (v[4 * k + j] - mean) * rstd * gamma[c] + (RMS ? 0.0f : beta[c]);
+                if (c < cols) store1(yr, c, (v[4 * k + j] - mean) * rstd * gamma[c] + (RMS ? 0.0f : beta[c]));
             }
         }
     }
@@ -162,19 +179,19 @@ __global__ void __launch_bounds__(1024) ln_kernel3(const float *x, const float *
     }
 }
 
-template <int ITEMS, bool RMS>
-static void launch3_items(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd, int rows,
+template <int ITEMS, bool RMS, typename Y>
+static void launch3_items(const float *x, const float *g, const float *b, Y *y, float *mean, float *rstd, int rows,
                           int cols, int threads)
 {
     if (cols % 4 == 0)
-        ln_kernel3<ITEMS, true, RMS><<<rows, threads>>>(x, g, b, y, mean, rstd, cols);
+        ln_kernel3<ITEMS, true, RMS, Y><<<rows, threads>>>(x, g, b, y, mean, rstd, cols);
     else
-        ln_kernel3<ITEMS, false, RMS><<<rows, threads>>>(x, g, b, y, mean, rstd, cols);
+        ln_kernel3<ITEMS, false, RMS, Y><<<rows, threads>>>(x, g, b, y, mean, rstd, cols);
 }
 
 /* 256 threads while 8 float4 each hold the row, then up to 1024; the fewest float4 a thread */
-template <bool RMS>
-static cudaError_t launch_registers(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
+template <bool RMS, typename Y>
+static cudaError_t launch_registers(const float *x, const float *g, const float *b, Y *y, float *mean, float *rstd,
                                     int rows, int cols)
 {
     int threads = 256;
@@ -195,6 +212,14 @@ static cudaError_t launch3(const float *x, const float *g, const float *b, float
                            int cols)
 {
     return launch_registers<false>(x, g, b, y, mean, rstd, rows, cols);
+}
+
+extern "C" cudaError_t layernorm_forward_bf16_launch(const float *d_x, const float *d_gamma, const float *d_beta,
+                                                     uint16_t *d_y, float *d_mean, float *d_rstd, int rows, int cols)
+{
+    if (rows < 1 || cols < 1 || cols > LN_MAX_COLS) return cudaErrorInvalidValue;
+    return launch_registers<false>(d_x, d_gamma, d_beta, reinterpret_cast<__nv_bfloat16 *>(d_y), d_mean, d_rstd, rows,
+                                   cols);
 }
 
 extern "C" cudaError_t rmsnorm_forward_launch(const float *d_x, const float *d_gamma, float *d_y, float *d_rrms,

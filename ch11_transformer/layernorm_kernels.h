@@ -2,6 +2,7 @@
 #ifndef LAYERNORM_KERNELS_H
 #define LAYERNORM_KERNELS_H
 #include <stddef.h>
+#include <stdint.h>
 #include <cuda_runtime_api.h>
 #ifdef __cplusplus
 extern "C" {
@@ -21,6 +22,11 @@ extern "C" {
  * the backward pass. Version v (1..3). */
 cudaError_t layernorm_forward_launch(int v, const float *d_x, const float *d_gamma, const float *d_beta, float *d_y,
                                      float *d_mean, float *d_rstd, int rows, int cols);
+/* Version 3 with its output in bf16 (rounded to nearest even; the statistics and the arithmetic
+ * fp32): the LayerNorm of a mixed-precision model whose next product reads bf16 operands (ch12),
+ * 2 bytes an element written instead of 4, and no conversion kernel after it. */
+cudaError_t layernorm_forward_bf16_launch(const float *d_x, const float *d_gamma, const float *d_beta, uint16_t *d_y,
+                                          float *d_mean, float *d_rstd, int rows, int cols);
 /* RMSNorm forward: Y = X * rrms * gamma, rrms = 1 / sqrt(mean(X^2) + LN_EPS); rrms[r] kept. */
 cudaError_t rmsnorm_forward_launch(const float *d_x, const float *d_gamma, float *d_y, float *d_rrms, int rows,
                                    int cols);

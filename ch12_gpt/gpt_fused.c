@@ -2,7 +2,8 @@
  * the work around it moved into the product's epilogue, and the activations the backward reads
  * kept in bf16 from the forward.
  *
- *   forward, a layer:  ln1 = LN(x)                        ch11's LayerNorm, then bf16
+ *   forward, a layer:  ln1 = LN(x)                        ch11's LayerNorm, bf16 out (version 5:
+ *                                                         fp32, then converted)
  *                      qkv = ln1 Wqkv^T + b               epilogue BIAS, bf16 out
  *                      y = attention(qkv)                 ch11's flash kernels, bf16 heads
  *                      mid = y Wproj^T + b + x            epilogue BIAS, the residual as C (beta 1)
@@ -153,6 +154,19 @@ static lt_product dw_product(const unsigned short *dout, const unsigned short *x
 #define P16(g, l, t) ((g)->params16 + gpt_offset(&(g)->c, (l), (t)))
 #define GRAD(g, l, t) ((g)->grads + gpt_offset(&(g)->c, (l), (t)))
 
+/* a LayerNorm whose output only a bf16 product reads: ch11's one-read LayerNorm (version 6 on)
+ * writes it in bf16 itself; version 5's writes fp32 (into g->lnf, scratch here), then converted */
+static void layernorm_bf16(gpt_gpu *g, const gpt_parts *parts, const float *x, const float *w, const float *b,
+                           unsigned short *y16, float *mean, float *rstd, int N, int C)
+{
+    if (parts->layernorm_version == 3) {
+        CUDA_CHECK(layernorm_forward_bf16_launch(x, w, b, y16, mean, rstd, N, C));
+        return;
+    }
+    CUDA_CHECK(layernorm_forward_launch(parts->layernorm_version, x, w, b, g->lnf, mean, rstd, N, C));
+    CUDA_CHECK(gpt_to_bf16_launch(y16, g->lnf, (size_t)N * C));
+}
+
 void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss)
 {
     const gpt_config *c = &g->c;
@@ -167,9 +181,8 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
         unsigned short *pre = g->pre16 + l * 4 * NC, *h = g->gelu16 + l * 4 * NC;
         size_t heads = (size_t)l * NC; /* layer l's bf16 heads */
         /* attention */
-        CUDA_CHECK(layernorm_forward_launch(parts->layernorm_version, x, P32(g, l, GPT_LN1_W), P32(g, l, GPT_LN1_B),
-                                            g->ln1 + l * NC, g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N, N, C));
-        CUDA_CHECK(gpt_to_bf16_launch(ln1, g->ln1 + l * NC, NC));
+        layernorm_bf16(g, parts, x, P32(g, l, GPT_LN1_W), P32(g, l, GPT_LN1_B), ln1, g->mean1 + (size_t)l * N,
+                       g->rstd1 + (size_t)l * N, N, C);
         lt_product p = forward_product(ln1, P16(g, l, GPT_QKV_W), g->qkv16, BF16, N, C, 3 * C);
         p.epilogue = CUBLASLT_EPILOGUE_BIAS, p.bias = P16(g, l, GPT_QKV_B);
         lt_run(g, &p);
@@ -181,9 +194,8 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
         p.epilogue = CUBLASLT_EPILOGUE_BIAS, p.bias = P32(g, l, GPT_PROJ_B), p.C = x; /* mid = x + proj(y) */
         lt_run(g, &p);
         /* the MLP */
-        CUDA_CHECK(layernorm_forward_launch(parts->layernorm_version, mid, P32(g, l, GPT_LN2_W), P32(g, l, GPT_LN2_B),
-                                            g->ln2 + l * NC, g->mean2 + (size_t)l * N, g->rstd2 + (size_t)l * N, N, C));
-        CUDA_CHECK(gpt_to_bf16_launch(ln2, g->ln2 + l * NC, NC));
+        layernorm_bf16(g, parts, mid, P32(g, l, GPT_LN2_W), P32(g, l, GPT_LN2_B), ln2, g->mean2 + (size_t)l * N,
+                       g->rstd2 + (size_t)l * N, N, C);
         p = forward_product(ln2, P16(g, l, GPT_FC_W), h, BF16, N, C, 4 * C);
         p.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS, p.bias = P16(g, l, GPT_FC_B), p.aux = pre, p.aux_ld = 4 * C;
         lt_run(g, &p);
@@ -191,10 +203,8 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
         p.epilogue = CUBLASLT_EPILOGUE_BIAS, p.bias = P32(g, l, GPT_FCPROJ_B), p.C = mid; /* out = mid + mlp */
         lt_run(g, &p);
     }
-    CUDA_CHECK(layernorm_forward_launch(parts->layernorm_version, g->res + (size_t)c->layers * NC,
-                                        g->params + gpt_offset_lnf(c, 0), g->params + gpt_offset_lnf(c, 1), g->lnf,
-                                        g->meanf, g->rstdf, N, C));
-    CUDA_CHECK(gpt_to_bf16_launch(g->lnf16, g->lnf, NC));
+    layernorm_bf16(g, parts, g->res + (size_t)c->layers * NC, g->params + gpt_offset_lnf(c, 0),
+                   g->params + gpt_offset_lnf(c, 1), g->lnf16, g->meanf, g->rstdf, N, C);
     /* the classifier, tied to wte: all Vp rows, fp32 logits for the loss */
     lt_product p =
         forward_product(g->lnf16, g->params16 + gpt_offset_wte(c), g->logits, CUDA_R_32F, N, C, c->vocab_padded);

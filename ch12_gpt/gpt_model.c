@@ -53,7 +53,6 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, unsign
     g->params = TAKE_FLOATS(P), g->grads = TAKE_FLOATS(P), g->m = TAKE_FLOATS(P), g->v = TAKE_FLOATS(P);
     g->tokens = (int *)take(g, sizeof(int) * N, count), g->targets = (int *)take(g, sizeof(int) * N, count);
     g->res = TAKE_FLOATS((L + 1) * N * C), g->mid = TAKE_FLOATS(L * N * C);
-    g->ln1 = TAKE_FLOATS(L * N * C), g->ln2 = TAKE_FLOATS(L * N * C);
     g->mean1 = TAKE_FLOATS(L * N), g->rstd1 = TAKE_FLOATS(L * N), g->mean2 = TAKE_FLOATS(L * N), g->rstd2 = TAKE_FLOATS(L * N);
     g->lnf = TAKE_FLOATS(N * C), g->meanf = TAKE_FLOATS(N), g->rstdf = TAKE_FLOATS(N);
     g->logits = TAKE_FLOATS(N * Vp), g->dlogits = TAKE_FLOATS(N * Vp);
@@ -65,6 +64,7 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, unsign
     g->adam = (adamw_state *)take(g, 2 * sizeof(adamw_state), count);
     if (wanted & GPT_BUFFERS_PROBS) g->probs = TAKE_FLOATS(N * Vp);
     if (wanted & GPT_BUFFERS_FP32_LAYERS) {
+        g->ln1 = TAKE_FLOATS(L * N * C), g->ln2 = TAKE_FLOATS(L * N * C);
         g->qkv = TAKE_FLOATS(3 * L * N * C), g->atty = TAKE_FLOATS(L * N * C);
         g->fch = TAKE_FLOATS(4 * L * N * C), g->gelu = TAKE_FLOATS(4 * L * N * C);
         g->dqkv = TAKE_FLOATS(3 * N * C), g->dfc = TAKE_FLOATS(4 * N * C), g->dgelu = TAKE_FLOATS(4 * N * C);

@@ -37,7 +37,7 @@ typedef struct {
     int *tokens, *targets; /* B T each */
     float *res;           /* the residual stream entering each layer, and leaving the last: (L + 1) N C */
     float *mid;           /* after each layer's attention: L N C */
-    float *ln1, *ln2;     /* L N C each */
+    float *ln1, *ln2;     /* L N C each (versions 0-4: the fused ones keep theirs in bf16) */
     float *mean1, *rstd1, *mean2, *rstd2; /* L N each */
     float *qkv;           /* L N 3C */
     float *att;           /* the attention's probabilities: L B H T T */
@@ -108,7 +108,7 @@ typedef struct {
  * only its own memory: at GPT-2's shape version 0's attention probabilities alone are 4.8 GB. */
 enum {
     GPT_BUFFERS_PROBS = 1,         /* cross-entropy version 1's probabilities (N Vp) */
-    GPT_BUFFERS_FP32_LAYERS = 2,   /* qkv, attention's output, the MLP's layers in fp32, a layer each */
+    GPT_BUFFERS_FP32_LAYERS = 2,   /* the LayerNorms, qkv, attention and the MLP in fp32, a layer each */
     GPT_BUFFERS_SCORES = 4,        /* attention the library way: the probabilities (L B H T^2), heads */
     GPT_BUFFERS_BF16_PRODUCTS = 8, /* the bf16 weights and a product's operands */
     GPT_BUFFERS_FLASH = 16,        /* flash attention's bf16 heads, log-sum-exps and scratch */
@@ -167,8 +167,9 @@ extern const gpt_parts gpt_parts_flash_attention;
  * GELU's derivative; the bias gradients; the residual added as C), the activations the backward
  * reads kept in bf16 from the forward (gpt_fused.c) */
 extern const gpt_parts gpt_parts_fused_epilogues;
-/* version 6: and ch11's one-read row kernels: LayerNorm version 3 (the row in registers) and the
- * cross-entropy version 4 (the row of logits in shared memory) */
+/* version 6: and ch11's one-read row kernels: LayerNorm version 3 (the row in registers, its
+ * output written in bf16 for the next product) and the cross-entropy version 4 (the row of
+ * logits in shared memory) */
 extern const gpt_parts gpt_parts_fast_rows;
 
 /* gpt_fused.c: version 5's forward and backward */
