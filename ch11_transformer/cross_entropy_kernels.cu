@@ -12,11 +12,15 @@
  *      second: two reads
  *   4  fused, the row in shared memory: one read (online max and sum on the way in), the
  *      gradient from shared memory: one read and one write of every logit, the least there is
+ *   and version 4 on bf16 logits, its gradient in bf16 (ce_launch_bf16): a mixed-precision
+ *   classifier's, half the bytes each way, written over the logits if the caller wants
  * Every version ends with the same kernel: the rows' losses summed by one block in a fixed
  * order, so the mean is the same from run to run (no atomics).
  */
 #include "cross_entropy_kernels.h"
 #include "row_reduce.cuh"
+
+#include <cuda_bf16.h>
 
 #define CE_BLOCK 1024 /* threads a block: a row of 50304 logits is 49 per thread */
 
@@ -218,6 +222,87 @@ static cudaError_t launch4(const float *x, const int *y, float *grad, float *row
     else
         ce_kernel4<false><<<rows, CE_BLOCK, bytes>>>(x, y, grad, row_loss, rows, classes, stride);
     return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- 4 on bf16 logits */
+
+/* a bf16's bits to float, and a float rounded to the nearest even bf16 */
+__device__ __forceinline__ float bf16_float(uint32_t bits) { return __uint_as_float(bits << 16); }
+__device__ __forceinline__ uint32_t float_bf16(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
+
+/* one bf16 gradient element from its logit's bits */
+__device__ __forceinline__ uint32_t grad_bf16(uint32_t bits, int c, float m, float inv, float inv_rows, int label)
+{
+    return float_bf16((fast_exp(bf16_float(bits) - m) * inv - (c == label ? 1.0f : 0.0f)) * inv_rows);
+}
+
+/* Version 4's one read, the row kept as bf16 in shared memory (2 bytes a logit). VEC: the row
+ * starts 16-byte aligned (stride a multiple of 8): 8 logits a load, the last classes % 8 one by
+ * one. grad may be x itself: the whole row is in shared memory (the merge's barriers) before
+ * any of it is written. The gradient's columns from classes to stride are written 0. */
+template <bool VEC>
+__global__ void __launch_bounds__(CE_BLOCK) ce_kernel4_bf16(const uint16_t *x, const int *y, uint16_t *grad,
+                                                            float *row_loss, int rows, int classes, int stride)
+{
+    extern __shared__ float4 smem4[];
+    float *slots = reinterpret_cast<float *>(smem4);
+    uint16_t *row = reinterpret_cast<uint16_t *>(slots + 64);
+    const uint16_t *xr = x + (size_t)blockIdx.x * stride;
+    uint16_t *gr = grad + (size_t)blockIdx.x * stride;
+    int label = y[blockIdx.x], vectors = VEC ? classes / 8 : 0;
+    float m = -INFINITY, d = 0.0f;
+    for (int c = threadIdx.x; c < vectors; c += CE_BLOCK) {
+        uint4 q = reinterpret_cast<const uint4 *>(xr)[c];
+        reinterpret_cast<uint4 *>(row)[c] = q;
+        const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) online_add(m, d, bf16_float(w[i] & 0xFFFFu)), online_add(m, d, bf16_float(w[i] >> 16));
+    }
+    for (int c = 8 * vectors + threadIdx.x; c < classes; c += CE_BLOCK) {
+        uint16_t b = xr[c];
+        row[c] = b;
+        online_add(m, d, bf16_float(b));
+    }
+    block_online_merge(m, d, slots); /* its barriers also make the row visible to every thread */
+    float inv = 1.0f / d, inv_rows = 1.0f / rows;
+    for (int c = threadIdx.x; c < vectors; c += CE_BLOCK) {
+        uint4 q = reinterpret_cast<const uint4 *>(row)[c];
+        uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int c0 = 8 * c + 2 * i; /* the low half is the lower column (little-endian) */
+            w[i] = grad_bf16(w[i] & 0xFFFFu, c0, m, inv, inv_rows, label) |
+                   grad_bf16(w[i] >> 16, c0 + 1, m, inv, inv_rows, label) << 16;
+        }
+        reinterpret_cast<uint4 *>(gr)[c] = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    for (int c = 8 * vectors + threadIdx.x; c < stride; c += CE_BLOCK)
+        gr[c] = c < classes ? (uint16_t)grad_bf16(row[c], c, m, inv, inv_rows, label) : (uint16_t)0;
+    write_row_loss(row_loss, m, d, bf16_float(row[label]));
+}
+
+extern "C" size_t ce_shared_bytes_bf16(int classes) { return sizeof(float) * 64 + 2 * ((size_t)(classes + 7) / 8 * 8); }
+
+extern "C" cudaError_t ce_launch_bf16(const uint16_t *d_logits, const int *d_y, uint16_t *d_grad, float *d_loss,
+                                      float *d_row_loss, int rows, int classes, int stride)
+{
+    if (rows < 1 || classes < 1 || classes > CE_MAX_CLASSES || stride < classes) return cudaErrorInvalidValue;
+    static int opted_in = 0; /* past 48 KiB a block must opt in: once, for the widest row */
+    cudaError_t e;
+    if (!opted_in) {
+        int bytes = (int)ce_shared_bytes_bf16(CE_MAX_CLASSES);
+        if ((e = cudaFuncSetAttribute(ce_kernel4_bf16<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)) ||
+            (e = cudaFuncSetAttribute(ce_kernel4_bf16<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)))
+            return e;
+        opted_in = 1;
+    }
+    size_t bytes = ce_shared_bytes_bf16(classes);
+    if (stride % 8 == 0)
+        ce_kernel4_bf16<true><<<rows, CE_BLOCK, bytes>>>(d_logits, d_y, d_grad, d_row_loss, rows, classes, stride);
+    else
+        ce_kernel4_bf16<false><<<rows, CE_BLOCK, bytes>>>(d_logits, d_y, d_grad, d_row_loss, rows, classes, stride);
+    e = cudaGetLastError();
+    return e ? e : mean_loss(d_row_loss, rows, d_loss);
 }
 
 /* ---------------------------------------------------------------- launchers */

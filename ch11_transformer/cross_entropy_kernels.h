@@ -2,6 +2,7 @@
 #ifndef CROSS_ENTROPY_KERNELS_H
 #define CROSS_ENTROPY_KERNELS_H
 #include <stddef.h>
+#include <stdint.h>
 #include <cuda_runtime_api.h>
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,14 @@ cudaError_t ce_launch_strided(int v, const float *d_logits, const int *d_y, floa
                               float *d_row_loss, float *d_probs, int rows, int classes, int stride);
 /* bytes of shared memory version 4 needs a block, for the device check before it runs */
 size_t ce_shared_bytes(int classes);
+/* Version 4 on bf16 logits (a mixed-precision classifier's: rows `stride` elements apart), the
+ * gradient written in bf16 (rounded to nearest even), the arithmetic fp32: half the bytes each
+ * way. d_grad may be d_logits itself (each row is read whole before any of it is written); its
+ * columns from `classes` to `stride` are written 0, so a product over all of them adds nothing
+ * from the padding. The row is kept in shared memory as bf16: ce_shared_bytes_bf16 a block. */
+cudaError_t ce_launch_bf16(const uint16_t *d_logits, const int *d_y, uint16_t *d_grad, float *d_loss,
+                           float *d_row_loss, int rows, int classes, int stride);
+size_t ce_shared_bytes_bf16(int classes);
 
 #ifdef __cplusplus
 }

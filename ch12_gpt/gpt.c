@@ -140,8 +140,7 @@ static char *sample_text(gpt_gpu *g, const gpt_parts *parts, const unsigned char
         int t = len < T ? len : T, *window = ctx + len - t;
         CUDA_CHECK(cudaMemcpy(g->tokens, window, sizeof(int) * t, cudaMemcpyHostToDevice));
         gpt_forward(g, parts, 1, t, 0); /* the trained version's forward, without the loss */
-        CUDA_CHECK(cudaMemcpy(logits, g->logits + (size_t)(t - 1) * g->c.vocab_padded, sizeof(float) * V,
-                              cudaMemcpyDeviceToHost));
+        gpt_logits_row(g, parts, t - 1, logits);
         double m = -INFINITY, sum = 0.0;
         for (int v = 0; v < V; v++) m = fmax(m, logits[v] / temperature);
         for (int v = 0; v < V; v++) sum += (p[v] = exp(logits[v] / temperature - m));

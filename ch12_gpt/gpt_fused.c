@@ -205,9 +205,12 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
     }
     layernorm_bf16(g, parts, g->res + (size_t)c->layers * NC, g->params + gpt_offset_lnf(c, 0),
                    g->params + gpt_offset_lnf(c, 1), g->lnf16, g->meanf, g->rstdf, N, C);
-    /* the classifier, tied to wte: all Vp rows, fp32 logits for the loss */
-    lt_product p =
-        forward_product(g->lnf16, g->params16 + gpt_offset_wte(c), g->logits, CUDA_R_32F, N, C, c->vocab_padded);
+    /* the classifier, tied to wte: all Vp rows; the logits fp32 for version 5's loss, bf16 for
+     * version 6's */
+    int bf16_logits = (parts->buffers & GPT_BUFFERS_BF16_LOGITS) != 0;
+    lt_product p = forward_product(g->lnf16, g->params16 + gpt_offset_wte(c),
+                                   bf16_logits ? (void *)g->logits16 : (void *)g->logits, bf16_logits ? BF16 : CUDA_R_32F,
+                                   N, C, c->vocab_padded);
     lt_run(g, &p);
     if (with_loss) parts->loss(g, N);
 }
@@ -217,13 +220,17 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
     const gpt_config *c = &g->c;
     int N = B * T, C = c->channels, H = c->heads, Vp = c->vocab_padded;
     size_t NC = (size_t)N * C;
-    (void)parts;
     CUDA_CHECK(cudaMemsetAsync(g->grads, 0, sizeof(float) * g->P, GPT_STREAM));
-    /* the classifier: dlogits in bf16, then d(lnf) and wte's first gradient */
-    CUDA_CHECK(gpt_to_bf16_launch(g->d16, g->dlogits, (size_t)N * Vp));
-    lt_product p = dx_product(g->d16, g->params16 + gpt_offset_wte(c), g->dln, CUDA_R_32F, N, C, Vp);
+    /* the classifier: dlogits in bf16 (version 6's loss wrote them so; version 5's in fp32,
+     * converted here), then d(lnf) and wte's first gradient */
+    const unsigned short *dlogits16 = g->logits16;
+    if (!(parts->buffers & GPT_BUFFERS_BF16_LOGITS)) {
+        CUDA_CHECK(gpt_to_bf16_launch(g->d16, g->dlogits, (size_t)N * Vp));
+        dlogits16 = g->d16;
+    }
+    lt_product p = dx_product(dlogits16, g->params16 + gpt_offset_wte(c), g->dln, CUDA_R_32F, N, C, Vp);
     lt_run(g, &p);
-    p = dw_product(g->d16, g->lnf16, g->grads + gpt_offset_wte(c), N, C, Vp);
+    p = dw_product(dlogits16, g->lnf16, g->grads + gpt_offset_wte(c), N, C, Vp);
     lt_run(g, &p);
     CUDA_CHECK(layernorm_backward_launch(g->dln, g->res + (size_t)c->layers * NC, g->meanf, g->rstdf,
                                          g->params + gpt_offset_lnf(c, 0), g->d, g->grads + gpt_offset_lnf(c, 0),

@@ -55,13 +55,14 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, unsign
     g->res = TAKE_FLOATS((L + 1) * N * C), g->mid = TAKE_FLOATS(L * N * C);
     g->mean1 = TAKE_FLOATS(L * N), g->rstd1 = TAKE_FLOATS(L * N), g->mean2 = TAKE_FLOATS(L * N), g->rstd2 = TAKE_FLOATS(L * N);
     g->lnf = TAKE_FLOATS(N * C), g->meanf = TAKE_FLOATS(N), g->rstdf = TAKE_FLOATS(N);
-    g->logits = TAKE_FLOATS(N * Vp), g->dlogits = TAKE_FLOATS(N * Vp);
     g->column_part = TAKE_FLOATS((N + GPT_COLUMN_SLAB - 1) / GPT_COLUMN_SLAB * 4 * C);
     g->loss = TAKE_FLOATS(1), g->row_loss = TAKE_FLOATS(N);
     g->d = TAKE_FLOATS(N * C), g->dmid = TAKE_FLOATS(N * C), g->dln = TAKE_FLOATS(N * C), g->datty = TAKE_FLOATS(N * C);
     g->ln_partial = TAKE_FLOATS(2 * ((N + LN_ROWS_PER_GROUP - 1) / LN_ROWS_PER_GROUP + 1) * C);
     g->sumsq = TAKE_FLOATS(1);
     g->adam = (adamw_state *)take(g, 2 * sizeof(adamw_state), count);
+    if (wanted & GPT_BUFFERS_FP32_LOGITS) g->logits = TAKE_FLOATS(N * Vp), g->dlogits = TAKE_FLOATS(N * Vp);
+    if (wanted & GPT_BUFFERS_BF16_LOGITS) g->logits16 = TAKE_BF16(N * Vp);
     if (wanted & GPT_BUFFERS_PROBS) g->probs = TAKE_FLOATS(N * Vp);
     if (wanted & GPT_BUFFERS_FP32_LAYERS) {
         g->ln1 = TAKE_FLOATS(L * N * C), g->ln2 = TAKE_FLOATS(L * N * C);
@@ -159,7 +160,7 @@ void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T, unsigned buffe
     CUDA_CHECK(cudaMemset(g->v, 0, sizeof(float) * g->P));
     /* the logits' gradient in the padded columns (past V) stays zero: the loss never writes them,
      * so the classifier's products add nothing from them */
-    CUDA_CHECK(cudaMemset(g->dlogits, 0, sizeof(float) * (size_t)B * T * c->vocab_padded));
+    if (g->dlogits) CUDA_CHECK(cudaMemset(g->dlogits, 0, sizeof(float) * (size_t)B * T * c->vocab_padded));
     adam_groups(g);
 }
 
@@ -449,6 +450,23 @@ void gpt_run_graph(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, f
     CUDA_CHECK(cudaGraphLaunch(r->exec, GPT_STREAM));
 }
 
+void gpt_logits_row(gpt_gpu *g, const gpt_parts *parts, int row, float *out)
+{
+    int V = g->c.vocab;
+    size_t at = (size_t)row * g->c.vocab_padded;
+    if (!(parts->buffers & GPT_BUFFERS_BF16_LOGITS)) {
+        CUDA_CHECK(cudaMemcpy(out, g->logits + at, sizeof(float) * V, cudaMemcpyDeviceToHost));
+        return;
+    }
+    unsigned short *bits = lb_host_alloc(2 * (size_t)V, "the logits");
+    CUDA_CHECK(cudaMemcpy(bits, g->logits16 + at, 2 * (size_t)V, cudaMemcpyDeviceToHost));
+    for (int v = 0; v < V; v++) {
+        uint32_t u = (uint32_t)bits[v] << 16; /* bf16 is the top half of a float */
+        memcpy(&out[v], &u, 4);
+    }
+    free(bits);
+}
+
 /* ---------------------------------------------------------------- the parts of the versions */
 
 /* ch11's cross-entropy version 1: the softmax into probs, then the loss and the gradient */
@@ -463,11 +481,12 @@ static void loss_fused(gpt_gpu *g, int N)
     CUDA_CHECK(ce_launch_strided(3, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, NULL, N, g->c.vocab,
                                  g->c.vocab_padded));
 }
-/* version 4: the row of logits in shared memory, read once from memory */
-static void loss_one_read(gpt_gpu *g, int N)
+/* ch11's version 4 on bf16 logits: the row in shared memory, read once, and the gradient
+ * written in bf16 over the logits (the padded columns 0), as the classifier's backward reads it */
+static void loss_bf16(gpt_gpu *g, int N)
 {
-    CUDA_CHECK(ce_launch_strided(4, g->logits, g->targets, g->dlogits, g->loss, g->row_loss, NULL, N, g->c.vocab,
-                                 g->c.vocab_padded));
+    CUDA_CHECK(ce_launch_bf16(g->logits16, g->targets, g->logits16, g->loss, g->row_loss, N, g->c.vocab,
+                              g->c.vocab_padded));
 }
 /* ch11's AdamW version 1, a launch per tensor from the host's lists, two groups (their own step
  * counts): the matrices decayed, the vectors not (the chunk count 1 only satisfies the launcher) */
@@ -492,42 +511,43 @@ static void begin_bf16(gpt_gpu *g) { CUDA_CHECK(gpt_to_bf16_launch(g->params16, 
 const gpt_parts gpt_parts_unfused = {forward_layers, backward_layers, loss_unfused,   adamw_per_tensor,
                                      begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
                                      attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL,
-                                     GPT_BUFFERS_PROBS | GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES, 1};
+                                     GPT_BUFFERS_PROBS | GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES | GPT_BUFFERS_FP32_LOGITS, 1};
 const gpt_parts gpt_parts_fused_loss = {forward_layers, backward_layers, loss_fused,     adamw_per_tensor,
                                         begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
                                         attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL,
-                                        GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES, 1};
+                                        GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES | GPT_BUFFERS_FP32_LOGITS, 1};
 const gpt_parts gpt_parts_adamw_one_launch = {forward_layers, backward_layers, loss_fused,     adamw_one_launch,
                                               begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
                                               attention_bwd,  GPT_CHECK_ATOL,  GPT_CHECK_RTOL,
-                                              GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES, 1};
+                                              GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES | GPT_BUFFERS_FP32_LOGITS, 1};
 const gpt_parts gpt_parts_bf16_products = {forward_layers, backward_layers,     loss_fused,          adamw_one_launch,
                                            begin_bf16,     linear_fwd_bf16,     linear_bwd_bf16,     attention_fwd,
                                            attention_bwd,  GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
-                                           GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES | GPT_BUFFERS_BF16_PRODUCTS, 1};
+                                           GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_SCORES | GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FP32_LOGITS, 1};
 const gpt_parts gpt_parts_flash_attention = {forward_layers,      backward_layers,     loss_fused,
                                              adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
                                              linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
                                              GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
-                                             GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH, 1};
+                                             GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FP32_LOGITS, 1};
 /* version 5: its own forward and backward (gpt_fused.c), with version 4's loss, AdamW and weights;
  * the per-layer parts (products, attention) are its forward's own, so NULL here */
 const gpt_parts gpt_parts_fused_epilogues = {gpt_forward_fused,   gpt_backward_fused,  loss_fused,
                                              adamw_one_launch,    begin_bf16,          NULL,
                                              NULL,                NULL,                NULL,
                                              GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
-                                             GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED, 1};
+                                             GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED | GPT_BUFFERS_FP32_LOGITS, 1};
 
 /* version 6: version 5 with ch11's one-read LayerNorm and loss */
-const gpt_parts gpt_parts_fast_rows = {gpt_forward_fused,   gpt_backward_fused,  loss_one_read,
+const gpt_parts gpt_parts_fast_rows = {gpt_forward_fused,   gpt_backward_fused,  loss_bf16,
                                        adamw_one_launch,    begin_bf16,          NULL,
                                        NULL,                NULL,                NULL,
                                        GPT_CHECK_ATOL_BF16, GPT_CHECK_RTOL_BF16,
-                                       GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED, 3};
+                                       GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED |
+                                           GPT_BUFFERS_BF16_LOGITS, 3};
 
 const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c, size_t shared_optin)
 {
-    if (parts->loss == loss_one_read && ce_shared_bytes(c->vocab) > shared_optin)
+    if (parts->loss == loss_bf16 && ce_shared_bytes_bf16(c->vocab) > shared_optin)
         return "the one-read loss holds a row of logits in shared memory: too many for this GPU's blocks";
     int hs = c->heads > 0 ? c->channels / c->heads : 0;
     if ((parts->buffers & GPT_BUFFERS_FLASH) && hs != 64 && hs != 128)

@@ -45,6 +45,7 @@ typedef struct {
     float *fch, *gelu;    /* L N 4C each */
     float *lnf, *meanf, *rstdf;
     float *logits, *dlogits, *probs; /* N Vp each, rows Vp apart, V used (probs: cross-entropy version 1's scratch) */
+    unsigned short *logits16;        /* version 6 on: the logits in bf16 (N Vp), then their gradient over them */
     float *column_part;              /* the bias gradients' slab sums (gpt_column_sum_launch) */
     float *loss, *row_loss;          /* 1, N */
     /* the backward's scratch */
@@ -113,6 +114,8 @@ enum {
     GPT_BUFFERS_BF16_PRODUCTS = 8, /* the bf16 weights and a product's operands */
     GPT_BUFFERS_FLASH = 16,        /* flash attention's bf16 heads, log-sum-exps and scratch */
     GPT_BUFFERS_FUSED = 32,        /* version 5's bf16 activations and cuBLASLt's workspace */
+    GPT_BUFFERS_FP32_LOGITS = 64,  /* the logits and their gradient in fp32 (N Vp each: 1.6 GB each at GPT-2's shape) */
+    GPT_BUFFERS_BF16_LOGITS = 128, /* the logits in bf16, their gradient written over them */
 };
 /* device bytes gpt_gpu_alloc asks for, for the check before it */
 size_t gpt_device_bytes(const gpt_config *c, int B, int T, unsigned buffers);
@@ -167,9 +170,9 @@ extern const gpt_parts gpt_parts_flash_attention;
  * GELU's derivative; the bias gradients; the residual added as C), the activations the backward
  * reads kept in bf16 from the forward (gpt_fused.c) */
 extern const gpt_parts gpt_parts_fused_epilogues;
-/* version 6: and ch11's one-read row kernels: LayerNorm version 3 (the row in registers, its
- * output written in bf16 for the next product) and the cross-entropy version 4 (the row of
- * logits in shared memory) */
+/* version 6: and ch11's one-read row kernels in bf16: LayerNorm version 3 (the row in registers,
+ * its output written in bf16 for the next product) and the cross-entropy version 4 on bf16 logits
+ * (the row in shared memory), its gradient in bf16 over them, as the classifier's backward reads it */
 extern const gpt_parts gpt_parts_fast_rows;
 
 /* gpt_fused.c: version 5's forward and backward */
@@ -203,6 +206,8 @@ void gpt_clip_adamw(gpt_gpu *g, const gpt_parts *parts, float wd, float clip);
  * lr is not in the graph (the schedule changes it every step): gpt_set_lr before each launch. */
 void gpt_run(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float lr, float wd, float clip);
 void gpt_run_graph(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float lr, float wd, float clip);
+/* the first V logits of row `row` of the last forward, as floats, into host memory (the sampler) */
+void gpt_logits_row(gpt_gpu *g, const gpt_parts *parts, int row, float *out);
 
 #ifdef __cplusplus
 }
