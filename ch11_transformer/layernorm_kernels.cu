@@ -296,6 +296,116 @@ extern "C" cudaError_t layernorm_backward_launch(const float *d_dy, const float 
     return cudaGetLastError();
 }
 
+/* ---------------------------------------------------------------- backward in one read, added */
+
+/* two block sums at once (one pair of barriers): slots holds 64 floats */
+__device__ __forceinline__ void block_sum2(float &a, float &b, float *slots)
+{
+    int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    a = warp_sum(a), b = warp_sum(b);
+    if (lane == 0) slots[threadIdx.x / 32] = a, slots[32 + threadIdx.x / 32] = b;
+    __syncthreads();
+    a = warp_sum(lane < warps ? slots[lane] : 0.0f), b = warp_sum(lane < warps ? slots[32 + lane] : 0.0f);
+    __syncthreads();
+}
+
+/* A block takes LN_BWD_ROWS rows one after another, each in registers as version 3's forward
+ * holds it (ITEMS float4 of dY and of X a thread; element k of thread t at float4 t + k *
+ * blockDim.x): the row's two sums, then dX added to what dx holds (and the sum written in bf16
+ * too when dx16 is not NULL). A thread keeps the same columns for every row, so it sums their
+ * dgamma and dbeta in registers over the block's rows and writes them once, the group's partial
+ * sums. VEC: cols % 4 == 0 (16-byte loads); else one float at a time, same layout. */
+template <int ITEMS, bool VEC>
+__global__ void __launch_bounds__(1024) ln_backward_add_kernel(const float *dy, const float *x, const float *mean,
+                                                               const float *rstd, const float *gamma, float *dx,
+                                                               __nv_bfloat16 *dx16, float *partial, int rows, int cols)
+{
+    __shared__ float slots[64];
+    int r0 = blockIdx.x * LN_BWD_ROWS, r1 = r0 + LN_BWD_ROWS < rows ? r0 + LN_BWD_ROWS : rows, groups = gridDim.x;
+    float g[4 * ITEMS], dg[4 * ITEMS], db[4 * ITEMS];
+    /* element i of this thread's registers is column col(i); those past the row's end read 0 */
+#define LN_COL(i) (VEC ? 4 * (int)(threadIdx.x + ((i) / 4) * blockDim.x) + (i) % 4 : (int)(threadIdx.x + (i) * blockDim.x))
+#pragma unroll
+    for (int i = 0; i < 4 * ITEMS; i++) g[i] = LN_COL(i) < cols ? gamma[LN_COL(i)] : 0.0f, dg[i] = db[i] = 0.0f;
+    for (int r = r0; r < r1; r++) {
+        const float *dyr = dy + (size_t)r * cols, *xr = x + (size_t)r * cols;
+        float a[4 * ITEMS], b[4 * ITEMS]; /* dY and X */
+#pragma unroll
+        for (int k = 0; k < ITEMS; k++) {
+            if (VEC) {
+                int c4 = threadIdx.x + k * blockDim.x;
+                float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
+                if (c4 < cols / 4) p = reinterpret_cast<const float4 *>(dyr)[c4], q = reinterpret_cast<const float4 *>(xr)[c4];
+                a[4 * k] = p.x, a[4 * k + 1] = p.y, a[4 * k + 2] = p.z, a[4 * k + 3] = p.w;
+                b[4 * k] = q.x, b[4 * k + 1] = q.y, b[4 * k + 2] = q.z, b[4 * k + 3] = q.w;
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int c = LN_COL(4 * k + j);
+                    a[4 * k + j] = c < cols ? dyr[c] : 0.0f, b[4 * k + j] = c < cols ? xr[c] : 0.0f;
+                }
+            }
+        }
+        float mu = mean[r], rs = rstd[r], s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4 * ITEMS; i++) { /* past the end dY is 0: nothing added */
+            float xh = (b[i] - mu) * rs, dxh = a[i] * g[i];
+            s1 += dxh, s2 += dxh * xh;
+            dg[i] += a[i] * xh, db[i] += a[i];
+            b[i] = xh, a[i] = dxh; /* kept for dX */
+        }
+        block_sum2(s1, s2, slots);
+        float m1 = s1 / cols, m2 = s2 / cols;
+        float *dxr = dx + (size_t)r * cols;
+#pragma unroll
+        for (int i = 0; i < 4 * ITEMS; i++) {
+            int c = LN_COL(i);
+            if (c >= cols) continue;
+            float sum = dxr[c] + rs * (a[i] - m1 - b[i] * m2);
+            dxr[c] = sum;
+            if (dx16) dx16[(size_t)r * cols + c] = __float2bfloat16_rn(sum);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4 * ITEMS; i++) {
+        int c = LN_COL(i);
+        if (c < cols) partial[(size_t)blockIdx.x * cols + c] = dg[i], partial[((size_t)groups + blockIdx.x) * cols + c] = db[i];
+    }
+#undef LN_COL
+}
+
+template <int ITEMS>
+static void backward_add_items(const float *dy, const float *x, const float *mean, const float *rstd, const float *g,
+                               float *dx, __nv_bfloat16 *dx16, float *partial, int rows, int cols, int threads, int groups)
+{
+    if (cols % 4 == 0)
+        ln_backward_add_kernel<ITEMS, true><<<groups, threads>>>(dy, x, mean, rstd, g, dx, dx16, partial, rows, cols);
+    else
+        ln_backward_add_kernel<ITEMS, false><<<groups, threads>>>(dy, x, mean, rstd, g, dx, dx16, partial, rows, cols);
+}
+
+extern "C" cudaError_t layernorm_backward_add_launch(const float *d_dy, const float *d_x, const float *d_mean,
+                                                     const float *d_rstd, const float *d_gamma, float *d_dx,
+                                                     uint16_t *d_dx16, float *d_dgamma, float *d_dbeta,
+                                                     float *d_partial, int rows, int cols)
+{
+    if (rows < 1 || cols < 1 || cols > LN_MAX_COLS) return cudaErrorInvalidValue;
+    int groups = (rows + LN_BWD_ROWS - 1) / LN_BWD_ROWS, threads = 256; /* threads as version 3's forward */
+    while (threads < 1024 && cols > threads * 4 * 8) threads *= 2;
+    int per_thread = (cols + 4 * threads - 1) / (4 * threads);
+    __nv_bfloat16 *dx16 = reinterpret_cast<__nv_bfloat16 *>(d_dx16);
+    if (per_thread <= 1)
+        backward_add_items<1>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups);
+    else if (per_thread <= 2)
+        backward_add_items<2>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups);
+    else if (per_thread <= 4)
+        backward_add_items<4>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups);
+    else
+        backward_add_items<8>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups);
+    ln_backward_sum_kernel<<<(cols + 255) / 256, 256>>>(d_partial, d_dgamma, d_dbeta, groups, cols);
+    return cudaGetLastError();
+}
+
 /* ---------------------------------------------------------------- launchers */
 
 typedef cudaError_t (*launcher)(const float *, const float *, const float *, float *, float *, float *, int, int);

@@ -37,6 +37,15 @@ cudaError_t rmsnorm_forward_launch(const float *d_x, const float *d_gamma, float
 cudaError_t layernorm_backward_launch(const float *d_dy, const float *d_x, const float *d_mean, const float *d_rstd,
                                       const float *d_gamma, float *d_dx, float *d_dgamma, float *d_dbeta,
                                       float *d_partial, int rows, int cols);
+/* The backward in one read of dY and X, dX added to what d_dx holds, for a pre-LN transformer's
+ * backward, where the block's input gets the LayerNorm's gradient and the residual's: d_dx +=
+ * the dX above, and, when d_dx16 is not NULL, the sum also written there in bf16 (rounded to
+ * nearest even) for the next product. dgamma and dbeta as above, from partial sums of
+ * LN_BWD_ROWS rows: d_partial holds 2 x ceil(rows / LN_BWD_ROWS) x cols floats. */
+#define LN_BWD_ROWS 16
+cudaError_t layernorm_backward_add_launch(const float *d_dy, const float *d_x, const float *d_mean,
+                                          const float *d_rstd, const float *d_gamma, float *d_dx, uint16_t *d_dx16,
+                                          float *d_dgamma, float *d_dbeta, float *d_partial, int rows, int cols);
 
 #ifdef __cplusplus
 }

@@ -215,6 +215,22 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
     if (with_loss) parts->loss(g, N);
 }
 
+/* A LayerNorm's backward whose dX is added to what dx holds (the residual's gradient), g->d16
+ * then the sum in bf16 (the next products' operand): ch11's one-read backward does both itself
+ * (version 6 on); version 5 runs ch11's backward into scratch (dmid), then adds and converts */
+static void layernorm_backward(gpt_gpu *g, const gpt_parts *parts, const float *dy, const float *x, const float *mean,
+                               const float *rstd, const float *w, float *dx, float *dw, float *db, int N, int C)
+{
+    if (parts->layernorm_version == 3) {
+        CUDA_CHECK(layernorm_backward_add_launch(dy, x, mean, rstd, w, dx, g->d16, dw, db, g->ln_partial, N, C));
+        return;
+    }
+    size_t NC = (size_t)N * C;
+    CUDA_CHECK(layernorm_backward_launch(dy, x, mean, rstd, w, g->dmid, dw, db, g->ln_partial, N, C));
+    CUDA_CHECK(gpt_add_launch(dx, dx, g->dmid, NC));
+    CUDA_CHECK(gpt_to_bf16_launch(g->d16, dx, NC));
+}
+
 void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
 {
     const gpt_config *c = &g->c;
@@ -232,15 +248,17 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
     lt_run(g, &p);
     p = dw_product(dlogits16, g->lnf16, g->grads + gpt_offset_wte(c), N, C, Vp);
     lt_run(g, &p);
-    CUDA_CHECK(layernorm_backward_launch(g->dln, g->res + (size_t)c->layers * NC, g->meanf, g->rstdf,
-                                         g->params + gpt_offset_lnf(c, 0), g->d, g->grads + gpt_offset_lnf(c, 0),
-                                         g->grads + gpt_offset_lnf(c, 1), g->ln_partial, N, C));
+    /* d: the residual stream's gradient, each LayerNorm's backward adding its share (d16 the same
+     * in bf16); the final LayerNorm's is all there is at the top */
+    CUDA_CHECK(cudaMemsetAsync(g->d, 0, sizeof(float) * NC, GPT_STREAM));
+    layernorm_backward(g, parts, g->dln, g->res + (size_t)c->layers * NC, g->meanf, g->rstdf,
+                       g->params + gpt_offset_lnf(c, 0), g->d, g->grads + gpt_offset_lnf(c, 0),
+                       g->grads + gpt_offset_lnf(c, 1), N, C);
     for (int l = c->layers - 1; l >= 0; l--) {
         const float *x = g->res + l * NC, *mid = g->mid + l * NC;
         const unsigned short *ln1 = g->ln1_16 + l * NC, *atty = g->atty16 + l * NC, *ln2 = g->ln2_16 + l * NC;
         unsigned short *pre = g->pre16 + l * 4 * NC, *h = g->gelu16 + l * 4 * NC;
         /* the MLP: d is the gradient of out = mid + fcproj(GELU(fc(ln2))) */
-        CUDA_CHECK(gpt_to_bf16_launch(g->d16, g->d, NC));
         p = dx_product(g->d16, P16(g, l, GPT_FCPROJ_W), g->dfc16, BF16, N, 4 * C, C);
         p.epilogue = CUBLASLT_EPILOGUE_DGELU, p.aux = pre, p.aux_ld = 4 * C; /* through GELU's derivative */
         lt_run(g, &p);
@@ -252,12 +270,10 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         p = dw_product(g->dfc16, ln2, GRAD(g, l, GPT_FC_W), N, C, 4 * C);
         p.epilogue = CUBLASLT_EPILOGUE_BGRADB, p.bias = GRAD(g, l, GPT_FC_B);
         lt_run(g, &p);
-        CUDA_CHECK(layernorm_backward_launch(g->dln, mid, g->mean2 + (size_t)l * N, g->rstd2 + (size_t)l * N,
-                                             P32(g, l, GPT_LN2_W), g->dmid, GRAD(g, l, GPT_LN2_W),
-                                             GRAD(g, l, GPT_LN2_B), g->ln_partial, N, C));
-        CUDA_CHECK(gpt_add_launch(g->dmid, g->dmid, g->d, NC)); /* and the residual's share */
+        /* mid's gradient: the residual's share (d) and LN2's, added to it */
+        layernorm_backward(g, parts, g->dln, mid, g->mean2 + (size_t)l * N, g->rstd2 + (size_t)l * N,
+                           P32(g, l, GPT_LN2_W), g->d, GRAD(g, l, GPT_LN2_W), GRAD(g, l, GPT_LN2_B), N, C);
         /* attention: mid = x + proj(attention(qkv(ln1(x)))) */
-        CUDA_CHECK(gpt_to_bf16_launch(g->d16, g->dmid, NC));
         p = dx_product(g->d16, P16(g, l, GPT_PROJ_W), g->datty, CUDA_R_32F, N, C, C);
         lt_run(g, &p);
         p = dw_product(g->d16, atty, GRAD(g, l, GPT_PROJ_W), N, C, C);
@@ -271,10 +287,9 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         p = dw_product(g->dqkv16, ln1, GRAD(g, l, GPT_QKV_W), N, C, 3 * C);
         p.epilogue = CUBLASLT_EPILOGUE_BGRADB, p.bias = GRAD(g, l, GPT_QKV_B);
         lt_run(g, &p);
-        CUDA_CHECK(layernorm_backward_launch(g->dln, x, g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N,
-                                             P32(g, l, GPT_LN1_W), g->d, GRAD(g, l, GPT_LN1_W), GRAD(g, l, GPT_LN1_B),
-                                             g->ln_partial, N, C));
-        CUDA_CHECK(gpt_add_launch(g->d, g->d, g->dmid, NC));
+        /* x's gradient: the residual's share (mid's) and LN1's */
+        layernorm_backward(g, parts, g->dln, x, g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N,
+                           P32(g, l, GPT_LN1_W), g->d, GRAD(g, l, GPT_LN1_W), GRAD(g, l, GPT_LN1_B), N, C);
     }
     CUDA_CHECK(gpt_embed_backward_launch(g->grads + gpt_offset_wte(c), g->grads + gpt_offset_wpe(c), g->d, g->tokens, B,
                                          T, C));
