@@ -9,10 +9,13 @@
  *   build: make ch11 (or `make` here)   run: ./layernorm [version] [--size ROWSxCOLS] [--offset O]
  *
  * versions: the table versions[] below (0 the copy, 1 two passes, 2 Welford, 3 the row in
- * registers), listed by ./layernorm --help; then RMSNorm and the backward pass as rows of their
- * own. The kernels are in layernorm_kernels.cu.
+ * registers), listed by ./layernorm --help; then RMSNorm, the backward pass, the one-read
+ * backward added to a residual's gradient R (backward_add: R + dX, and the same in bf16), and
+ * version 3 writing bf16 (forward_bf16) as rows of their own. The kernels are in
+ * layernorm_kernels.cu.
  * GB/s: forward and RMSNorm 2 x rows x cols x 4 bytes (X read, Y written); backward 3 x that
- * (dY and X read, dX written).
+ * (dY and X read, dX written); backward_add 4.5 x (dY, X, R read, R + dX written in fp32 and
+ * bf16); forward_bf16 1.5 x.
  */
 #include "labbook.h"
 #include "layernorm_kernels.h"
@@ -77,14 +80,15 @@ static double forward_tolerance(size_t i, const void *ctx)
 }
 
 /* Backward in double: dX, dgamma, dbeta, and their bounds (dx_tol per element, dg_tol and db_tol
- * per column). dX = rstd (dxh - m1 - xh m2), m1 = mean(dxh), m2 = mean(dxh xh), dxh = dy gamma:
+ * per column, for column sums of `group` rows at a time). dX = rstd (dxh - m1 - xh m2), m1 = mean(dxh), m2 = mean(dxh xh), dxh = dy gamma:
  * each sum within chain_ulps of its terms' sizes, and xh off by rstd e_mean (the float mean's
  * error) wherever it appears. */
 static void layernorm_backward_cpu(const ln_data *d, float *dx, double *dx_tol, float *dg, float *db, double *dg_tol,
-                                   double *db_tol)
+                                   double *db_tol, int group)
 {
     int rows = d->rows, cols = d->cols;
-    double k = chain_ulps(cols) + 16.0, k_rows = 8.0 * sqrt(rows / 64.0 + 64.0 + 64.0) + 16.0;
+    /* a column's sum: `group` rows in turn, then the groups' sums in turn */
+    double k = chain_ulps(cols) + 16.0, k_rows = 8.0 * sqrt((double)rows / group + group + 64.0) + 16.0;
     double *sg = calloc((size_t)cols, sizeof(double)), *sb = calloc((size_t)cols, sizeof(double));
     double *ag = calloc((size_t)cols, sizeof(double)), *ab = calloc((size_t)cols, sizeof(double));
     double *ex = calloc((size_t)cols, sizeof(double));
@@ -118,6 +122,18 @@ static void layernorm_backward_cpu(const ln_data *d, float *dx, double *dx_tol, 
 }
 
 static double array_tolerance(size_t i, const void *ctx) { return ((const double *)ctx)[i]; }
+/* an output rounded to bf16 (half an ulp: 2^-9 of its size) after the float result's own bound */
+typedef struct {
+    double (*bound)(size_t i, const void *ctx); /* the float result's */
+    const void *ctx;
+    const float *want;
+} bf16_tol;
+static double bf16_tolerance(size_t i, const void *ctx)
+{
+    const bf16_tol *t = (const bf16_tol *)ctx;
+    double e = t->bound(i, t->ctx);
+    return e + 0x1p-9 * (fabs((double)t->want[i]) + e);
+}
 
 /* ---------------------------------------------------------------- the versions */
 
@@ -150,6 +166,34 @@ static cudaError_t run_backward(void *ctx)
     return layernorm_backward_launch(j->d_dy, j->d_x, j->d_mean, j->d_rstd, j->d_gamma, j->d_dx, j->d_dgamma,
                                      j->d_dbeta, j->d_partial, j->rows, j->cols);
 }
+/* the one-read backward adding into dX (a residual's gradient) and writing the sum in bf16 too;
+ * timed, it adds again each run: the bytes are the same */
+typedef struct {
+    ln_backward_job b;
+    uint16_t *d_dx16;
+} ln_backward_add_job;
+static cudaError_t run_backward_add(void *ctx)
+{
+    ln_backward_add_job *j = (ln_backward_add_job *)ctx;
+    return layernorm_backward_add_launch(j->b.d_dy, j->b.d_x, j->b.d_mean, j->b.d_rstd, j->b.d_gamma, j->b.d_dx,
+                                         j->d_dx16, j->b.d_dgamma, j->b.d_dbeta, j->b.d_partial, j->b.rows, j->b.cols);
+}
+typedef struct {
+    ln_job f;
+    uint16_t *d_y16;
+} ln_bf16_job;
+static cudaError_t run_forward_bf16(void *ctx)
+{
+    ln_bf16_job *j = (ln_bf16_job *)ctx;
+    return layernorm_forward_bf16_launch(j->f.d_x, j->f.d_gamma, j->f.d_beta, j->d_y16, j->f.d_mean, j->f.d_rstd,
+                                         j->f.rows, j->f.cols);
+}
+/* n bf16 results from the device, as floats */
+static void fetch_bf16(float *out, const uint16_t *d_bits, uint16_t *scratch, size_t n)
+{
+    CUDA_CHECK(cudaMemcpy(scratch, d_bits, 2 * n, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++) out[i] = lb_bf16_value(scratch[i]);
+}
 
 /* Every version of the forward pass: number, RESULT name, title, oldest GPU, what runs it.
  * Version 0 is the device-to-device copy of as many bytes, the floor. To add a version: the
@@ -175,7 +219,9 @@ static const lb_program program = {
     .synopsis = "LayerNorm along rows: two passes, Welford, the row in registers; RMSNorm; the backward pass with "
                 "dgamma and dbeta; against cudaMemcpy",
     .details = "--size is ROWSxCOLS (default 16384x4096; N alone: N x N), COLS at most 32768.\n"
-               "RMSNorm and the backward pass run with every version (they have one each).\n",
+               "RMSNorm and the backward pass run with every version (they have one each); so do the one-read\n"
+               "backward that adds dX to a residual's gradient and writes it in bf16 too, and version 3 writing\n"
+               "bf16 (ch12's GPT uses both).\n",
     .uses = LB_USE_ALL & ~LB_USE_BLOCK,
     .opts = opts,
     .n_opts = sizeof opts / sizeof opts[0],
@@ -192,12 +238,15 @@ int main(int argc, char **argv)
     lb_size_rows_cols(&program, &args, LN_MAX_COLS, "columns", &rows, &cols);
     if (!(fabs(offset) <= 1e6)) lb_usage_error(&program, "--offset must be in [-1e6, 1e6]");
     size_t n = (size_t)rows * cols, bytes = n * sizeof(float);
-    int groups = (rows + LN_ROWS_PER_GROUP - 1) / LN_ROWS_PER_GROUP;
+    /* the column sums' partials: of LN_ROWS_PER_GROUP rows, or of LN_BWD_ROWS (fewer: more partials) */
+    int groups_add = (rows + LN_BWD_ROWS - 1) / LN_BWD_ROWS;
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);
-    /* X, Y, dY, dX, the column sums' partials; the floor's two buffers (the backward's 3 x) */
-    lb_require_device_memory(4 * bytes + 2 * (size_t)groups * cols * 4 + (args.check_only ? 0 : 3 * bytes), "the rows");
+    /* X, Y, dY, dX, the bf16 outputs, the column sums' partials; the floor's two buffers (the
+     * backward's 3 x) */
+    lb_require_device_memory(5 * bytes + 2 * (size_t)groups_add * cols * 4 + (args.check_only ? 0 : 3 * bytes),
+                             "the rows");
     if (!args.quiet)
         printf("layernorm: fp32, %d x %d, X = %g + [-1, 1), %s (%s), seed %llu\n", rows, cols, offset, gpu.prop.name,
                gpu.sm, args.seed);
@@ -207,7 +256,10 @@ int main(int argc, char **argv)
     float *h_gamma = lb_host_alloc(4 * (size_t)cols, "gamma"), *h_beta = lb_host_alloc(4 * (size_t)cols, "beta");
     float *h_dg = lb_host_alloc(4 * (size_t)cols, "dgamma"), *h_db = lb_host_alloc(4 * (size_t)cols, "dbeta");
     double *dx_tol = lb_host_alloc(8 * n, "dX's bounds"), *dg_tol = lb_host_alloc(8 * (size_t)cols, "bounds"),
-           *db_tol = lb_host_alloc(8 * (size_t)cols, "bounds");
+           *db_tol = lb_host_alloc(8 * (size_t)cols, "bounds"), *dg_tol16 = lb_host_alloc(8 * (size_t)cols, "bounds"),
+           *db_tol16 = lb_host_alloc(8 * (size_t)cols, "bounds");
+    float *h_res = lb_host_alloc(bytes, "the residual's gradient");
+    uint16_t *h_bits = lb_host_alloc(n * 2, "bf16 results");
     ln_data d = {rows, cols, h_x, h_gamma, h_beta, h_dy, lb_host_alloc(8 * (size_t)rows, "means"),
                  lb_host_alloc(8 * (size_t)rows, "rstd"), lb_host_alloc(8 * (size_t)rows, "bounds")};
     lb_rng rng;
@@ -216,10 +268,13 @@ int main(int argc, char **argv)
     lb_fill_uniform(h_gamma, (size_t)cols, 0.5f, 1.5f, &rng);
     lb_fill_uniform(h_beta, (size_t)cols, -0.5f, 0.5f, &rng);
     lb_fill_uniform(h_dy, n, -1.0f, 1.0f, &rng);
+    lb_fill_uniform(h_res, n, -1.0f, 1.0f, &rng);
     layernorm_cpu(&d, h_y, h_rms);
-    layernorm_backward_cpu(&d, h_dx, dx_tol, h_dg, h_db, dg_tol, db_tol);
+    layernorm_backward_cpu(&d, h_dx, dx_tol, h_dg, h_db, dg_tol16, db_tol16, LN_BWD_ROWS);
+    layernorm_backward_cpu(&d, h_dx, dx_tol, h_dg, h_db, dg_tol, db_tol, LN_ROWS_PER_GROUP);
 
     float *d_x, *d_y, *d_dy, *d_dx, *d_gamma, *d_beta, *d_mean, *d_rstd, *d_dg, *d_db, *d_partial;
+    uint16_t *d_y16;
     /* the inputs with NaN past their ends: a kernel that reads past one fails */
     CUDA_CHECK(lb_malloc_guarded((void **)&d_x, bytes));
     CUDA_CHECK(cudaMalloc((void **)&d_y, bytes));
@@ -231,7 +286,8 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d_db, 4 * (size_t)cols));
     CUDA_CHECK(cudaMalloc((void **)&d_mean, 4 * (size_t)rows));
     CUDA_CHECK(cudaMalloc((void **)&d_rstd, 4 * (size_t)rows));
-    CUDA_CHECK(cudaMalloc((void **)&d_partial, 2 * (size_t)groups * cols * 4));
+    CUDA_CHECK(cudaMalloc((void **)&d_partial, 2 * (size_t)groups_add * cols * 4));
+    CUDA_CHECK(cudaMalloc((void **)&d_y16, n * 2));
     CUDA_CHECK(cudaMemcpy(d_x, h_x, bytes, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_dy, h_dy, bytes, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_gamma, h_gamma, 4 * (size_t)cols, cudaMemcpyHostToDevice));
@@ -286,9 +342,49 @@ int main(int argc, char **argv)
     lb_report_item(&rep, "backward", "backward: dX, dgamma, dbeta", ms, ms > 0 ? 1.5 * moved / (ms * 1e6) : 0.0,
                    cb.n_bad == 0, lb_check_summary(&cb, verdict, sizeof verdict));
 
+    /* ---- the one-read backward (ch12's): dX added to a residual's gradient R already in d_dx,
+     * the sum written in bf16 too; against R + dX (the add's rounding and, for bf16, half an ulp
+     * of it added to dX's bound) */
+    ln_backward_add_job aj = {bj, d_y16};
+    CUDA_CHECK(cudaMemcpy(d_dx, h_res, bytes, cudaMemcpyHostToDevice));
+    lb_poison_device(d_y16, n * 2);
+    lb_poison_device(d_dg, 4 * (size_t)cols);
+    lb_poison_device(d_db, 4 * (size_t)cols);
+    CUDA_CHECK(run_backward_add(&aj));
+    for (size_t i = 0; i < n; i++) {
+        double sum = (double)h_res[i] + h_dx[i];
+        dx_tol[i] += EPS_F * (fabs((double)h_dx[i]) + 2.0 * fabs(sum)); /* h_dx's rounding, the add's */
+        h_dx[i] = (float)sum;
+    }
+    CUDA_CHECK(cudaMemcpy(h_got, d_dx, bytes, cudaMemcpyDeviceToHost));
+    lb_check ca = lb_check_f32_bound("R + dX", h_got, h_dx, n, array_tolerance, dx_tol, args.quiet);
+    fetch_bf16(h_got, d_y16, h_bits, n);
+    bf16_tol atol16 = {array_tolerance, dx_tol, h_dx};
+    ca.n_bad += lb_check_f32_bound("R + dX in bf16", h_got, h_dx, n, bf16_tolerance, &atol16, args.quiet).n_bad;
+    CUDA_CHECK(cudaMemcpy(h_got, d_dg, 4 * (size_t)cols, cudaMemcpyDeviceToHost));
+    ca.n_bad += lb_check_f32_bound("dgamma", h_got, h_dg, (size_t)cols, array_tolerance, dg_tol16, args.quiet).n_bad;
+    CUDA_CHECK(cudaMemcpy(h_got, d_db, 4 * (size_t)cols, cudaMemcpyDeviceToHost));
+    ca.n_bad += lb_check_f32_bound("dbeta", h_got, h_db, (size_t)cols, array_tolerance, db_tol16, args.quiet).n_bad;
+    ms = args.check_only ? 0.0f : lb_time_ms(run_backward_add, &aj, 2, args.iters);
+    /* dY, X and R read, dX written, its bf16 written: 4.5 x a forward's one way */
+    lb_report_item(&rep, "backward_add", "backward in one read, + R, bf16 too", ms,
+                   ms > 0 ? 2.25 * moved / (ms * 1e6) : 0.0, ca.n_bad == 0, lb_check_summary(&ca, verdict, sizeof verdict));
+
+    /* ---- version 3's forward writing bf16 (ch12's: the next product's operand) */
+    ln_bf16_job fj = {job, d_y16};
+    lb_poison_device(d_y16, n * 2);
+    CUDA_CHECK(run_forward_bf16(&fj));
+    fetch_bf16(h_got, d_y16, h_bits, n);
+    bf16_tol ftol16 = {forward_tolerance, &ftol, h_y};
+    lb_check cf = lb_check_f32_bound("Y in bf16", h_got, h_y, n, bf16_tolerance, &ftol16, args.quiet);
+    ms = args.check_only ? 0.0f : lb_time_ms(run_forward_bf16, &fj, 2, args.iters);
+    lb_report_item(&rep, "forward_bf16", "version 3, Y written in bf16", ms, ms > 0 ? 0.75 * moved / (ms * 1e6) : 0.0,
+                   cf.n_bad == 0, lb_check_summary(&cf, verdict, sizeof verdict));
+
     free(h_x), free(h_dy), free(h_got), free(h_y), free(h_rms), free(h_dx), free(h_gamma), free(h_beta);
-    free(h_dg), free(h_db), free(dx_tol), free(dg_tol), free(db_tol), free(d.mean), free(d.rstd);
-    free(d.e_mean);
+    free(h_dg), free(h_db), free(dx_tol), free(dg_tol), free(db_tol), free(dg_tol16), free(db_tol16), free(d.mean);
+    free(d.rstd), free(d.e_mean), free(h_res), free(h_bits);
+    CUDA_CHECK(cudaFree(d_y16));
     float *bufs[] = {d_x, d_y, d_dy, d_dx, d_gamma, d_beta, d_mean, d_rstd, d_dg, d_db, d_partial};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) CUDA_CHECK(cudaFree(bufs[i]));
     return lb_report_finish(&rep);
