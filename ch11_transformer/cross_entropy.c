@@ -10,8 +10,10 @@
  *
  * versions: the table versions[] below (0 the copy, 1 unfused ... 4 the row in shared memory),
  * listed by ./cross_entropy --help; the kernels are in cross_entropy_kernels.cu.
+ * Then version 4 on bf16 logits with its gradient in bf16 written over them (ch12's GPT
+ * classifier's: fused_smem_bf16), rows padded to a multiple of 8 whose padding must come back 0.
  * Checked: the loss and every element of the gradient against the CPU in double, within bounds
- * from the float arithmetic (below). GB/s counts 2 x rows x classes x 4 bytes.
+ * from the float arithmetic (below). GB/s counts 2 x rows x classes x 4 bytes (bf16: x 2).
  */
 #include "labbook.h"
 #include "cross_entropy_kernels.h"
@@ -93,6 +95,29 @@ static cudaError_t run_kernel(void *ctx)
                      j->classes);
 }
 
+/* version 4 on bf16 logits, the gradient written over them (rows `stride` apart) */
+typedef struct {
+    uint16_t *d_x;
+    const int *d_y;
+    float *d_loss, *d_row_loss;
+    int rows, classes, stride;
+} bf16_job;
+static cudaError_t run_bf16(void *ctx)
+{
+    bf16_job *j = (bf16_job *)ctx;
+    return ce_launch_bf16(j->d_x, j->d_y, j->d_x, j->d_loss, j->d_row_loss, j->rows, j->classes, j->stride);
+}
+/* its bound: the fp32 one, then the bf16 rounding of the result (half an ulp: 2^-9 of it) */
+typedef struct {
+    const ce_tol *fp32;
+} bf16_ce_tol;
+static double bf16_grad_tolerance(size_t i, const void *ctx)
+{
+    const bf16_ce_tol *t = (const bf16_ce_tol *)ctx;
+    double e = grad_tolerance(i, t->fp32);
+    return e + 0x1p-9 * (fabs((double)t->fp32->want[i]) + e);
+}
+
 /* Every version: number, RESULT name, title, oldest GPU, what runs it. Version 0 is the
  * device-to-device copy of as many bytes, the floor. Version 4 keeps a row of up to 57344
  * logits in shared memory: 224 KiB, which a block may have on sm_90 (227 KiB; sm_80 has 163).
@@ -107,6 +132,60 @@ static const lb_version versions[] = {
 };
 _Static_assert(sizeof versions / sizeof versions[0] == CE_VERSIONS,
                "one row in versions[] per version: CE_VERSIONS in cross_entropy_kernels.h");
+
+/* Version 4 on bf16 logits, the gradient in bf16 written over them (ch12's classifier): a row of
+ * the report. h_x is rounded to bf16 in place and h_grad, h_ref, row_max reused. */
+static void bf16_item(lb_report *rep, const lb_args *args, float *h_x, const int *h_y, float *h_grad, float *h_ref,
+                      double *row_max, const int *d_y, float *d_loss, float *d_row_loss, int rows, int classes)
+{
+    /* rows `stride` apart (classes rounded up to a multiple of 8: the 16-byte loads, and padded
+     * columns that must come back 0). The reference from the logits rounded to bf16, as the
+     * kernel reads them; the gradient's bound that of fp32 plus half a bf16 ulp of it. */
+    int stride = (classes + 7) / 8 * 8;
+    size_t n = (size_t)rows * classes;
+    double loss_tol, want_loss;
+    size_t n16 = (size_t)rows * stride;
+    uint16_t *h_bits = lb_host_alloc(2 * n16, "the bf16 logits");
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < stride; c++) {
+            size_t i = (size_t)r * classes + c;
+            h_bits[(size_t)r * stride + c] = c < classes ? lb_bf16_bits(h_x[i]) : lb_bf16_bits(1.0f); /* padding: not 0 */
+            if (c < classes) h_x[i] = lb_bf16_value(h_bits[(size_t)r * stride + c]);
+        }
+    want_loss = cross_entropy_cpu(h_x, h_y, h_ref, row_max, rows, classes, &loss_tol);
+    uint16_t *d_x16;
+    CUDA_CHECK(cudaMalloc((void **)&d_x16, 2 * n16));
+    bf16_job bj = {d_x16, d_y, d_loss, d_row_loss, rows, classes, stride};
+    lb_poison_device(d_loss, sizeof(float));
+    CUDA_CHECK(cudaMemcpy(d_x16, h_bits, 2 * n16, cudaMemcpyHostToDevice));
+    CUDA_CHECK(run_bf16(&bj));
+    CUDA_CHECK(cudaMemcpy(h_bits, d_x16, 2 * n16, cudaMemcpyDeviceToHost));
+    size_t pad_bad = 0;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < stride; c++) {
+            uint16_t b = h_bits[(size_t)r * stride + c];
+            if (c < classes) h_grad[(size_t)r * classes + c] = lb_bf16_value(b);
+            else pad_bad += b != 0;
+        }
+    ce_tol tol = {h_x, row_max, h_ref, h_y, rows, classes};
+    bf16_ce_tol btol = {&tol};
+    lb_check cb = lb_check_f32_bound("bf16", h_grad, h_ref, n, bf16_grad_tolerance, &btol, args->quiet);
+    float got_loss;
+    CUDA_CHECK(cudaMemcpy(&got_loss, d_loss, sizeof(float), cudaMemcpyDeviceToHost));
+    int loss_ok = fabs((double)got_loss - want_loss) <= loss_tol; /* NaN fails */
+    if (!loss_ok && !args->quiet)
+        fprintf(stderr, "  bf16: loss %.9g, want %.9g (tolerance %.2g)\n", got_loss, want_loss, loss_tol);
+    if (pad_bad && !args->quiet) fprintf(stderr, "  bf16: %zu padded columns of the gradient not 0\n", pad_bad);
+    char verdict[96], grad_verdict[64];
+    snprintf(verdict, sizeof verdict, "%s%s%s", lb_check_summary(&cb, grad_verdict, sizeof grad_verdict),
+             loss_ok ? "" : ", loss FAIL", pad_bad ? ", padding FAIL" : "");
+    /* timed in place too: each run reads what the last wrote (other values, the same bytes) */
+    float ms = args->check_only ? 0.0f : lb_time_ms(run_bf16, &bj, 2, args->iters);
+    lb_report_item(rep, "fused_smem_bf16", "4 on bf16 logits, bf16 gradient", ms,
+                   ms > 0 ? 4.0 * (double)n / (ms * 1e6) : 0.0, cb.n_bad == 0 && loss_ok && !pad_bad, verdict);
+    CUDA_CHECK(cudaFree(d_x16));
+    free(h_bits);
+}
 
 /* ---------------------------------------------------------------- main */
 
@@ -140,8 +219,10 @@ int main(int argc, char **argv)
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);
-    /* logits, gradient, version 1's probabilities; the floor's two buffers when timing */
-    lb_require_device_memory(3 * bytes + (args.check_only ? 0 : 2 * bytes), "the logits, gradient and probabilities");
+    /* logits, gradient, version 1's probabilities, the bf16 logits (rows padded to 8); the floor's
+     * two buffers when timing */
+    lb_require_device_memory(3 * bytes + (size_t)rows * ((classes + 7) / 8 * 8) * 2 + (args.check_only ? 0 : 2 * bytes),
+                             "the logits, gradient and probabilities");
     if (!args.quiet)
         printf("cross_entropy: mean loss and its gradient, fp32, %d rows x %d classes, logits in [-%g, %g], %s (%s), "
                "seed %llu\n",
@@ -197,6 +278,12 @@ int main(int argc, char **argv)
         float ms = args.check_only ? 0.0f : lb_time_ms(run_kernel, &job, 2, args.iters);
         lb_report_row(&rep, v, NULL, ms, ms > 0 ? moved / (ms * 1e6) : 0.0, c.n_bad == 0 && loss_ok, verdict);
     }
+
+    if (ce_shared_bytes_bf16(classes) <= gpu.prop.sharedMemPerBlockOptin)
+        bf16_item(&rep, &args, h_x, h_y, h_grad, h_ref, row_max, d_y, d_loss, d_row_loss, rows, classes);
+    else if (!args.quiet)
+        printf("fused_smem_bf16: not run (%zu bytes of shared memory a block: more than this GPU's)\n",
+               ce_shared_bytes_bf16(classes));
 
     free(h_x);
     free(h_grad);

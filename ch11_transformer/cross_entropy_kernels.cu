@@ -287,16 +287,17 @@ extern "C" cudaError_t ce_launch_bf16(const uint16_t *d_logits, const int *d_y, 
                                       float *d_row_loss, int rows, int classes, int stride)
 {
     if (rows < 1 || classes < 1 || classes > CE_MAX_CLASSES || stride < classes) return cudaErrorInvalidValue;
-    static int opted_in = 0; /* past 48 KiB a block must opt in: once, for the widest row */
-    cudaError_t e;
-    if (!opted_in) {
-        int bytes = (int)ce_shared_bytes_bf16(CE_MAX_CLASSES);
-        if ((e = cudaFuncSetAttribute(ce_kernel4_bf16<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)) ||
-            (e = cudaFuncSetAttribute(ce_kernel4_bf16<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)))
-            return e;
-        opted_in = 1;
-    }
+    /* past 48 KiB a block must opt in: for the widest row asked so far (an sm_80 block can hold
+     * 82,000 bf16 logits, an sm_90 one 116,000: past CE_MAX_CLASSES either way) */
+    static size_t opted_in = 48 << 10;
     size_t bytes = ce_shared_bytes_bf16(classes);
+    cudaError_t e;
+    if (bytes > opted_in) {
+        if ((e = cudaFuncSetAttribute(ce_kernel4_bf16<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes)) ||
+            (e = cudaFuncSetAttribute(ce_kernel4_bf16<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes)))
+            return e;
+        opted_in = bytes;
+    }
     if (stride % 8 == 0)
         ce_kernel4_bf16<true><<<rows, CE_BLOCK, bytes>>>(d_logits, d_y, d_grad, d_row_loss, rows, classes, stride);
     else
