@@ -16,7 +16,8 @@
  *   3  the linear layers' products on the tensor cores in bf16 (cublasGemmEx)
  *   4  attention by ch11's flash kernels, forward and backward: no T x T matrix in memory
  *   5  the products by cuBLASLt with their epilogues, bf16 activations kept (gpt_fused.c)
- *   6  ch11's one-read LayerNorm and loss (versions 3 and 4 there)
+ *   6  ch11's one-read LayerNorm (forward writing bf16, backward adding into the residual's
+ *      gradient) and loss (on bf16 logits, its gradient in bf16 over them)
  *   7  version 6's step recorded once as a CUDA graph and launched as one (gpt_run_graph)
  *
  * A step: the batch's forward (loss), its backward (every parameter's gradient), the gradient
@@ -75,7 +76,7 @@ static const lb_version versions[] = {
     {3, "bf16_products", "+ layers' products in bf16", 80, run_parts},
     {4, "flash_attention", "+ ch11's flash attention, bf16", 80, run_parts},
     {5, "fused_epilogues", "+ cuBLASLt epilogues, bf16 kept", 80, run_parts},
-    {6, "fast_rows", "+ ch11's one-read LN and loss", 80, run_parts},
+    {6, "fast_rows", "+ one-read LN and loss, in bf16", 80, run_parts},
     {7, "cuda_graph", "+ the whole step as one CUDA graph", 80, run_graph},
 };
 static const gpt_parts *const version_parts[] = {&gpt_parts_unfused,       &gpt_parts_fused_loss,
