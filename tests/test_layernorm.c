@@ -46,7 +46,7 @@ int main(void)
         lb_fill_uniform(b, (size_t)cols, -0.5f, 0.5f, &rng);
         lb_fill_uniform(dy, n, -1, 1, &rng);
         layernorm_cpu(&d, y, yr);
-        layernorm_backward_cpu(&d, dx, dxt, dg, db, dgt, dbt);
+        layernorm_backward_cpu(&d, dx, dxt, dg, db, dgt, dbt, LN_ROWS_PER_GROUP);
         for (int r = 0; r < rows; r++) {
             const float *xr = x + (size_t)r * cols;
             float m = block_sum_f(xr, cols) / cols;
@@ -71,23 +71,30 @@ int main(void)
             }
             free(a1), free(a2);
         }
-        for (int c = 0; c < cols; c++) {
-            float G = 0, B = 0;
-            for (int r0 = 0; r0 < rows; r0 += LN_ROWS_PER_GROUP) {
-                float pg = 0, pb = 0;
-                for (int r = r0; r < rows && r < r0 + LN_ROWS_PER_GROUP; r++) {
-                    size_t i = (size_t)r * cols + c;
-                    pg += dy[i] * (x[i] - mean[r]) * rstd[r], pb += dy[i];
-                }
-                G += pg, B += pb;
-            }
-            edg[c] = G, edb[c] = B;
-        }
         fwd_tol ft = {&d, y, 0};
         CHECK(lb_check_f32_bound("forward", ey, y, n, forward_tolerance, &ft, 1).n_bad == 0);
         CHECK(lb_check_f32_bound("dX", edx, dx, n, array_tolerance, dxt, 1).n_bad == 0);
-        CHECK(lb_check_f32_bound("dgamma", edg, dg, (size_t)cols, array_tolerance, dgt, 1).n_bad == 0);
-        CHECK(lb_check_f32_bound("dbeta", edb, db, (size_t)cols, array_tolerance, dbt, 1).n_bad == 0);
+        /* the column sums as both backwards take them: groups of LN_ROWS_PER_GROUP rows (the
+         * three-read one) and of LN_BWD_ROWS (the one-read one), each within its own bound */
+        int group_sizes[2] = {LN_ROWS_PER_GROUP, LN_BWD_ROWS};
+        for (int gs = 0; gs < 2; gs++) {
+            int G_rows = group_sizes[gs];
+            layernorm_backward_cpu(&d, dx, dxt, dg, db, dgt, dbt, G_rows);
+            for (int c = 0; c < cols; c++) {
+                float G = 0, B = 0;
+                for (int r0 = 0; r0 < rows; r0 += G_rows) {
+                    float pg = 0, pb = 0;
+                    for (int r = r0; r < rows && r < r0 + G_rows; r++) {
+                        size_t i = (size_t)r * cols + c;
+                        pg += dy[i] * (x[i] - mean[r]) * rstd[r], pb += dy[i];
+                    }
+                    G += pg, B += pb;
+                }
+                edg[c] = G, edb[c] = B;
+            }
+            CHECK(lb_check_f32_bound("dgamma", edg, dg, (size_t)cols, array_tolerance, dgt, 1).n_bad == 0);
+            CHECK(lb_check_f32_bound("dbeta", edb, db, (size_t)cols, array_tolerance, dbt, 1).n_bad == 0);
+        }
         /* the one-pass variance: caught wherever the mean is far from the spread */
         if (offs[k] != 0) CHECK(lb_check_f32_bound("naive", naive, y, n, forward_tolerance, &ft, 1).n_bad > n / 10);
         free(x), free(dy), free(y), free(yr), free(dx), free(g), free(b), free(dg), free(db), free(tmp), free(ey);
