@@ -46,7 +46,7 @@ typedef struct {
     float lr, wd, clip;
     int what;                 /* GPT_STEP, GPT_LOSS or GPT_GRADIENT */
     const gpt_parts *parts;   /* the version's (version_parts below) */
-    double atol, rtol;        /* set by the run: the version's check tolerance (its arithmetic's) */
+    double atol, rtol;        /* set by the run: the version's check tolerance (gpt_check_tolerance) */
 } gpt_step_job;
 
 /* versions 0-6's run: their parts (gpt_model.h) through the forward, backward and update, each
@@ -54,7 +54,7 @@ typedef struct {
 static cudaError_t run_parts(void *ctx)
 {
     gpt_step_job *j = ctx;
-    j->atol = j->parts->check_atol, j->rtol = j->parts->check_rtol;
+    j->atol = j->rtol = gpt_check_tolerance(&j->g->c, j->B, j->T, j->parts->bf16);
     gpt_run(j->g, j->parts, j->what, j->B, j->T, j->lr, j->wd, j->clip);
     return cudaGetLastError();
 }
@@ -62,7 +62,7 @@ static cudaError_t run_parts(void *ctx)
 static cudaError_t run_graph(void *ctx)
 {
     gpt_step_job *j = ctx;
-    j->atol = j->parts->check_atol, j->rtol = j->parts->check_rtol;
+    j->atol = j->rtol = gpt_check_tolerance(&j->g->c, j->B, j->T, j->parts->bf16);
     gpt_run_graph(j->g, j->parts, j->what, j->B, j->T, j->lr, j->wd, j->clip);
     return cudaGetLastError();
 }
@@ -164,7 +164,7 @@ static char *sample_text(gpt_gpu *g, const gpt_parts *parts, const unsigned char
 
 /* The loss and every tensor's gradient of one step, GPU against gpt_model_cpu in double, at a
  * tiny configuration: random parameters and tokens from the seed, within the version's tolerance
- * (gpt_model.h's GPT_CHECK_*: fp32's, or bf16's for the bf16 products) */
+ * (gpt_check_tolerance: derived from fp32's arithmetic, or bf16's for the bf16 products) */
 static int check_step(const gpt_config *c, int B, int T, unsigned long long seed, int ver, int quiet)
 {
     size_t P = gpt_param_count(c), N = (size_t)B * T;
@@ -250,7 +250,7 @@ static const lb_program program_template = {
 
 /* --grads: one batch's loss and gradient, from the parameters as they are, into a file that
  * bench/torch_gpt.py compare reads: "LBGPTGR2", int32 B, T and the version, float32 loss and the
- * version's check tolerance (atol, rtol: gpt_model.h's GPT_CHECK_*, which the comparison applies),
+ * version's check tolerance (atol, rtol: gpt_check_tolerance's, which the comparison applies),
  * then the gradient's P float32 in gpt_tensor_at's order (little-endian) */
 static void write_grads(gpt_gpu *g, const gpt_text *text, int B, int T, lb_rng *batches, const char *path, int ver)
 {

@@ -91,17 +91,16 @@ typedef struct {
     } graphs[GPT_RUN_KINDS];
 } gpt_gpu;
 
-/* The check of a step against gpt_model_cpu (gpt --check, tests/emu/emu_gpt.cpp), at L2 H2 C32
- * T16 V37, 2 sequences: each element within GPT_CHECK_ATOL of its tensor's largest |gradient| plus
- * GPT_CHECK_RTOL of its own, the loss within GPT_CHECK_RTOL. Measured, not derived: fp32 against
- * double came to 1.1e-6 of a tensor's largest on CPU threads; the smallest planted bug (GELU's
- * derivative in its erf form) to 4.5e-4 (NOTES). */
-#define GPT_CHECK_ATOL 3e-5
-#define GPT_CHECK_RTOL 1e-4
-/* the same for the bf16 products (version 3 on): their operands carry bf16's 2^-9 relative
- * rounding; measured likewise: 1.3e-2 of a tensor's largest on CPU threads (NOTES) */
-#define GPT_CHECK_ATOL_BF16 5e-2
-#define GPT_CHECK_RTOL_BF16 5e-2
+/* The check of a step against gpt_model_cpu (gpt --check, tests/emu/emu_gpt.cpp): the loss within
+ * tol of its value, each gradient element within tol of its tensor's largest |gradient| plus tol
+ * of its own, tol derived from the arithmetic (NOTES, "the check's tolerance"): a product's
+ * operands rounded to bf16 (2^-9 each: 2^-8 for the two; 0 for fp32 operands) and its fp32 sums
+ * of up to K terms (2^-24 a term, adding like a random walk: sqrt K ulps), through the chain of
+ * D = 4 L + 2 products between the loss and the first layer's weights (a random walk again:
+ * sqrt D), times 4 for the worst of the many elements:
+ *     tol = 4 sqrt(D) (operand + 2^-24 sqrt K),   K = the longest sum: max(4 C, B T, Vp)
+ * fp32 at --check's shape (L2 C128 T80 B2): 1.7e-5; bf16: 4.9e-2. */
+double gpt_check_tolerance(const gpt_config *c, int B, int T, int bf16);
 
 /* The buffers beyond every version's (the parameters, the optimizer, the residual stream, the
  * LayerNorms, the logits), in groups, each allocated only for versions that read it (a version's
@@ -144,7 +143,7 @@ struct gpt_parts {
      * backward: dqkv (N, 3C) from dy, the forward's qkv and what it kept */
     void (*attention)(gpt_gpu *g, int l, float *y, const float *qkv, int B, int T);
     void (*attention_backward)(gpt_gpu *g, int l, float *dqkv, const float *dy, const float *qkv, int B, int T);
-    double check_atol, check_rtol; /* the check's tolerance for this arithmetic (GPT_CHECK_*) */
+    int bf16;                      /* products on bf16 operands: the check's tolerance is bf16's */
     unsigned buffers;              /* the groups of GPT_BUFFERS_* it reads and writes */
     int layernorm_version;         /* ch11's LayerNorm forward: 1 (three reads of a row) or 3 (one) */
 };

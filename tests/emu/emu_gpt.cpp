@@ -72,10 +72,10 @@ static double uniform() /* splitmix64, in [-1, 1) */
     return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
 }
 
-/* got against want, tensor by tensor: within GPT_CHECK_ATOL of the tensor's largest |want| plus
- * GPT_CHECK_RTOL of the element's (gpt_model.h: the parts' arithmetic against double); prints the first miss */
+/* got against want, tensor by tensor: within atol of the tensor's largest |want| plus rtol of the
+ * element's (gpt_check_tolerance: the parts' arithmetic against double); prints the first miss */
 static double worst_seen; /* the largest error in units of its tensor's largest |want| */
-static double atol_ = GPT_CHECK_ATOL, rtol_ = GPT_CHECK_RTOL; /* the parts' own */
+static double atol_, rtol_; /* the parts' own: gpt_check_tolerance */
 static int compare(const char *what, const gpt_config *c, const float *got, const double *want)
 {
     int bad = 0;
@@ -169,7 +169,7 @@ int main(int argc, char **argv)
     memcpy(g.params, p.data(), 4 * P);
     memcpy(g.tokens, tok.data(), 4 * (size_t)N);
     memcpy(g.targets, tgt.data(), 4 * (size_t)N);
-    atol_ = parts->check_atol, rtol_ = parts->check_rtol;
+    atol_ = rtol_ = gpt_check_tolerance(&c, B, T, parts->bf16);
     if (graph) /* recorded, then launched: nothing runs while it is recorded */
         gpt_run_graph(&g, parts, GPT_GRADIENT, B, T, 0.0f, 0.0f, 0.0f);
     else
