@@ -438,15 +438,21 @@ void gpt_run(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float l
 void gpt_run_graph(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float lr, float wd, float clip)
 {
     struct gpt_graph *r = &g->graphs[what];
-    if (!r->exec || r->parts != parts || r->B != B || r->T != T || r->wd != wd || r->clip != clip) {
+    int same = r->parts == parts && r->B == B && r->T == T && r->wd == wd && r->clip == clip;
+    if (!same) { /* the first run of this kind and shape: launched as usual, which loads the kernels
+                  * and picks cuBLASLt's algorithms before anything is recorded */
         if (r->exec) CUDA_CHECK(cudaGraphExecDestroy(r->exec));
+        r->exec = NULL, r->parts = parts, r->B = B, r->T = T, r->wd = wd, r->clip = clip;
+        gpt_run(g, parts, what, B, T, lr, wd, clip);
+        return;
+    }
+    if (!r->exec) { /* the second: recorded */
         cudaGraph_t graph;
         CUDA_CHECK(cudaStreamBeginCapture(GPT_STREAM, cudaStreamCaptureModeThreadLocal));
         run_launches(g, parts, what, B, T, wd, clip);
         CUDA_CHECK(cudaStreamEndCapture(GPT_STREAM, &graph));
         CUDA_CHECK(cudaGraphInstantiate(&r->exec, graph, 0));
         CUDA_CHECK(cudaGraphDestroy(graph));
-        r->parts = parts, r->B = B, r->T = T, r->wd = wd, r->clip = clip;
     }
     if (what == GPT_STEP) gpt_set_lr(g, lr);
     CUDA_CHECK(cudaGraphLaunch(r->exec, GPT_STREAM));

@@ -200,9 +200,10 @@ void gpt_clip_adamw(gpt_gpu *g, const gpt_parts *parts, float wd, float clip);
 /* A run (what: GPT_STEP, GPT_LOSS or GPT_GRADIENT) of B sequences of T tokens already on the
  * device: the forward with the loss, then the backward unless GPT_LOSS, then the update if
  * GPT_STEP. gpt_run launches each part's kernels in turn (versions 0-6); gpt_run_graph (version 7)
- * records the same launches once as a CUDA graph, at its first run of that kind, batch shape,
- * parts, wd and clip, and from then on launches the graph: one launch a step instead of hundreds.
- * lr is not in the graph (the schedule changes it every step): gpt_set_lr before each launch. */
+ * runs as gpt_run the first time it meets a kind of run, batch shape, parts, wd and clip, records
+ * the same launches as a CUDA graph the second time, and from then on launches the graph: one
+ * launch a step instead of hundreds. lr is not in the graph (the schedule changes it every
+ * step): gpt_set_lr before each launch. */
 void gpt_run(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float lr, float wd, float clip);
 void gpt_run_graph(gpt_gpu *g, const gpt_parts *parts, int what, int B, int T, float lr, float wd, float clip);
 /* the first V logits of row `row` of the last forward, as floats, into host memory (the sampler) */

@@ -170,8 +170,12 @@ int main(int argc, char **argv)
     memcpy(g.tokens, tok.data(), 4 * (size_t)N);
     memcpy(g.targets, tgt.data(), 4 * (size_t)N);
     atol_ = rtol_ = gpt_check_tolerance(&c, B, T, parts->bf16);
-    if (graph) /* recorded, then launched: nothing runs while it is recorded */
-        gpt_run_graph(&g, parts, GPT_GRADIENT, B, T, 0.0f, 0.0f, 0.0f);
+    if (graph) /* run as usual, then recorded and launched (nothing runs while it is recorded):
+                * the second checked, the gradient and loss poisoned before it */
+        for (int run = 0; run < 2; run++) {
+            memset(g.grads, 0xFF, 4 * P), memset(g.loss, 0xFF, 4);
+            gpt_run_graph(&g, parts, GPT_GRADIENT, B, T, 0.0f, 0.0f, 0.0f);
+        }
     else
         gpt_forward(&g, parts, B, T, 1), gpt_backward(&g, parts, B, T);
     float loss = *g.loss;
@@ -181,14 +185,14 @@ int main(int argc, char **argv)
     bad |= compare("the gradient", &c, g.grads, dg.data());
 
     /* one update: clipped to a norm of half the gradient's, then AdamW (lr 0.01, wd 0.1 on the
-     * matrices), against the same on the CPU. The graphs: the whole step recorded and launched,
-     * then launched again from the same start at another rate (the graph reads the rate set
-     * before each launch, not the one it was recorded with) */
+     * matrices), against the same on the CPU. The graphs: the whole step from the same start
+     * three times at three rates: run as usual, recorded and launched, launched again (the
+     * graph reads the rate set before each launch, not the one it was recorded with) */
     double sumsq = 0.0;
     for (size_t i = 0; i < P; i++) sumsq += dg[i] * dg[i];
     float clip = (float)(0.5 * sqrt(sumsq)), wd = 0.1f;
-    const float rates[2] = {0.01f, 0.02f};
-    for (int r = 0; r < (graph ? 2 : 1); r++) {
+    const float rates[3] = {0.01f, 0.02f, 0.03f};
+    for (int r = 0; r < (graph ? 3 : 1); r++) {
         if (graph) {
             memcpy(g.params, p.data(), 4 * P); /* the start again: parameters, moments, step counts */
             memset(g.m, 0, 4 * P), memset(g.v, 0, 4 * P), memset((void *)g.adam, 0, 2 * sizeof(adamw_state));
