@@ -6,6 +6,8 @@
  * loads coalesce). Built by make in this folder. */
 #include "gpt_kernels.h"
 
+#include <cuda_bf16.h>
+
 #include <math.h>
 
 #define GPT_BLOCK 256
@@ -171,12 +173,7 @@ __device__ __forceinline__ size_t row_major_of(size_t i, int T, int C, int H, in
  * flash attention's operands, rounded to nearest even as gpt_to_bf16_launch rounds), and so do
  * the (N, width) tensors they come from (bf16 from version 5 on); the reshapes are written once
  * for all, the element types template parameters */
-__device__ __forceinline__ unsigned short round_bf16(float x)
-{
-    unsigned u = __float_as_uint(x);
-    return (u & 0x7FFFFFFFu) > 0x7F800000u ? (unsigned short)0x7FC0 /* NaN stays NaN */
-                                           : (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
+__device__ __forceinline__ unsigned short round_bf16(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(unsigned short bits) { return __uint_as_float((unsigned)bits << 16); }
 __device__ __forceinline__ void put(float *p, float x) { *p = x; }
