@@ -95,8 +95,11 @@ static void adamw_cpu(double *p, double g, double *m, double *v, int steps, cons
 }
 
 /* Every element of every tensor: p, m, v from the GPU against the CPU's steps from the same
- * start (h_init: p, g, m, v of each tensor, one after the other). Returns the mismatches. */
-static size_t check_all(const long long *n, int count, float *const *h_init, const adamw_tensor *d, int steps, int quiet)
+ * start (h_init: p, g, m, v of each tensor, one after the other), the gradients times `scale`;
+ * where the tensors have a bf16 copy (p16), it too: p's bound plus half a bf16 ulp. Returns the
+ * mismatches. */
+static size_t check_all(const long long *n, int count, float *const *h_init, const adamw_tensor *d, int steps,
+                        double scale, int quiet)
 {
     size_t bad = 0, offset = 0;
     int shown = 0; /* mismatches printed */
@@ -104,27 +107,31 @@ static size_t check_all(const long long *n, int count, float *const *h_init, con
     for (int k = 0; k < count; k++) largest = n[k] > largest ? n[k] : largest;
     float *got[3];
     for (int a = 0; a < 3; a++) got[a] = lb_host_alloc(sizeof(float) * (size_t)largest, "a tensor's results");
-    const char *what = "pmv";
+    uint16_t *got16 = lb_host_alloc(sizeof(uint16_t) * (size_t)largest, "a tensor's bf16 copy");
+    const char *what = "pmvb"; /* b: p's bf16 copy */
     corrections c = make_corrections();
     for (int k = 0; k < count; k++) {
         CUDA_CHECK(cudaMemcpy(got[0], d[k].p, sizeof(float) * n[k], cudaMemcpyDeviceToHost));
         CUDA_CHECK(cudaMemcpy(got[1], d[k].m, sizeof(float) * n[k], cudaMemcpyDeviceToHost));
         CUDA_CHECK(cudaMemcpy(got[2], d[k].v, sizeof(float) * n[k], cudaMemcpyDeviceToHost));
+        if (d[k].p16) CUDA_CHECK(cudaMemcpy(got16, d[k].p16, sizeof(uint16_t) * n[k], cudaMemcpyDeviceToHost));
         /* the elements are independent: one thread each on the CPU's cores (-fopenmp), the first
          * mismatches printed as they are found */
 #pragma omp parallel for reduction(+ : bad) schedule(static)
         for (long long i = 0; i < n[k]; i++) {
-            double p = h_init[0][offset + i], g = h_init[1][offset + i], m = h_init[2][offset + i],
-                   v = h_init[3][offset + i], tol[3];
+            double p = h_init[0][offset + i], g = h_init[1][offset + i] * scale, m = h_init[2][offset + i],
+                   v = h_init[3][offset + i], tol[4];
             adamw_cpu(&p, g, &m, &v, steps, &c, tol);
-            double want[3] = {p, m, v};
-            for (int a = 0; a < 3; a++) {
-                double err = fabs((double)got[a][i] - (float)want[a]);
+            double want[4] = {p, m, v, p};
+            tol[3] = tol[0] + 0x1p-9 * (fabs(p) + tol[0]); /* the bf16 copy: p rounded once more */
+            for (int a = 0; a < (d[k].p16 ? 4 : 3); a++) {
+                double got_a = a < 3 ? (double)got[a][i] : (double)lb_bf16_value(got16[i]);
+                double err = fabs(got_a - (a < 3 ? (float)want[a] : want[a]));
                 if (!(err <= tol[a] + 1e-30)) { /* NaN fails */
 #pragma omp critical
                     if (!quiet && shown < 5) {
                         fprintf(stderr, "  tensor %d, element %lld, %c: got %.9g, want %.9g (tolerance %.3g)\n", k, i,
-                                what[a], got[a][i], want[a], tol[a]);
+                                what[a], got_a, want[a], tol[a]);
                         shown++;
                     }
                     bad++;
@@ -134,6 +141,7 @@ static size_t check_all(const long long *n, int count, float *const *h_init, con
         offset += (size_t)n[k];
     }
     for (int a = 0; a < 3; a++) free(got[a]);
+    free(got16);
     return bad;
 }
 
@@ -226,7 +234,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < count; k++) {
         float *buf[4];
         for (int a = 0; a < 4; a++) CUDA_CHECK(lb_malloc_guarded((void **)&buf[a], sizeof(float) * n[k]));
-        h_t[k] = (adamw_tensor){buf[0], buf[1], buf[2], buf[3], n[k]};
+        h_t[k] = (adamw_tensor){buf[0], buf[1], buf[2], buf[3], n[k], NULL};
     }
     int n_chunks = adamw_chunks(h_t, count, NULL);
     adamw_chunk *h_chunks = lb_host_alloc(sizeof(adamw_chunk) * n_chunks, "the chunks");
@@ -257,12 +265,13 @@ int main(int argc, char **argv)
                 CUDA_CHECK(cudaMemcpy(dst[a], h_init[a] + offset, sizeof(float) * n[k], cudaMemcpyHostToDevice));
             offset += (size_t)n[k];
         }
-        adamw_state st = {0, ADAMW_LR, 0};
+        adamw_state st = {0, ADAMW_LR, 0, 0.0f};
         CUDA_CHECK(cudaMemcpy(d_state, &st, sizeof st, cudaMemcpyHostToDevice));
         adamw_job job = {v, h_t, d_t, d_chunks, count, n_chunks, d_state};
         for (int s = 0; s < steps; s++) CUDA_CHECK(run_kernel(&job));
         CUDA_CHECK(cudaMemcpy(&st, d_state, sizeof st, cudaMemcpyDeviceToHost));
-        size_t bad = check_all(n, count, h_init, h_t, steps, args.quiet) + (st.t != steps) + (st.blocks_done != 0); /* the count too */
+        size_t bad = check_all(n, count, h_init, h_t, steps, 1.0, args.quiet) + (st.t != steps) +
+                     (st.blocks_done != 0); /* the count too */
         char verdict[64];
         if (bad)
             snprintf(verdict, sizeof verdict, "FAIL (%zu wrong)", bad);
@@ -271,6 +280,42 @@ int main(int argc, char **argv)
         float ms = args.check_only ? 0.0f : lb_time_ms(run_kernel, &job, 2, args.iters);
         lb_report_row(&rep, v, NULL, ms, ms > 0 ? moved / (ms * 1e6) : 0.0, bad == 0, verdict);
     }
+
+    /* ---- version 4 as ch12's GPT runs it: the gradients scaled on the device first (a clip by
+     * the global norm; 0.5 here, exact in float), and the parameters also written in bf16 */
+    adamw_tensor *h_t16 = lb_host_alloc(sizeof(adamw_tensor) * count, "the tensor table");
+    for (int k = 0; k < count; k++) {
+        h_t16[k] = h_t[k];
+        CUDA_CHECK(cudaMalloc((void **)&h_t16[k].p16, sizeof(uint16_t) * n[k]));
+        lb_poison_device(h_t16[k].p16, sizeof(uint16_t) * n[k]);
+    }
+    adamw_tensor *d_t16;
+    CUDA_CHECK(cudaMalloc((void **)&d_t16, sizeof(adamw_tensor) * count));
+    CUDA_CHECK(cudaMemcpy(d_t16, h_t16, sizeof(adamw_tensor) * count, cudaMemcpyHostToDevice));
+    size_t offset = 0;
+    for (int k = 0; k < count; k++) {
+        float *dst[4] = {h_t[k].p, (float *)h_t[k].g, h_t[k].m, h_t[k].v};
+        for (int a = 0; a < 4; a++)
+            CUDA_CHECK(cudaMemcpy(dst[a], h_init[a] + offset, sizeof(float) * n[k], cudaMemcpyHostToDevice));
+        offset += (size_t)n[k];
+    }
+    adamw_state st = {0, ADAMW_LR, 0, 0.5f};
+    CUDA_CHECK(cudaMemcpy(d_state, &st, sizeof st, cudaMemcpyHostToDevice));
+    adamw_job job16 = {4, h_t16, d_t16, d_chunks, count, n_chunks, d_state};
+    for (int s = 0; s < steps; s++) CUDA_CHECK(run_kernel(&job16));
+    size_t bad16 = check_all(n, count, h_init, h_t16, steps, 0.5, args.quiet);
+    char verdict16[64];
+    if (bad16)
+        snprintf(verdict16, sizeof verdict16, "FAIL (%zu wrong)", bad16);
+    else
+        snprintf(verdict16, sizeof verdict16, "PASS (%d steps)", steps);
+    float ms16 = args.check_only ? 0.0f : lb_time_ms(run_kernel, &job16, 2, args.iters);
+    /* 30 bytes a parameter: the 28, and its bf16 copy written */
+    lb_report_item(&rep, "scaled_bf16", "4, gradients scaled, bf16 copy written", ms16,
+                   ms16 > 0 ? 30.0 * (double)total / (ms16 * 1e6) : 0.0, bad16 == 0, verdict16);
+    for (int k = 0; k < count; k++) CUDA_CHECK(cudaFree(h_t16[k].p16));
+    CUDA_CHECK(cudaFree(d_t16));
+    free(h_t16);
 
     for (int k = 0; k < count; k++) {
         CUDA_CHECK(cudaFree(h_t[k].p));

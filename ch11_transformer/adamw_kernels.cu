@@ -16,6 +16,7 @@
  */
 #include "adamw_kernels.h"
 
+#include <cuda_bf16.h>
 #include <math.h>
 
 /* elements a block updates in the one-launch versions: a tensor is cut into chunks of this many
@@ -42,6 +43,10 @@ __device__ __forceinline__ float2 corrections(int t)
     return make_float2(1.0f / (1.0f - powf(ADAMW_B1, (float)t)), 1.0f / (1.0f - powf(ADAMW_B2, (float)t)));
 }
 
+/* the gradients' factor: the state's grad_scale, 0 meaning none */
+__device__ __forceinline__ float grad_scale(const adamw_state *s) { return s->grad_scale != 0.0f ? s->grad_scale : 1.0f; }
+__device__ __forceinline__ uint16_t bf16_bits(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
+
 /* one element: the moments, then the decoupled decay and the step */
 __device__ __forceinline__ void adamw_element(float &p, float g, float &m, float &v, float lr, float wd, float2 c)
 {
@@ -52,13 +57,15 @@ __device__ __forceinline__ void adamw_element(float &p, float g, float &m, float
 
 /* ---------------------------------------------------------------- 1: a launch per tensor */
 
-__global__ void adamw_kernel1(float *p, const float *g, float *m, float *v, long long n, float wd,
+__global__ void adamw_kernel1(float *p, const float *g, float *m, float *v, uint16_t *p16, long long n, float wd,
                               const adamw_state *s)
 {
-    float lr = s->lr;
+    float lr = s->lr, gs = grad_scale(s);
     float2 c = corrections(s->t);
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-        adamw_element(p[i], g[i], m[i], v[i], lr, wd, c);
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        adamw_element(p[i], g[i] * gs, m[i], v[i], lr, wd, c);
+        if (p16) p16[i] = bf16_bits(p[i]);
+    }
 }
 
 static cudaError_t launch1(const adamw_tensor *t, const adamw_tensor *d_t, const adamw_chunk *d_chunks, int count,
@@ -68,7 +75,7 @@ static cudaError_t launch1(const adamw_tensor *t, const adamw_tensor *d_t, const
     for (int k = 0; k < count; k++) {
         long long blocks = (t[k].n + ADAMW_BLOCK - 1) / ADAMW_BLOCK;
         if (blocks > 132 * 8) blocks = 132 * 8; /* grid-stride past a few waves */
-        adamw_kernel1<<<(unsigned int)blocks, ADAMW_BLOCK>>>(t[k].p, t[k].g, t[k].m, t[k].v, t[k].n, wd, s);
+        adamw_kernel1<<<(unsigned int)blocks, ADAMW_BLOCK>>>(t[k].p, t[k].g, t[k].m, t[k].v, t[k].p16, t[k].n, wd, s);
     }
     return cudaGetLastError();
 }
@@ -81,9 +88,12 @@ __global__ void __launch_bounds__(ADAMW_BLOCK) adamw_kernel2(const adamw_tensor 
     adamw_chunk ch = chunks[blockIdx.x];
     adamw_tensor t = tensors[ch.tensor];
     long long end = ch.start + ADAMW_CHUNK < t.n ? ch.start + ADAMW_CHUNK : t.n;
-    float lr = s->lr;
+    float lr = s->lr, gs = grad_scale(s);
     float2 c = corrections(s->t);
-    for (long long i = ch.start + threadIdx.x; i < end; i += ADAMW_BLOCK) adamw_element(t.p[i], t.g[i], t.m[i], t.v[i], lr, wd, c);
+    for (long long i = ch.start + threadIdx.x; i < end; i += ADAMW_BLOCK) {
+        adamw_element(t.p[i], t.g[i] * gs, t.m[i], t.v[i], lr, wd, c);
+        if (t.p16) t.p16[i] = bf16_bits(t.p[i]);
+    }
 }
 
 static cudaError_t launch2(const adamw_tensor *t, const adamw_tensor *d_t, const adamw_chunk *d_chunks, int count,
@@ -96,8 +106,11 @@ static cudaError_t launch2(const adamw_tensor *t, const adamw_tensor *d_t, const
 
 /* ---------------------------------------------------------------- 3: one launch, float4 */
 
-/* a chunk's whole float4, then (in its tensor's last chunk) the last n % 4 one by one */
-__device__ __forceinline__ void adamw_chunk4(const adamw_tensor &t, long long start, float lr, float wd, float2 c)
+/* a chunk's whole float4, then (in its tensor's last chunk) the last n % 4 one by one; the
+ * gradients times gs; the bf16 copy, if any, four at a time (8 bytes: p16 is 8-byte aligned
+ * where p is 16-byte aligned, a tensor's start being a multiple of 4 elements in both) */
+__device__ __forceinline__ void adamw_chunk4(const adamw_tensor &t, long long start, float lr, float wd, float2 c,
+                                             float gs)
 {
     long long end = start + ADAMW_CHUNK < t.n ? start + ADAMW_CHUNK : t.n;
     long long end4 = start + (end - start) / 4 * 4;
@@ -105,23 +118,29 @@ __device__ __forceinline__ void adamw_chunk4(const adamw_tensor &t, long long st
         float4 p = *reinterpret_cast<float4 *>(t.p + i), m = *reinterpret_cast<float4 *>(t.m + i);
         float4 v = *reinterpret_cast<float4 *>(t.v + i);
         float4 g = *reinterpret_cast<const float4 *>(t.g + i);
-        adamw_element(p.x, g.x, m.x, v.x, lr, wd, c);
-        adamw_element(p.y, g.y, m.y, v.y, lr, wd, c);
-        adamw_element(p.z, g.z, m.z, v.z, lr, wd, c);
-        adamw_element(p.w, g.w, m.w, v.w, lr, wd, c);
+        adamw_element(p.x, g.x * gs, m.x, v.x, lr, wd, c);
+        adamw_element(p.y, g.y * gs, m.y, v.y, lr, wd, c);
+        adamw_element(p.z, g.z * gs, m.z, v.z, lr, wd, c);
+        adamw_element(p.w, g.w * gs, m.w, v.w, lr, wd, c);
         *reinterpret_cast<float4 *>(t.p + i) = p;
         *reinterpret_cast<float4 *>(t.m + i) = m;
         *reinterpret_cast<float4 *>(t.v + i) = v;
+        if (t.p16)
+            *reinterpret_cast<uint2 *>(t.p16 + i) = make_uint2((uint32_t)bf16_bits(p.x) | (uint32_t)bf16_bits(p.y) << 16,
+                                                               (uint32_t)bf16_bits(p.z) | (uint32_t)bf16_bits(p.w) << 16);
     }
     long long i = end4 + threadIdx.x;
-    if (i < end) adamw_element(t.p[i], t.g[i], t.m[i], t.v[i], lr, wd, c);
+    if (i < end) {
+        adamw_element(t.p[i], t.g[i] * gs, t.m[i], t.v[i], lr, wd, c);
+        if (t.p16) t.p16[i] = bf16_bits(t.p[i]);
+    }
 }
 
 __global__ void __launch_bounds__(ADAMW_BLOCK) adamw_kernel3(const adamw_tensor *tensors, const adamw_chunk *chunks,
                                                              float wd, const adamw_state *s)
 {
     adamw_chunk ch = chunks[blockIdx.x];
-    adamw_chunk4(tensors[ch.tensor], ch.start, s->lr, wd, corrections(s->t));
+    adamw_chunk4(tensors[ch.tensor], ch.start, s->lr, wd, corrections(s->t), grad_scale(s));
 }
 
 static cudaError_t launch3(const adamw_tensor *t, const adamw_tensor *d_t, const adamw_chunk *d_chunks, int count,
@@ -139,7 +158,7 @@ __global__ void __launch_bounds__(ADAMW_BLOCK) adamw_kernel4(const adamw_tensor 
 {
     int step = s->t + 1; /* this step's count: read by every block before the last one stores it */
     adamw_chunk ch = chunks[blockIdx.x];
-    adamw_chunk4(tensors[ch.tensor], ch.start, s->lr, wd, corrections(step));
+    adamw_chunk4(tensors[ch.tensor], ch.start, s->lr, wd, corrections(step), grad_scale(s));
 
     /* the last block to get here stores the count (and clears the counter for the next step):
      * every other block has read s->t before its atomicAdd, which came before this one's */

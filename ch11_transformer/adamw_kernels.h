@@ -2,6 +2,7 @@
 #ifndef ADAMW_KERNELS_H
 #define ADAMW_KERNELS_H
 #include <stddef.h>
+#include <stdint.h>
 #include <cuda_runtime_api.h>
 #ifdef __cplusplus
 extern "C" {
@@ -18,6 +19,9 @@ typedef struct {
     const float *g;
     float *m, *v;
     long long n;
+    uint16_t *p16; /* if not NULL: the updated parameters also written here in bf16 (rounded to
+                    * nearest even): a mixed-precision model's copy for its products, made by the
+                    * step instead of a conversion before the next forward (ch12) */
 } adamw_tensor;
 
 /* What the step reads on the device, so that a schedule changes it without a new launch or
@@ -27,6 +31,9 @@ typedef struct {
     int t;
     float lr;
     unsigned int blocks_done;
+    float grad_scale; /* if not 0: every gradient multiplied by it first (a clip by the global
+                       * norm, written on the device before the step: ch12); a zeroed state
+                       * leaves the gradients as they are */
 } adamw_state;
 
 /* The chunks of the one-launch versions: chunk k is elements [start, start + ADAMW_CHUNK) of
@@ -43,7 +50,8 @@ int adamw_chunks(const adamw_tensor *tensors, int count, adamw_chunk *list);
 int adamw_chunk_size(void);
 
 /* One AdamW step over every tensor (betas 0.9 and 0.999, eps 1e-8, decoupled weight decay wd):
- * state->t += 1; then for every element m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+ * state->t += 1; then for every element (g times state->grad_scale unless that is 0)
+ * m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
  * p -= lr (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + wd p).
  *   v = 1: a launch per tensor (h_tensors on the host)
  *   v = 2, 3: one launch over every tensor (d_tensors, d_chunks on the device); 3 with float4

@@ -473,7 +473,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMemcpy(g.params, ck.params, sizeof(float) * P, cudaMemcpyHostToDevice));
         if (ck.m) CUDA_CHECK(cudaMemcpy(g.m, ck.m, sizeof(float) * P, cudaMemcpyHostToDevice));
         if (ck.v) CUDA_CHECK(cudaMemcpy(g.v, ck.v, sizeof(float) * P, cudaMemcpyHostToDevice));
-        adamw_state st[2] = {{(int)ck.step, 0.0f, 0}, {(int)ck.step, 0.0f, 0}};
+        adamw_state st[2] = {{(int)ck.step, 0.0f, 0, 0.0f}, {(int)ck.step, 0.0f, 0, 0.0f}};
         CUDA_CHECK(cudaMemcpy(g.adam, st, sizeof st, cudaMemcpyHostToDevice));
         step0 = ck.step;
     } else {

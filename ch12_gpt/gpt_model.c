@@ -120,7 +120,7 @@ static void adam_groups(gpt_gpu *g)
     for (size_t i = 0; i < n; i++) {
         gpt_tensor t = gpt_tensor_at(&g->c, i);
         adamw_tensor a = {g->params + t.offset, g->grads + t.offset, g->m + t.offset, g->v + t.offset,
-                          (long long)(t.rows * t.cols)};
+                          (long long)(t.rows * t.cols), NULL};
         if (t.rows > 1)
             g->decayed[g->n_decayed++] = a;
         else
