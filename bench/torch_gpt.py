@@ -339,7 +339,7 @@ def main(argv):
             ARGS.error("selftest takes no arguments")
         return selftest()
     if argv[0] == "train":
-        if len(argv) != 13 or argv[12] not in ("fp32", "bf16"):
+        if len(argv) != 12 or argv[11] not in ("fp32", "bf16"):
             ARGS.error("train takes START END DATA SEED B LR WARMUP WD CLIP EVAL_BATCHES fp32|bf16")
         try:
             seed, B, warmup, eval_batches = int(argv[4]), int(argv[5]), int(argv[7]), int(argv[10])
@@ -349,7 +349,7 @@ def main(argv):
         import torch_common
         torch = torch_common.cuda_torch("torch_gpt")
         return 0 if torch is None else train(torch, argv[1], argv[2], argv[3], seed, B, lr, warmup, wd, clip,
-                                             eval_batches, argv[12])
+                                             eval_batches, argv[11])
     if argv[0] == "compare":
         if len(argv) != 5 or not argv[4].isdigit():
             ARGS.error("compare takes CKPT GRADS DATA SEED (the seed a number)")
