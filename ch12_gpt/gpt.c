@@ -19,6 +19,7 @@
  *   6  ch11's one-read LayerNorm (forward writing bf16, backward adding into the residual's
  *      gradient) and loss (on bf16 logits, its gradient in bf16 over them)
  *   7  version 6's step recorded once as a CUDA graph and launched as one (gpt_run_graph)
+ *   8  the clip and the weights' bf16 copy inside AdamW (ch11's grad_scale and p16), in a graph
  *
  * A step: the batch's forward (loss), its backward (every parameter's gradient), the gradient
  * clipped by its global norm, and AdamW (decay on the matrices, not on biases and LayerNorms) at
@@ -78,11 +79,13 @@ static const lb_version versions[] = {
     {5, "fused_epilogues", "+ cuBLASLt epilogues, bf16 kept", 80, run_parts},
     {6, "fast_rows", "+ one-read LN and loss, in bf16", 80, run_parts},
     {7, "cuda_graph", "+ the whole step as one CUDA graph", 80, run_graph},
+    {8, "fused_adamw", "+ clip and bf16 weights in AdamW", 80, run_graph},
 };
 static const gpt_parts *const version_parts[] = {&gpt_parts_unfused,       &gpt_parts_fused_loss,
                                                  &gpt_parts_adamw_one_launch, &gpt_parts_bf16_products,
                                                  &gpt_parts_flash_attention, &gpt_parts_fused_epilogues,
-                                                 &gpt_parts_fast_rows,        &gpt_parts_fast_rows};
+                                                 &gpt_parts_fast_rows,        &gpt_parts_fast_rows,
+                                                 &gpt_parts_fused_adamw};
 _Static_assert(sizeof versions / sizeof versions[0] == sizeof version_parts / sizeof version_parts[0],
                "one gpt_parts row for each version");
 #define GPT_VERSIONS ((int)(sizeof versions / sizeof versions[0]))
@@ -182,7 +185,7 @@ static int check_step(const gpt_config *c, int B, int T, unsigned long long seed
 
     gpt_gpu g;
     gpt_gpu_alloc(&g, c, B, T, version_parts[ver]->buffers);
-    CUDA_CHECK(cudaMemcpy(g.params, h_p, sizeof(float) * P, cudaMemcpyHostToDevice));
+    gpt_params_set(&g, h_p);
     CUDA_CHECK(cudaMemcpy(g.tokens, tok, sizeof(int) * N, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(g.targets, tgt, sizeof(int) * N, cudaMemcpyHostToDevice));
     gpt_step_job job = {&g, B, T, 0.0f, 0.0f, 0.0f, GPT_GRADIENT, version_parts[ver], 0, 0};
@@ -303,7 +306,7 @@ static int bench(const lb_program *program, const lb_args *args, const lb_gpu *g
     for (int v = 0; v < GPT_VERSIONS; v++) {
         if (!lb_version_runs(program, args, gpu, v, version_unavailable(v, &g->c, gpu))) continue;
         job.parts = version_parts[v];
-        CUDA_CHECK(cudaMemcpy(g->params, h_params, sizeof(float) * g->P, cudaMemcpyHostToDevice));
+        gpt_params_set(g, h_params);
         CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * g->P));
         CUDA_CHECK(cudaMemset(g->v, 0, sizeof(float) * g->P));
         CUDA_CHECK(cudaMemset(g->adam, 0, 2 * sizeof(adamw_state)));
@@ -470,7 +473,7 @@ int main(int argc, char **argv)
     long long step0 = 0;
     if (from_checkpoint) {
         memcpy(h_params, ck.params, sizeof(float) * P); /* --bench starts every version from them */
-        CUDA_CHECK(cudaMemcpy(g.params, ck.params, sizeof(float) * P, cudaMemcpyHostToDevice));
+        gpt_params_set(&g, ck.params);
         if (ck.m) CUDA_CHECK(cudaMemcpy(g.m, ck.m, sizeof(float) * P, cudaMemcpyHostToDevice));
         if (ck.v) CUDA_CHECK(cudaMemcpy(g.v, ck.v, sizeof(float) * P, cudaMemcpyHostToDevice));
         adamw_state st[2] = {{(int)ck.step, 0.0f, 0, 0.0f}, {(int)ck.step, 0.0f, 0, 0.0f}};
@@ -478,7 +481,7 @@ int main(int argc, char **argv)
         step0 = ck.step;
     } else {
         init_params(h_params, &c, &rng);
-        CUDA_CHECK(cudaMemcpy(g.params, h_params, sizeof(float) * P, cudaMemcpyHostToDevice));
+        gpt_params_set(&g, h_params);
         memcpy(ck.chars, text.chars, sizeof ck.chars);
     }
     if (!args.quiet)

@@ -436,3 +436,14 @@ extern "C" cudaError_t gpt_clip_launch(float *g, size_t n, const float *sumsq, f
     clip_kernel<<<blocks_for(n), GPT_BLOCK>>>(g, n, sumsq, clip);
     return cudaGetLastError();
 }
+
+__global__ void grad_scale_kernel(float *scale0, float *scale1, const float *sumsq, float clip)
+{
+    float norm = sqrtf(*sumsq);
+    *scale0 = *scale1 = norm > clip ? clip / norm : 1.0f;
+}
+extern "C" cudaError_t gpt_grad_scale_launch(float *scale0, float *scale1, const float *sumsq, float clip)
+{
+    grad_scale_kernel<<<1, 1>>>(scale0, scale1, sumsq, clip);
+    return cudaGetLastError();
+}

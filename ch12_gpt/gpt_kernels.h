@@ -63,6 +63,9 @@ cudaError_t gpt_to_bf16_launch(unsigned short *out, const float *in, size_t n);
 cudaError_t gpt_sum_squares_launch(float *sumsq, const float *g, size_t n);
 /* clipping: g *= min(1, clip / sqrt(*sumsq)), the norm read on the device */
 cudaError_t gpt_clip_launch(float *g, size_t n, const float *sumsq, float clip);
+/* the same factor, min(1, clip / norm), written to two places (AdamW's states' grad_scale)
+ * instead of applied: one thread */
+cudaError_t gpt_grad_scale_launch(float *scale0, float *scale1, const float *sumsq, float clip);
 
 #ifdef __cplusplus
 }

@@ -97,6 +97,7 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, unsign
      * of each tensor, at most one more a tensor */
     size_t tensors = gpt_tensor_count(c), chunks = P / (size_t)adamw_chunk_size() + tensors;
     for (int k = 0; k < 2 && count; k++) take(g, sizeof(adamw_tensor) * tensors, count), take(g, sizeof(adamw_chunk) * chunks, count);
+    for (int k = 0; k < 2 && count && (wanted & GPT_BUFFERS_BF16_PRODUCTS); k++) take(g, sizeof(adamw_tensor) * tensors, count);
 }
 #undef TAKE_FLOATS
 #undef TAKE_BF16
@@ -147,12 +148,23 @@ static void adam_groups(gpt_gpu *g)
         *groups[k].n_chunks = chunks;
         free(h_chunks);
     }
+    if (!g->params16) return;
+    /* version 8's: the same tensors, each with its place in the bf16 copy (the chunks the same) */
+    adamw_tensor **with16[2] = {&g->d_decayed16, &g->d_plain16};
+    for (int k = 0; k < 2; k++) {
+        adamw_tensor *h = lb_host_alloc(sizeof(adamw_tensor) * (size_t)groups[k].n, "AdamW's tensors");
+        for (int i = 0; i < groups[k].n; i++) h[i] = groups[k].h[i], h[i].p16 = g->params16 + (h[i].p - g->params);
+        *with16[k] = (adamw_tensor *)take(g, sizeof(adamw_tensor) * (size_t)groups[k].n, NULL);
+        CUDA_CHECK(cudaMemcpy(*with16[k], h, sizeof(adamw_tensor) * (size_t)groups[k].n, cudaMemcpyHostToDevice));
+        free(h);
+    }
 }
 
 void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T, unsigned buffers)
 {
     memset(g, 0, sizeof *g);
     g->c = *c, g->B = B, g->T = T, g->P = gpt_param_count(c), g->buffers = buffers;
+    g->params16_stale = 1;
     CUBLAS_CHECK(cublasCreate(&g->blas));
     CUBLAS_CHECK(cublasSetStream(g->blas, GPT_STREAM));
     CUBLAS_CHECK(cublasLtCreate(&g->lt));
@@ -415,8 +427,16 @@ void gpt_clip_adamw(gpt_gpu *g, const gpt_parts *parts, float wd, float clip)
 {
     CUDA_CHECK(cudaMemsetAsync(g->sumsq, 0, sizeof(float), GPT_STREAM));
     CUDA_CHECK(gpt_sum_squares_launch(g->sumsq, g->grads, g->P));
-    CUDA_CHECK(gpt_clip_launch(g->grads, g->P, g->sumsq, clip));
-    parts->adamw(g, wd);
+    parts->adamw(g, wd, clip);
+}
+void gpt_params_set(gpt_gpu *g, const float *h_params)
+{
+    CUDA_CHECK(cudaMemcpy(g->params, h_params, sizeof(float) * g->P, cudaMemcpyHostToDevice));
+    g->params16_stale = 1;
+    for (int k = 0; k < GPT_RUN_KINDS; k++) {
+        if (g->graphs[k].exec) CUDA_CHECK(cudaGraphExecDestroy(g->graphs[k].exec));
+        memset(&g->graphs[k], 0, sizeof g->graphs[k]);
+    }
 }
 
 /* the parts' launches of one run, the rate already on the device */
@@ -498,23 +518,44 @@ static void loss_bf16(gpt_gpu *g, int N)
 }
 /* ch11's AdamW version 1, a launch per tensor from the host's lists, two groups (their own step
  * counts): the matrices decayed, the vectors not (the chunk count 1 only satisfies the launcher) */
-static void adamw_per_tensor(gpt_gpu *g, float wd)
-{ /* the rate is on the device already (g->adam[].lr: gpt_set_lr) */
+static void adamw_per_tensor(gpt_gpu *g, float wd, float clip)
+{ /* the rate is on the device already (g->adam[].lr: gpt_set_lr); the gradient clipped in place first */
+    CUDA_CHECK(gpt_clip_launch(g->grads, g->P, g->sumsq, clip));
     CUDA_CHECK(adamw_launch(1, g->decayed, NULL, NULL, g->n_decayed, 1, wd, &g->adam[0]));
     CUDA_CHECK(adamw_launch(1, g->plain, NULL, NULL, g->n_plain, 1, 0.0f, &g->adam[1]));
 }
 /* version 4: one kernel a group over its chunk table, the step count moved inside it */
-static void adamw_one_launch(gpt_gpu *g, float wd)
+static void adamw_one_launch(gpt_gpu *g, float wd, float clip)
 {
+    CUDA_CHECK(gpt_clip_launch(g->grads, g->P, g->sumsq, clip));
     CUDA_CHECK(adamw_launch(4, g->decayed, g->d_decayed, g->chunks_decayed, g->n_decayed, g->n_chunks_decayed, wd,
                             &g->adam[0]));
     CUDA_CHECK(adamw_launch(4, g->plain, g->d_plain, g->chunks_plain, g->n_plain, g->n_chunks_plain, 0.0f, &g->adam[1]));
+}
+/* version 8: the clip's factor into both groups' state (the gradient read once, by AdamW, instead
+ * of scaled in place first), and the bf16 copy of the weights written by the step */
+static void adamw_scaled(gpt_gpu *g, float wd, float clip)
+{
+    CUDA_CHECK(gpt_grad_scale_launch(&g->adam[0].grad_scale, &g->adam[1].grad_scale, g->sumsq, clip));
+    CUDA_CHECK(adamw_launch(4, g->decayed, g->d_decayed16, g->chunks_decayed, g->n_decayed, g->n_chunks_decayed, wd,
+                            &g->adam[0]));
+    CUDA_CHECK(adamw_launch(4, g->plain, g->d_plain16, g->chunks_plain, g->n_plain, g->n_chunks_plain, 0.0f,
+                            &g->adam[1]));
 }
 
 /* nothing to prepare for the fp32 products; the bf16 ones read the parameters rounded, once a
  * forward (they change at every update) */
 static void begin_fp32(gpt_gpu *g) { (void)g; }
-static void begin_bf16(gpt_gpu *g) { CUDA_CHECK(gpt_to_bf16_launch(g->params16, g->params, g->P)); }
+static void begin_bf16(gpt_gpu *g)
+{
+    CUDA_CHECK(gpt_to_bf16_launch(g->params16, g->params, g->P));
+    g->params16_stale = 0;
+}
+/* version 8: AdamW keeps the copy up to date; converted only after gpt_params_set */
+static void begin_bf16_if_stale(gpt_gpu *g)
+{
+    if (g->params16_stale) begin_bf16(g);
+}
 
 const gpt_parts gpt_parts_unfused = {forward_layers, backward_layers, loss_unfused,   adamw_per_tensor,
                                      begin_fp32,     linear_fwd,      linear_bwd,     attention_fwd,
@@ -563,9 +604,16 @@ double gpt_check_tolerance(const gpt_config *c, int B, int T, int bf16)
     return 4.0 * sqrt(D) * ((bf16 ? 0x1p-7 : 0.0) + 0x1p-24 * sqrt(K));
 }
 
+const gpt_parts gpt_parts_fused_adamw = {gpt_forward_fused,   gpt_backward_fused,  loss_bf16,
+                                         adamw_scaled,        begin_bf16_if_stale, NULL,
+                                         NULL,                NULL,                NULL,
+                                         1,
+                                         GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED |
+                                             GPT_BUFFERS_BF16_LOGITS, 3};
+
 const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c, size_t shared_optin)
 {
-    if (parts->loss == loss_bf16 && ce_shared_bytes_bf16(c->vocab) > shared_optin)
+    if (parts->loss == loss_bf16 && ce_shared_bytes_bf16(c->vocab) > shared_optin) /* versions 6-8 */
         return "the one-read loss holds a row of logits in shared memory: too many for this GPU's blocks";
     int hs = c->heads > 0 ? c->channels / c->heads : 0;
     if ((parts->buffers & GPT_BUFFERS_FLASH) && hs != 64 && hs != 128)

@@ -81,6 +81,9 @@ typedef struct {
     adamw_tensor *d_decayed, *d_plain;           /* the same on the device, and their chunks */
     adamw_chunk *chunks_decayed, *chunks_plain;  /* (AdamW in one launch over a group) */
     int n_chunks_decayed, n_chunks_plain;
+    adamw_tensor *d_decayed16, *d_plain16;       /* the same with the bf16 copy (params16) to write
+                                                  * (version 8; NULL without params16) */
+    int params16_stale; /* params16 older than params: set by gpt_params_set, cleared by a conversion */
     /* version 7's CUDA graphs, one for each kind of run (GPT_STEP, GPT_LOSS, GPT_GRADIENT), each
      * recorded for one batch shape, one version's parts, weight decay and clip (gpt_run_graph) */
     struct gpt_graph {
@@ -133,7 +136,8 @@ struct gpt_parts {
     void (*forward)(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss);
     void (*backward)(gpt_gpu *g, const gpt_parts *parts, int B, int T);
     void (*loss)(gpt_gpu *g, int N);               /* the logits (N, V) -> g->loss, g->dlogits */
-    void (*adamw)(gpt_gpu *g, float wd);          /* the clipped gradient -> the parameters */
+    void (*adamw)(gpt_gpu *g, float wd, float clip); /* the gradient clipped to `clip` (its squared
+                                                      * norm in g->sumsq) -> the parameters */
     void (*begin)(gpt_gpu *g);                     /* before a forward: what the products read */
     /* versions 0-4's layer parts (NULL in version 5 on, whose forward and backward do their own): */
     /* a linear layer's products: out (N, O) = x (N, I) W^T; dx = dout W, dW += dout^T x */
@@ -170,6 +174,11 @@ extern const gpt_parts gpt_parts_flash_attention;
  * GELU's derivative; the bias gradients; the residual added as C), the activations the backward
  * reads kept in bf16 from the forward (gpt_fused.c) */
 extern const gpt_parts gpt_parts_fused_epilogues;
+/* version 8: version 6's parts with the clip and the bf16 weights inside AdamW: the clip's factor
+ * written into AdamW's state (grad_scale) instead of a pass over the gradient, and the weights'
+ * bf16 copy written by the step (adamw_tensor.p16) instead of converted before each forward
+ * (converted only when stale: after gpt_params_set) */
+extern const gpt_parts gpt_parts_fused_adamw;
 /* version 6: and ch11's one-read row kernels in bf16: LayerNorm version 3 (the row in registers,
  * its output written in bf16 for the next product) and the cross-entropy version 4 on bf16 logits
  * (the row in shared memory), its gradient in bf16 over them, as the classifier's backward reads it */
@@ -196,6 +205,9 @@ void gpt_backward(gpt_gpu *g, const gpt_parts *parts, int B, int T);
  * then AdamW at rate lr, weight decay wd on the matrices: gpt_set_lr, then gpt_clip_adamw */
 void gpt_update(gpt_gpu *g, const gpt_parts *parts, float lr, float wd, float clip);
 void gpt_set_lr(gpt_gpu *g, float lr); /* the rate AdamW reads, copied to the device */
+/* the parameters copied from host memory (P floats): the bf16 copy marked stale and the recorded
+ * graphs dropped (version 8's record no conversion: its AdamW keeps the copy as it goes) */
+void gpt_params_set(gpt_gpu *g, const float *h_params);
 void gpt_clip_adamw(gpt_gpu *g, const gpt_parts *parts, float wd, float clip);
 
 /* A run (what: GPT_STEP, GPT_LOSS or GPT_GRADIENT) of B sequences of T tokens already on the

@@ -21,7 +21,7 @@ gpt_mutant "the causal mask one key too far (forward and backward alike)" \
 # one step of a tiny model against the CPU model, and a short training run that writes text
 bad_input 0 'usage: gpt ' ./gpt --help
 bad_input 2 "unknown argument '--bogus'" ./gpt --bogus
-bad_input 2 "version '8' does not exist (0..7)" ./gpt 8
+bad_input 2 "version '9' does not exist (0..8)" ./gpt 9
 bad_input 2 'no-such-file.txt: No such file or directory' ./gpt --data no-such-file.txt
 bad_input 2 'the file is empty' ./gpt --data ../tests/data/empty.cu
 bad_input 2 'a binary file (a zero byte at offset 5), not text' ./gpt --data ../tests/data/weights_v1.bin
@@ -52,6 +52,7 @@ gpu_expect 2 'flash attention takes heads of 64 or 128 channels' ./gpt 5 --layer
 gpu_check ./gpt 6 --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
 # version 7 (the step as a CUDA graph): training, validation (a graph of its own) and sampling
 gpu_check ./gpt 7 --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
+gpu_check ./gpt 8 --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
 gpu_expect 2 'GiB of device memory' ./gpt --layers 96 --heads 64 --channels 8192 --context 4096 --batch 64 --steps 1
 # the whole training step on CPU threads: gpt_model.c as written, over the emulated runtime and
 # cuBLAS, with gpt_kernels.cu and ch11's kernels (tests/emu/emu_gpt.cpp): the loss, every
@@ -76,6 +77,7 @@ emu_check emu_gpt 2 1 64 9 7 8 1 fast_rows # version 6: ch11's one-read LayerNor
 emu_check emu_gpt 1 2 128 37 37 40 2 fast_rows
 # version 7: the gradient's graph, then the step's, launched twice from the same start at two rates
 emu_check emu_gpt 2 1 64 9 7 8 1 cuda_graph
+emu_check emu_gpt 1 2 128 37 37 40 2 fused_adamw # version 8: the clip and the bf16 copy in AdamW
 emu_check emu_gpt 1 2 12 5 7 7 2 # heads of 6 channels: the reshapes one element at a time
 EMU_ARGS="1 2 16 8 11 12 2" # small: each bug still shows (the GELU one at 1.5e-4, 5x the tolerance)
 emu_mutant "GELU's derivative of the erf form" gpt_kernels.cu \
@@ -118,6 +120,10 @@ emu_mutant "the fused MLP without its residual (C dropped from the last product)
     's/p.C = mid; \/\* out = mid + mlp \*\//(void)0;/' emu_gpt $FLASH_ARGS fused_epilogues
 emu_mutant "the bf16 loss's softmax over the padded vocabulary too" gpt_model.c \
     '/ce_launch_bf16(/s/N, g->c.vocab,/N, g->c.vocab_padded,/' emu_gpt $FLASH_ARGS fast_rows
+emu_mutant "version 8's AdamW without the clip's factor" gpt_model.c \
+    '/gpt_grad_scale_launch(&g->adam/d' emu_gpt $FLASH_ARGS fused_adamw
+emu_mutant "version 8's AdamW writes no bf16 copy of the matrices" gpt_model.c \
+    's/adamw_launch(4, g->decayed, g->d_decayed16,/adamw_launch(4, g->decayed, g->d_decayed,/' emu_gpt $FLASH_ARGS fused_adamw
 emu_mutant "the graph launched without its step's rate (the last one set stays)" gpt_model.c \
     '/^    if (what == GPT_STEP) gpt_set_lr(g, lr);$/{N;/cudaGraphLaunch/s/^[^\n]*\n//}' emu_gpt $FLASH_ARGS cuda_graph
 

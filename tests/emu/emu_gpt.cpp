@@ -8,7 +8,8 @@
  * parts: unfused (version 0's, the default), fused_loss (1), multi_adamw (2), bf16_products (3) or
  * flash_attention (4, ch11's attention kernels emulated too, sm_90a's versions) or fused_epilogues
  * (5, cuBLASLt emulated by emu_cublaslt.cpp) or fast_rows (6) or cuda_graph (7: version 6's parts
- * recorded as graphs by stream capture and launched, emu_runtime.cpp's graphs):
+ * recorded as graphs by stream capture and launched, emu_runtime.cpp's graphs) or fused_adamw (8:
+ * the clip and the bf16 weights inside AdamW, in graphs too):
  * gpt_model.h's rows, each checked within its own tolerance.
  * one step of B sequences of T tokens: the loss, every parameter's gradient, then the update's
  * squared norm, the clipped gradient and the parameters after one AdamW step (the CPU's AdamW on
@@ -16,6 +17,7 @@
  * all agree, 1 otherwise. */
 #include "emu_cuda.h"
 #include "gpt_model.h"
+#include <cuda_bf16.h> /* the emulation's twin: bf16 rounding */
 
 #include <cstdarg>
 
@@ -101,12 +103,22 @@ static int compare(const char *what, const gpt_config *c, const float *got, cons
 /* after one clipped AdamW step at rate lr from parameters dp (the CPU's gradient dg, its squared
  * norm sumsq): the squared norm, the clipped gradient and the parameters against the CPU's */
 static int check_update(const gpt_config *c, const gpt_gpu &g, const std::vector<double> &dp,
-                        const std::vector<double> &dg, double sumsq, float clip, float lr, float wd)
+                        const std::vector<double> &dg, double sumsq, float clip, float lr, float wd, bool scaled)
 {
     size_t P = dp.size();
     int bad = 0;
     double f = clip / sqrt(sumsq);
     if (!(fabs(*g.sumsq - sumsq) <= rtol_ * sumsq)) bad = 1, printf("  the squared norm %.7g, want %.7g\n", *g.sumsq, sumsq);
+    /* version 8: the gradient left as it was, the factor in AdamW's states, the bf16 copy written */
+    double gs = 1.0;
+    if (scaled) {
+        gs = g.adam[0].grad_scale;
+        if (!(fabs(gs - f) <= rtol_ * f) || g.adam[1].grad_scale != g.adam[0].grad_scale)
+            bad = 1, printf("  the clip's factor %.7g and %.7g, want %.7g\n", gs, g.adam[1].grad_scale, f);
+        size_t stale = 0;
+        for (size_t i = 0; i < P; i++) stale += g.params16[i] != __bfloat16_as_ushort(__float2bfloat16_rn(g.params[i]));
+        if (stale) bad = 1, printf("  the bf16 copy: %zu of %zu not the parameters rounded\n", stale, P);
+    }
     /* AdamW's first step from the GPU's own clipped gradient (itself checked against the CPU's
      * just below): m / (1 - beta1) = g and v / (1 - beta2) = g^2, so the step is lr g / (|g| + eps);
      * from the CPU's gradient instead, an element near zero whose fp32 sign differs would move the
@@ -116,12 +128,12 @@ static int check_update(const gpt_config *c, const gpt_gpu &g, const std::vector
         gpt_tensor t = gpt_tensor_at(c, i);
         double decay = t.rows > 1 ? wd : 0.0;
         for (size_t e = t.offset; e < t.offset + t.rows * t.cols; e++) {
-            double gr = g.grads[e];
-            clipped[e] = dg[e] * f;
+            double gr = g.grads[e] * gs;
+            clipped[e] = dg[e] * f / gs; /* version 8's stays unclipped (gs = f) */
             after[e] = dp[e] - lr * (gr / (fabs(gr) + 1e-8) + decay * dp[e]);
         }
     }
-    bad |= compare("the clipped gradient", c, g.grads, clipped.data());
+    bad |= compare(scaled ? "the gradient (unclipped)" : "the clipped gradient", c, g.grads, clipped.data());
     bad |= compare("the parameters after AdamW", c, g.params, after.data());
     return bad;
 }
@@ -129,7 +141,7 @@ static int check_update(const gpt_config *c, const gpt_gpu &g, const std::vector
 int main(int argc, char **argv)
 {
     if (argc != 8 && argc != 9) {
-        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention|fused_epilogues|fast_rows|cuda_graph]\n");
+        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention|fused_epilogues|fast_rows|cuda_graph|fused_adamw]\n");
         return 2;
     }
     const char *which = argc > 8 ? argv[8] : "unfused";
@@ -140,11 +152,12 @@ int main(int argc, char **argv)
                              : !strcmp(which, "flash_attention") ? &gpt_parts_flash_attention
                              : !strcmp(which, "fused_epilogues") ? &gpt_parts_fused_epilogues
                              : !strcmp(which, "fast_rows") || !strcmp(which, "cuda_graph") ? &gpt_parts_fast_rows
+                             : !strcmp(which, "fused_adamw")     ? &gpt_parts_fused_adamw
                                                                  : nullptr;
-    bool graph = !strcmp(which, "cuda_graph");
+    bool graph = !strcmp(which, "cuda_graph") || !strcmp(which, "fused_adamw"), scaled = parts == &gpt_parts_fused_adamw;
     if (!parts) {
         fprintf(stderr, "emu_gpt: parts '%s' unknown (unfused, fused_loss, multi_adamw, bf16_products, "
-                        "flash_attention, fused_epilogues, fast_rows, cuda_graph)\n", which);
+                        "flash_attention, fused_epilogues, fast_rows, cuda_graph, fused_adamw)\n", which);
         return 2;
     }
     gpt_config c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
@@ -166,7 +179,7 @@ int main(int argc, char **argv)
 
     gpt_gpu g;
     gpt_gpu_alloc(&g, &c, B, T, parts->buffers); /* only its own: a buffer it reads unallocated is NULL */
-    memcpy(g.params, p.data(), 4 * P);
+    gpt_params_set(&g, p.data());
     memcpy(g.tokens, tok.data(), 4 * (size_t)N);
     memcpy(g.targets, tgt.data(), 4 * (size_t)N);
     atol_ = rtol_ = gpt_check_tolerance(&c, B, T, parts->bf16);
@@ -194,13 +207,16 @@ int main(int argc, char **argv)
     const float rates[3] = {0.01f, 0.02f, 0.03f};
     for (int r = 0; r < (graph ? 3 : 1); r++) {
         if (graph) {
-            memcpy(g.params, p.data(), 4 * P); /* the start again: parameters, moments, step counts */
+            /* the start again: parameters (and their bf16 copy, as fresh as AdamW leaves it, so that
+             * the graphs stay: gpt_params_set would drop them), moments, step counts */
+            memcpy(g.params, p.data(), 4 * P);
+            for (size_t i = 0; i < P && g.params16; i++) g.params16[i] = __bfloat16_as_ushort(__float2bfloat16_rn(p[i]));
             memset(g.m, 0, 4 * P), memset(g.v, 0, 4 * P), memset((void *)g.adam, 0, 2 * sizeof(adamw_state));
             gpt_run_graph(&g, parts, GPT_STEP, B, T, rates[r], wd, clip);
         } else {
             gpt_update(&g, parts, rates[r], wd, clip);
         }
-        bad |= check_update(&c, g, dp, dg, sumsq, clip, rates[r], wd);
+        bad |= check_update(&c, g, dp, dg, sumsq, clip, rates[r], wd, scaled);
     }
     printf("emulated gpt: loss, %zu gradients, the norm, the clipped gradient and one AdamW step (worst %.2g of a "
            "tensor's largest): %s\n", P, worst_seen, bad ? "FAIL" : "PASS");
