@@ -601,7 +601,7 @@ const gpt_parts gpt_parts_fast_rows = {gpt_forward_fused,   gpt_backward_fused, 
 double gpt_check_tolerance(const gpt_config *c, int B, int T, int bf16)
 {
     double K = fmax(fmax(4.0 * c->channels, (double)B * T), (double)c->vocab_padded), D = 4.0 * c->layers + 2.0;
-    return 4.0 * sqrt(D) * ((bf16 ? 0x1p-7 : 0.0) + 0x1p-24 * sqrt(K));
+    return 4.0 * sqrt(D) * ((bf16 ? sqrt(2.0 / 3.0) * 0x1p-8 : 0.0) + 0x1p-24 * sqrt(K / 3.0));
 }
 
 const gpt_parts gpt_parts_fused_adamw = {gpt_forward_fused,   gpt_backward_fused,  loss_bf16,

@@ -96,14 +96,15 @@ typedef struct {
 
 /* The check of a step against gpt_model_cpu (gpt --check, tests/emu/emu_gpt.cpp): the loss within
  * tol of its value, each gradient element within tol of its tensor's largest |gradient| plus tol
- * of its own, tol derived from the arithmetic (NOTES, "the check's tolerance"): a product's
- * operands rounded to bf16 (8 significant bits: 2^-8 each, 2^-7 for the two; 0 for fp32
- * operands) and its fp32 sums
- * of up to K terms (2^-24 a term, adding like a random walk: sqrt K ulps), through the chain of
- * D = 4 L + 2 products between the loss and the first layer's weights (a random walk again:
- * sqrt D), times 4 for the worst of the many elements:
- *     tol = 4 sqrt(D) (operand + 2^-24 sqrt K),   K = the longest sum: max(4 C, B T, Vp)
- * fp32 at --check's shape (L2 C128 T80 B2): 1.7e-5; bf16: 9.9e-2. */
+ * of its own, tol derived from the arithmetic (NOTES, "the check's tolerance"), each rounding
+ * taken as an independent error spread evenly over half an ulp (a standard deviation of
+ * u / sqrt 3, u the unit roundoff): a product's two operands rounded to bf16 (u = 2^-8: together
+ * sqrt(2/3) 2^-8; nothing for fp32 operands) and its fp32 sums of up to K terms (u = 2^-24,
+ * adding like a random walk: sqrt(K / 3) 2^-24), through the chain of D = 4 L + 2 products
+ * between the loss and the first layer's weights (a random walk again: sqrt D), and the worst of
+ * the many elements within 4 standard deviations:
+ *     tol = 4 sqrt(D) (sqrt(2/3) 2^-8 [bf16] + sqrt(K / 3) 2^-24),   K = max(4 C, B T, Vp)
+ * fp32 at --check's shape (L2 C128 T80 B2): 9.8e-6; bf16: 4.0e-2. */
 double gpt_check_tolerance(const gpt_config *c, int B, int T, int bf16);
 
 /* The buffers beyond every version's (the parameters, the optimizer, the residual stream, the
