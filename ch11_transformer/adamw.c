@@ -177,8 +177,33 @@ _Static_assert(sizeof versions / sizeof versions[0] == ADAMW_VERSIONS,
 
 /* ---------------------------------------------------------------- main */
 
-static const char *sizes_text = NULL;
+/* From the same start each time: the tensors as made (h_init: p, g, m, v of each, one after the
+ * other), step 0, the rate, and the gradients' factor grad_scale (0: none); returns the state */
+static adamw_state restart(const adamw_tensor *h_t, const long long *n, int count, float *const *h_init,
+                           adamw_state *d_state, float grad_scale)
+{
+    size_t offset = 0;
+    for (int k = 0; k < count; k++) {
+        float *dst[4] = {h_t[k].p, (float *)h_t[k].g, h_t[k].m, h_t[k].v};
+        for (int a = 0; a < 4; a++)
+            CUDA_CHECK(cudaMemcpy(dst[a], h_init[a] + offset, sizeof(float) * n[k], cudaMemcpyHostToDevice));
+        offset += (size_t)n[k];
+    }
+    adamw_state st = {0, ADAMW_LR, 0, grad_scale};
+    CUDA_CHECK(cudaMemcpy(d_state, &st, sizeof st, cudaMemcpyHostToDevice));
+    return st;
+}
 static int steps = 3;
+/* a row's verdict: the mismatches, or the steps checked */
+static void verdict_of(size_t bad, char *buf, size_t size)
+{
+    if (bad)
+        snprintf(buf, size, "FAIL (%zu wrong)", bad);
+    else
+        snprintf(buf, size, "PASS (%d steps)", steps);
+}
+
+static const char *sizes_text = NULL;
 static const lb_opt opts[] = {
     {"--sizes", LB_OPT_STRING, &sizes_text, "the tensors' sizes N,N,... (default GPT-2 small's 148 tensors)"},
     {"--steps", LB_OPT_INT, &steps, "steps checked against the CPU, from step 1"},
@@ -258,25 +283,14 @@ int main(int argc, char **argv)
     for (int v = 1; v < ADAMW_VERSIONS; v++) {
         if (!lb_version_wanted(&program, &args, &gpu, v)) continue;
         /* from the same start each time: the tensors as made, step 0 */
-        size_t offset = 0;
-        for (int k = 0; k < count; k++) {
-            float *dst[4] = {h_t[k].p, (float *)h_t[k].g, h_t[k].m, h_t[k].v};
-            for (int a = 0; a < 4; a++)
-                CUDA_CHECK(cudaMemcpy(dst[a], h_init[a] + offset, sizeof(float) * n[k], cudaMemcpyHostToDevice));
-            offset += (size_t)n[k];
-        }
-        adamw_state st = {0, ADAMW_LR, 0, 0.0f};
-        CUDA_CHECK(cudaMemcpy(d_state, &st, sizeof st, cudaMemcpyHostToDevice));
+        adamw_state st = restart(h_t, n, count, h_init, d_state, 0.0f);
         adamw_job job = {v, h_t, d_t, d_chunks, count, n_chunks, d_state};
         for (int s = 0; s < steps; s++) CUDA_CHECK(run_kernel(&job));
         CUDA_CHECK(cudaMemcpy(&st, d_state, sizeof st, cudaMemcpyDeviceToHost));
         size_t bad = check_all(n, count, h_init, h_t, steps, 1.0, args.quiet) + (st.t != steps) +
                      (st.blocks_done != 0); /* the count too */
         char verdict[64];
-        if (bad)
-            snprintf(verdict, sizeof verdict, "FAIL (%zu wrong)", bad);
-        else
-            snprintf(verdict, sizeof verdict, "PASS (%d steps)", steps);
+        verdict_of(bad, verdict, sizeof verdict);
         float ms = args.check_only ? 0.0f : lb_time_ms(run_kernel, &job, 2, args.iters);
         lb_report_row(&rep, v, NULL, ms, ms > 0 ? moved / (ms * 1e6) : 0.0, bad == 0, verdict);
     }
@@ -292,23 +306,12 @@ int main(int argc, char **argv)
     adamw_tensor *d_t16;
     CUDA_CHECK(cudaMalloc((void **)&d_t16, sizeof(adamw_tensor) * count));
     CUDA_CHECK(cudaMemcpy(d_t16, h_t16, sizeof(adamw_tensor) * count, cudaMemcpyHostToDevice));
-    size_t offset = 0;
-    for (int k = 0; k < count; k++) {
-        float *dst[4] = {h_t[k].p, (float *)h_t[k].g, h_t[k].m, h_t[k].v};
-        for (int a = 0; a < 4; a++)
-            CUDA_CHECK(cudaMemcpy(dst[a], h_init[a] + offset, sizeof(float) * n[k], cudaMemcpyHostToDevice));
-        offset += (size_t)n[k];
-    }
-    adamw_state st = {0, ADAMW_LR, 0, 0.5f};
-    CUDA_CHECK(cudaMemcpy(d_state, &st, sizeof st, cudaMemcpyHostToDevice));
+    restart(h_t, n, count, h_init, d_state, 0.5f);
     adamw_job job16 = {4, h_t16, d_t16, d_chunks, count, n_chunks, d_state};
     for (int s = 0; s < steps; s++) CUDA_CHECK(run_kernel(&job16));
     size_t bad16 = check_all(n, count, h_init, h_t16, steps, 0.5, args.quiet);
     char verdict16[64];
-    if (bad16)
-        snprintf(verdict16, sizeof verdict16, "FAIL (%zu wrong)", bad16);
-    else
-        snprintf(verdict16, sizeof verdict16, "PASS (%d steps)", steps);
+    verdict_of(bad16, verdict16, sizeof verdict16);
     float ms16 = args.check_only ? 0.0f : lb_time_ms(run_kernel, &job16, 2, args.iters);
     /* 30 bytes a parameter: the 28, and its bf16 copy written */
     lb_report_item(&rep, "scaled_bf16", "4, gradients scaled, bf16 copy written", ms16,

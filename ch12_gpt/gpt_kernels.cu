@@ -425,9 +425,16 @@ extern "C" cudaError_t gpt_sum_squares_launch(float *sumsq, const float *g, size
     return cudaGetLastError();
 }
 
+/* the clip's factor: min(1, clip / norm) */
+__device__ __forceinline__ float clip_factor(const float *sumsq, float clip)
+{
+    float norm = sqrtf(*sumsq);
+    return norm > clip ? clip / norm : 1.0f;
+}
+
 __global__ void clip_kernel(float *g, size_t n, const float *sumsq, float clip)
 {
-    float norm = sqrtf(*sumsq), f = norm > clip ? clip / norm : 1.0f;
+    float f = clip_factor(sumsq, clip);
     if (f == 1.0f) return;
     GRID_STRIDE(i, n) g[i] *= f;
 }
@@ -439,8 +446,7 @@ extern "C" cudaError_t gpt_clip_launch(float *g, size_t n, const float *sumsq, f
 
 __global__ void grad_scale_kernel(float *scale0, float *scale1, const float *sumsq, float clip)
 {
-    float norm = sqrtf(*sumsq);
-    *scale0 = *scale1 = norm > clip ? clip / norm : 1.0f;
+    *scale0 = *scale1 = clip_factor(sumsq, clip);
 }
 extern "C" cudaError_t gpt_grad_scale_launch(float *scale0, float *scale1, const float *sumsq, float clip)
 {
