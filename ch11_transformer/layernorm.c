@@ -280,7 +280,7 @@ int main(int argc, char **argv)
     CUDA_CHECK(lb_malloc_guarded((void **)&d_x, bytes));
     CUDA_CHECK(cudaMalloc((void **)&d_y, bytes));
     CUDA_CHECK(lb_malloc_guarded((void **)&d_dy, bytes));
-    CUDA_CHECK(cudaMalloc((void **)&d_dx, bytes));
+    CUDA_CHECK(lb_malloc_guarded((void **)&d_dx, bytes)); /* backward_add reads it (R) */
     CUDA_CHECK(lb_malloc_guarded((void **)&d_gamma, 4 * (size_t)cols));
     CUDA_CHECK(lb_malloc_guarded((void **)&d_beta, 4 * (size_t)cols));
     CUDA_CHECK(cudaMalloc((void **)&d_dg, 4 * (size_t)cols));
