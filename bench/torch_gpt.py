@@ -300,7 +300,9 @@ def speed(torch, L, H, C, T, B, V):
     Vp = (V + 127) // 128 * 128 if V > 256 else V  # as ./gpt --synthetic: 50257 -> 50304
     torch.manual_seed(1)
     size = f"L{L}_H{H}_C{C}_T{T}_B{B}"
-    for name, compiled in (("torch", False), ("torch_compile", True)):
+    # eager; torch.compile's default (fused kernels, launched one by one); and "reduce-overhead",
+    # which also records forward and backward as CUDA graphs: the like of ./gpt's version 7 on
+    for name, mode in (("torch", None), ("torch_compile", "default"), ("torch_compile_graphs", "reduce-overhead")):
         model = build_model(torch, L, H, C, T, V, Vp)
         decay = [p for p in model.parameters() if p.dim() == 2]
         plain = [p for p in model.parameters() if p.dim() < 2]
@@ -308,9 +310,11 @@ def speed(torch, L, H, C, T, B, V):
                                 lr=3e-4, fused=True)
         idx = torch.randint(0, V, (B, T), device="cuda")
         tgt = torch.randint(0, V, (B, T), device="cuda")
-        fwd = torch.compile(model) if compiled else model
+        fwd = torch.compile(model, mode=mode) if mode else model
 
         def step():
+            if mode == "reduce-overhead":
+                torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs are free
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 loss = F.cross_entropy(fwd(idx).float().view(-1, V), tgt.view(-1))
             loss.backward()
