@@ -122,6 +122,7 @@ submit() {
         case_job) ENTRY_NAME[$entry]=$2 ;;
         mutant_job | solution_job) ENTRY_NAME[$entry]="$2: ${1%_job} $3" ;;
         emu_mutant_job) ENTRY_NAME[$entry]="$2: emulated mutant $4" ;;
+        host_mutant_job) ENTRY_NAME[$entry]="$2: mutant $3" ;;
         *) ENTRY_NAME[$entry]="$CHAPTER: $*" ;;
     esac
     if [ "${RUN_ALONE:-0}" = 1 ]; then
@@ -427,16 +428,38 @@ emu_mutant_job() {
         *.cuh) var="" ;; # a chapter's device header: the kernels built in the mutant's folder include its copy there first
         *) verdict FAIL "$CHAPTER: emulated mutant: $name (no emulation for $file)"; return ;;
     esac
-    if ! (
-        rm -rf "$dir" && mkdir -p "$dir" && cp "$ROOT/$CHAPTER/$file" "$dir/$file" && sed -i "$expr" "$dir/$file" || exit 1
-        if cmp -s "$dir/$file" "$ROOT/$CHAPTER/$file"; then echo "the edit '$expr' no longer changes $file"; exit 1; fi
-        diff "$ROOT/$CHAPTER/$file" "$dir/$file"
-        make -s -C "$ROOT/tests" BIN="$dir" ${var:+"$var=$dir/$file"} "$dir/$prog"
-    ) >"$dir.build.log" 2>&1; then
+    if ! mutant_build "$dir" "$file" "$expr" "$prog" "$var" >"$dir.build.log" 2>&1; then
         verdict FAIL "$CHAPTER: emulated mutant: $name (the edit or the build failed)" "$dir.build.log"
         return
     fi
     case_job "$CHAPTER: emulated mutant caught: $name" 1 "FAIL" "$envp" "$ROOT/$CHAPTER" "" 0 "$dir/$prog" "$@"
+}
+# mutant_build <folder> <file of $CHAPTER> <sed expression> <tests/Makefile target> <make variable
+# naming the file, or ""> : the file copied into the folder with the edit made (which must change
+# it), the target built there against the copy
+mutant_build() {
+    local dir=$1 file=$2 expr=$3 target=$4 var=$5
+    rm -rf "$dir" && mkdir -p "$dir" && cp "$ROOT/$CHAPTER/$file" "$dir/$file" && sed -i "$expr" "$dir/$file" || return 1
+    if cmp -s "$dir/$file" "$ROOT/$CHAPTER/$file"; then echo "the edit '$expr' no longer changes $file"; return 1; fi
+    diff "$ROOT/$CHAPTER/$file" "$dir/$file"
+    make -s -C "$ROOT/tests" BIN="$dir" ${var:+"$var=$dir/$file"} "$dir/$target"
+}
+
+# host_mutant <name> <file> <make variable> <host test> <sed expression> : a bug planted in a copy
+# of the chapter's plain-C file, the host test built against it: the test must then fail (exit 1
+# and a failed check), on every machine
+host_mutant() {
+    [ $SANITIZE = 1 ] && return
+    submit host_mutant_job "$CHAPTER" "$@"
+}
+host_mutant_job() {
+    local CHAPTER=$1 name=$2 file=$3 var=$4 prog=$5 expr=$6
+    local dir="$LOG_DIR/host-mutant-$ENTRY"
+    if ! mutant_build "$dir" "$file" "$expr" "$prog" "$var" >"$dir.build.log" 2>&1; then
+        verdict FAIL "$CHAPTER: mutant: $name (the edit or the build failed)" "$dir.build.log"
+        return
+    fi
+    case_job "$CHAPTER: mutant caught: $name" 1 "check failed" "" "$ROOT/$CHAPTER" "" 0 "$dir/$prog"
 }
 
 # solutions : the code solutions in the chapter's SOLUTIONS.md, each a ```diff block (paths

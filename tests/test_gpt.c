@@ -1,7 +1,7 @@
 /* test_gpt.c - host-only tests of ch12_gpt's CPU model and data code:
  *   the model: every parameter's gradient (gpt_model_cpu) against central differences of the
  *   loss at two tiny configurations, the padded vocabulary's rows and the unused positions at
- *   zero (tests/gpt_mutant.sh plants the issue's bugs in gpt_cpu.c and sees this test fail);
+ *   zero (tests/ch12_gpt.sh plants the issue's bugs in gpt_cpu.c and sees this test fail);
  *   the layers against known answers, attention's causality; the parameters' layout tiling the
  *   array;
  *   the data: a text's vocabulary, split and tokens; bad files (missing, empty, binary, not ASCII,
