@@ -172,12 +172,14 @@ static cudaError_t run_backward(void *ctx)
 typedef struct {
     ln_backward_job b;
     uint16_t *d_dx16;
+    float *d_dsum; /* the new dX's column sums (ch12: the bias gradient of the product before) */
 } ln_backward_add_job;
 static cudaError_t run_backward_add(void *ctx)
 {
     ln_backward_add_job *j = (ln_backward_add_job *)ctx;
     return layernorm_backward_add_launch(j->b.d_dy, j->b.d_x, j->b.d_mean, j->b.d_rstd, j->b.d_gamma, j->b.d_dx,
-                                         j->d_dx16, j->b.d_dgamma, j->b.d_dbeta, j->b.d_partial, j->b.rows, j->b.cols);
+                                         j->d_dx16, j->b.d_dgamma, j->b.d_dbeta, j->d_dsum, j->b.d_partial, j->b.rows,
+                                         j->b.cols);
 }
 typedef struct {
     ln_job f;
@@ -246,7 +248,7 @@ int main(int argc, char **argv)
     lb_gpu_init(&gpu);
     /* X, Y, dY, dX, the bf16 outputs, the column sums' partials; the floor's two buffers (the
      * backward's 3 x) */
-    lb_require_device_memory(5 * bytes + 2 * (size_t)groups_add * cols * 4 + (args.check_only ? 0 : 3 * bytes),
+    lb_require_device_memory(5 * bytes + 3 * (size_t)groups_add * cols * 4 + (args.check_only ? 0 : 3 * bytes),
                              "the rows");
     if (!args.quiet)
         printf("layernorm: fp32, %d x %d, X = %g + [-1, 1), %s (%s), seed %llu\n", rows, cols, offset, gpu.prop.name,
@@ -274,7 +276,7 @@ int main(int argc, char **argv)
     layernorm_backward_cpu(&d, h_dx, dx_tol, h_dg, h_db, dg_tol16, db_tol16, LN_BWD_ROWS);
     layernorm_backward_cpu(&d, h_dx, dx_tol, h_dg, h_db, dg_tol, db_tol, LN_ROWS_PER_GROUP);
 
-    float *d_x, *d_y, *d_dy, *d_dx, *d_gamma, *d_beta, *d_mean, *d_rstd, *d_dg, *d_db, *d_partial;
+    float *d_x, *d_y, *d_dy, *d_dx, *d_gamma, *d_beta, *d_mean, *d_rstd, *d_dg, *d_db, *d_ds, *d_partial;
     uint16_t *d_y16;
     /* the inputs with NaN past their ends: a kernel that reads past one fails */
     CUDA_CHECK(lb_malloc_guarded((void **)&d_x, bytes));
@@ -285,9 +287,10 @@ int main(int argc, char **argv)
     CUDA_CHECK(lb_malloc_guarded((void **)&d_beta, 4 * (size_t)cols));
     CUDA_CHECK(cudaMalloc((void **)&d_dg, 4 * (size_t)cols));
     CUDA_CHECK(cudaMalloc((void **)&d_db, 4 * (size_t)cols));
+    CUDA_CHECK(cudaMalloc((void **)&d_ds, 4 * (size_t)cols));
     CUDA_CHECK(cudaMalloc((void **)&d_mean, 4 * (size_t)rows));
     CUDA_CHECK(cudaMalloc((void **)&d_rstd, 4 * (size_t)rows));
-    CUDA_CHECK(cudaMalloc((void **)&d_partial, 2 * (size_t)groups_add * cols * 4));
+    CUDA_CHECK(cudaMalloc((void **)&d_partial, 3 * (size_t)groups_add * cols * 4));
     CUDA_CHECK(cudaMalloc((void **)&d_y16, n * 2));
     CUDA_CHECK(cudaMemcpy(d_x, h_x, bytes, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(d_dy, h_dy, bytes, cudaMemcpyHostToDevice));
@@ -344,19 +347,27 @@ int main(int argc, char **argv)
                    cb.n_bad == 0, lb_check_summary(&cb, verdict, sizeof verdict));
 
     /* ---- the one-read backward (ch12's): dX added to a residual's gradient R already in d_dx,
-     * the sum written in bf16 too; against R + dX (the add's rounding and, for bf16, half an ulp
-     * of it added to dX's bound) */
-    ln_backward_add_job aj = {bj, d_y16};
+     * the sum written in bf16 too, and its column sums; against R + dX (the add's rounding and,
+     * for bf16, half an ulp of it added to dX's bound) and the sums of R + dX's columns in double
+     * (each element's bound, and fp32's rounding over the partial sums as for dbeta) */
+    ln_backward_add_job aj = {bj, d_y16, d_ds};
     CUDA_CHECK(cudaMemcpy(d_dx, h_res, bytes, cudaMemcpyHostToDevice));
     lb_poison_device(d_y16, n * 2);
     lb_poison_device(d_dg, 4 * (size_t)cols);
     lb_poison_device(d_db, 4 * (size_t)cols);
+    lb_poison_device(d_ds, 4 * (size_t)cols);
     CUDA_CHECK(run_backward_add(&aj));
+    double *sum_c = calloc(3 * (size_t)cols, sizeof(double)), *abs_c = sum_c + cols, *ds_tol = abs_c + cols;
+    float *h_ds = lb_host_alloc(4 * (size_t)cols, "the column sums");
+    if (!sum_c) lb_die(LB_EXIT_CUDA, "layernorm: out of host memory for the column sums");
     for (size_t i = 0; i < n; i++) {
         double sum = (double)h_res[i] + h_dx[i];
         dx_tol[i] += EPS_F * (fabs((double)h_dx[i]) + 2.0 * fabs(sum)); /* h_dx's rounding, the add's */
         h_dx[i] = (float)sum;
+        sum_c[i % cols] += sum, abs_c[i % cols] += fabs(sum), ds_tol[i % cols] += dx_tol[i];
     }
+    double k_rows = 8.0 * sqrt((double)rows / LN_BWD_ROWS + LN_BWD_ROWS + 64.0) + 16.0;
+    for (int c = 0; c < cols; c++) h_ds[c] = (float)sum_c[c], ds_tol[c] += EPS_F * k_rows * abs_c[c] + 1e-30;
     CUDA_CHECK(cudaMemcpy(h_got, d_dx, bytes, cudaMemcpyDeviceToHost));
     lb_check ca = lb_check_f32_bound("R + dX", h_got, h_dx, n, array_tolerance, dx_tol, args.quiet);
     fetch_bf16(h_got, d_y16, h_bits, n);
@@ -366,9 +377,13 @@ int main(int argc, char **argv)
     ca.n_bad += lb_check_f32_bound("dgamma", h_got, h_dg, (size_t)cols, array_tolerance, dg_tol16, args.quiet).n_bad;
     CUDA_CHECK(cudaMemcpy(h_got, d_db, 4 * (size_t)cols, cudaMemcpyDeviceToHost));
     ca.n_bad += lb_check_f32_bound("dbeta", h_got, h_db, (size_t)cols, array_tolerance, db_tol16, args.quiet).n_bad;
+    CUDA_CHECK(cudaMemcpy(h_got, d_ds, 4 * (size_t)cols, cudaMemcpyDeviceToHost));
+    ca.n_bad += lb_check_f32_bound("R + dX's column sums", h_got, h_ds, (size_t)cols, array_tolerance, ds_tol,
+                                   args.quiet).n_bad;
+    free(sum_c), free(h_ds);
     ms = args.check_only ? 0.0f : lb_time_ms(run_backward_add, &aj, 2, args.iters);
     /* dY, X and R read, dX written, its bf16 written: 4.5 x a forward's one way */
-    lb_report_item(&rep, "backward_add", "backward in one read, + R, bf16 too", ms,
+    lb_report_item(&rep, "backward_add", "backward in one read, + R, bf16 too, R's sums", ms,
                    ms > 0 ? 2.25 * moved / (ms * 1e6) : 0.0, ca.n_bad == 0, lb_check_summary(&ca, verdict, sizeof verdict));
 
     /* ---- version 3's forward writing bf16 (ch12's: the next product's operand) */
@@ -386,7 +401,7 @@ int main(int argc, char **argv)
     free(h_dg), free(h_db), free(dx_tol), free(dg_tol), free(db_tol), free(dg_tol16), free(db_tol16), free(d.mean);
     free(d.rstd), free(d.e_mean), free(h_res), free(h_bits);
     CUDA_CHECK(cudaFree(d_y16));
-    float *bufs[] = {d_x, d_y, d_dy, d_dx, d_gamma, d_beta, d_mean, d_rstd, d_dg, d_db, d_partial};
+    float *bufs[] = {d_x, d_y, d_dy, d_dx, d_gamma, d_beta, d_mean, d_rstd, d_dg, d_db, d_ds, d_partial};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) CUDA_CHECK(cudaFree(bufs[i]));
     return lb_report_finish(&rep);
 }

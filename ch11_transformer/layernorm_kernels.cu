@@ -314,19 +314,23 @@ __device__ __forceinline__ void block_sum2(float &a, float &b, float *slots)
  * blockDim.x): the row's two sums, then dX added to what dx holds (and the sum written in bf16
  * too when dx16 is not NULL). A thread keeps the same columns for every row, so it sums their
  * dgamma and dbeta in registers over the block's rows and writes them once, the group's partial
- * sums. VEC: cols % 4 == 0 (16-byte loads); else one float at a time, same layout. */
-template <int ITEMS, bool VEC>
+ * sums; SUM: the column sums of the new dX too (a third set of partial sums). VEC: cols % 4 == 0
+ * (16-byte loads); else one float at a time, same layout. */
+template <int ITEMS, bool VEC, bool SUM>
 __global__ void __launch_bounds__(1024) ln_backward_add_kernel(const float *dy, const float *x, const float *mean,
                                                                const float *rstd, const float *gamma, float *dx,
                                                                __nv_bfloat16 *dx16, float *partial, int rows, int cols)
 {
     __shared__ float slots[64];
     int r0 = blockIdx.x * LN_BWD_ROWS, r1 = r0 + LN_BWD_ROWS < rows ? r0 + LN_BWD_ROWS : rows, groups = gridDim.x;
-    float g[4 * ITEMS], dg[4 * ITEMS], db[4 * ITEMS];
+    float g[4 * ITEMS], dg[4 * ITEMS], db[4 * ITEMS], ds[SUM ? 4 * ITEMS : 1];
     /* element i of this thread's registers is column col(i); those past the row's end read 0 */
 #define LN_COL(i) (VEC ? 4 * (int)(threadIdx.x + ((i) / 4) * blockDim.x) + (i) % 4 : (int)(threadIdx.x + (i) * blockDim.x))
 #pragma unroll
-    for (int i = 0; i < 4 * ITEMS; i++) g[i] = LN_COL(i) < cols ? gamma[LN_COL(i)] : 0.0f, dg[i] = db[i] = 0.0f;
+    for (int i = 0; i < 4 * ITEMS; i++) {
+        g[i] = LN_COL(i) < cols ? gamma[LN_COL(i)] : 0.0f, dg[i] = db[i] = 0.0f;
+        if (SUM) ds[i] = 0.0f;
+    }
     for (int r = r0; r < r1; r++) {
         const float *dyr = dy + (size_t)r * cols, *xr = x + (size_t)r * cols;
         float a[4 * ITEMS], b[4 * ITEMS]; /* dY and X */
@@ -364,45 +368,69 @@ __global__ void __launch_bounds__(1024) ln_backward_add_kernel(const float *dy, 
             float sum = dxr[c] + rs * (a[i] - m1 - b[i] * m2);
             dxr[c] = sum;
             if (dx16) dx16[(size_t)r * cols + c] = __float2bfloat16_rn(sum);
+            if (SUM) ds[i] += sum;
         }
     }
 #pragma unroll
     for (int i = 0; i < 4 * ITEMS; i++) {
         int c = LN_COL(i);
-        if (c < cols) partial[(size_t)blockIdx.x * cols + c] = dg[i], partial[((size_t)groups + blockIdx.x) * cols + c] = db[i];
+        if (c >= cols) continue;
+        partial[(size_t)blockIdx.x * cols + c] = dg[i], partial[((size_t)groups + blockIdx.x) * cols + c] = db[i];
+        if (SUM) partial[((size_t)2 * groups + blockIdx.x) * cols + c] = ds[i];
     }
 #undef LN_COL
 }
 
-template <int ITEMS>
-static void backward_add_items(const float *dy, const float *x, const float *mean, const float *rstd, const float *g,
-                               float *dx, __nv_bfloat16 *dx16, float *partial, int rows, int cols, int threads, int groups)
+template <int ITEMS, bool SUM>
+static void backward_add_sum(const float *dy, const float *x, const float *mean, const float *rstd, const float *g,
+                             float *dx, __nv_bfloat16 *dx16, float *partial, int rows, int cols, int threads, int groups)
 {
     if (cols % 4 == 0)
-        ln_backward_add_kernel<ITEMS, true><<<groups, threads>>>(dy, x, mean, rstd, g, dx, dx16, partial, rows, cols);
+        ln_backward_add_kernel<ITEMS, true, SUM><<<groups, threads>>>(dy, x, mean, rstd, g, dx, dx16, partial, rows, cols);
     else
-        ln_backward_add_kernel<ITEMS, false><<<groups, threads>>>(dy, x, mean, rstd, g, dx, dx16, partial, rows, cols);
+        ln_backward_add_kernel<ITEMS, false, SUM><<<groups, threads>>>(dy, x, mean, rstd, g, dx, dx16, partial, rows, cols);
+}
+template <int ITEMS>
+static void backward_add_items(const float *dy, const float *x, const float *mean, const float *rstd, const float *g,
+                               float *dx, __nv_bfloat16 *dx16, float *partial, int rows, int cols, int threads, int groups,
+                               bool sum)
+{
+    if (sum)
+        backward_add_sum<ITEMS, true>(dy, x, mean, rstd, g, dx, dx16, partial, rows, cols, threads, groups);
+    else
+        backward_add_sum<ITEMS, false>(dy, x, mean, rstd, g, dx, dx16, partial, rows, cols, threads, groups);
+}
+/* the column sums of the new dX (the backward_add's third set of partial sums), in order */
+__global__ void ln_dx_sum_kernel(const float *partial, float *dsum, int groups, int cols)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    float s = 0.0f;
+    for (int g = 0; g < groups; g++) s += partial[((size_t)2 * groups + g) * cols + c];
+    dsum[c] = s;
 }
 
 extern "C" cudaError_t layernorm_backward_add_launch(const float *d_dy, const float *d_x, const float *d_mean,
                                                      const float *d_rstd, const float *d_gamma, float *d_dx,
                                                      uint16_t *d_dx16, float *d_dgamma, float *d_dbeta,
-                                                     float *d_partial, int rows, int cols)
+                                                     float *d_dsum, float *d_partial, int rows, int cols)
 {
     if (rows < 1 || cols < 1 || cols > LN_MAX_COLS) return cudaErrorInvalidValue;
     int groups = (rows + LN_BWD_ROWS - 1) / LN_BWD_ROWS, threads = 256; /* threads as version 3's forward */
+    bool sum = d_dsum != NULL;
     while (threads < 1024 && cols > threads * 4 * 8) threads *= 2;
     int per_thread = (cols + 4 * threads - 1) / (4 * threads);
     __nv_bfloat16 *dx16 = reinterpret_cast<__nv_bfloat16 *>(d_dx16);
     if (per_thread <= 1)
-        backward_add_items<1>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups);
+        backward_add_items<1>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups, sum);
     else if (per_thread <= 2)
-        backward_add_items<2>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups);
+        backward_add_items<2>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups, sum);
     else if (per_thread <= 4)
-        backward_add_items<4>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups);
+        backward_add_items<4>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups, sum);
     else
-        backward_add_items<8>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups);
+        backward_add_items<8>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, dx16, d_partial, rows, cols, threads, groups, sum);
     ln_backward_sum_kernel<<<(cols + 255) / 256, 256>>>(d_partial, d_dgamma, d_dbeta, groups, cols);
+    if (sum) ln_dx_sum_kernel<<<(cols + 255) / 256, 256>>>(d_partial, d_dsum, groups, cols);
     return cudaGetLastError();
 }
 

@@ -41,11 +41,15 @@ cudaError_t layernorm_backward_launch(const float *d_dy, const float *d_x, const
  * backward, where the block's input gets the LayerNorm's gradient and the residual's: d_dx +=
  * the dX above, and, when d_dx16 is not NULL, the sum also written there in bf16 (rounded to
  * nearest even) for the next product. dgamma and dbeta as above, from partial sums of
- * LN_BWD_ROWS rows: d_partial holds 2 x ceil(rows / LN_BWD_ROWS) x cols floats. */
+ * LN_BWD_ROWS rows. When d_dsum is not NULL, the column sums of the new d_dx too (cols floats):
+ * the residual's gradient is the gradient of the product that wrote the residual, so its column
+ * sums are that product's bias gradient, from the rows this pass holds anyway. d_partial holds
+ * 2 x ceil(rows / LN_BWD_ROWS) x cols floats, 3 x with d_dsum. */
 #define LN_BWD_ROWS 16
 cudaError_t layernorm_backward_add_launch(const float *d_dy, const float *d_x, const float *d_mean,
                                           const float *d_rstd, const float *d_gamma, float *d_dx, uint16_t *d_dx16,
-                                          float *d_dgamma, float *d_dbeta, float *d_partial, int rows, int cols);
+                                          float *d_dgamma, float *d_dbeta, float *d_dsum, float *d_partial, int rows,
+                                          int cols);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,8 @@
  *   backward, a layer: dh_pre = (d Wfcproj) GELU'(aux)    epilogue DGELU, bf16 out
  *                      dWfcproj = d^T h, dbfcproj         epilogue BGRADB: the bias gradient (the
  *                                                         column sums of d) from the same pass
+ *                                                         (version 6 on: from the LayerNorm
+ *                                                         backward that wrote d)
  *                      and so on for fc, proj and qkv.
  *
  * What version 4 did as kernels of their own (bias rows, GELU and its derivative, the column
@@ -215,14 +217,26 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
     if (with_loss) parts->loss(g, N);
 }
 
-/* A LayerNorm's backward whose dX is added to what dx holds (the residual's gradient), g->d16
- * then the sum in bf16 (the next products' operand): ch11's one-read backward does both itself
- * (version 6 on); version 5 runs ch11's backward into scratch (dmid), then adds and converts */
-static void layernorm_backward(gpt_gpu *g, const gpt_parts *parts, const float *dy, const float *x, const float *mean,
-                               const float *rstd, const float *w, float *dx, float *dw, float *db, int N, int C)
+/* Where the two products that write into the residual stream (proj and fcproj) get their bias
+ * gradients: the residual's gradient is their output's gradient, so its column sums are them.
+ * Version 6 on, ch11's one-read LayerNorm backward sums the columns of the rows it writes anyway;
+ * version 5 by cuBLASLt's epilogue BGRADB on the weight gradient's product (a kernel of its own). */
+static int bias_sums_in_layernorm(const gpt_parts *parts) { return parts->layernorm_version == 3; }
+static void residual_bias_gradient(lt_product *p, const gpt_parts *parts, float *bias)
 {
-    if (parts->layernorm_version == 3) {
-        CUDA_CHECK(layernorm_backward_add_launch(dy, x, mean, rstd, w, dx, g->d16, dw, db, g->ln_partial, N, C));
+    if (!bias_sums_in_layernorm(parts)) p->epilogue = CUBLASLT_EPILOGUE_BGRADB, p->bias = bias;
+}
+
+/* A LayerNorm's backward whose dX is added to what dx holds (the residual's gradient), g->d16
+ * then the sum in bf16 (the next products' operand), and dsum (when not NULL) the sum's column
+ * sums: ch11's one-read backward does all three itself (version 6 on); version 5 runs ch11's
+ * backward into scratch (dmid), then adds and converts, and leaves dsum to the products */
+static void layernorm_backward(gpt_gpu *g, const gpt_parts *parts, const float *dy, const float *x, const float *mean,
+                               const float *rstd, const float *w, float *dx, float *dw, float *db, float *dsum, int N,
+                               int C)
+{
+    if (bias_sums_in_layernorm(parts)) {
+        CUDA_CHECK(layernorm_backward_add_launch(dy, x, mean, rstd, w, dx, g->d16, dw, db, dsum, g->ln_partial, N, C));
         return;
     }
     size_t NC = (size_t)N * C;
@@ -253,7 +267,7 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
     CUDA_CHECK(cudaMemsetAsync(g->d, 0, sizeof(float) * NC, GPT_STREAM));
     layernorm_backward(g, parts, g->dln, g->res + (size_t)c->layers * NC, g->meanf, g->rstdf,
                        g->params + gpt_offset_lnf(c, 0), g->d, g->grads + gpt_offset_lnf(c, 0),
-                       g->grads + gpt_offset_lnf(c, 1), N, C);
+                       g->grads + gpt_offset_lnf(c, 1), GRAD(g, c->layers - 1, GPT_FCPROJ_B), N, C);
     for (int l = c->layers - 1; l >= 0; l--) {
         const float *x = g->res + l * NC, *mid = g->mid + l * NC;
         const unsigned short *ln1 = g->ln1_16 + l * NC, *atty = g->atty16 + l * NC, *ln2 = g->ln2_16 + l * NC;
@@ -263,7 +277,7 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         p.epilogue = CUBLASLT_EPILOGUE_DGELU, p.aux = pre, p.aux_ld = 4 * C; /* through GELU's derivative */
         lt_run(g, &p);
         p = dw_product(g->d16, h, GRAD(g, l, GPT_FCPROJ_W), N, 4 * C, C);
-        p.epilogue = CUBLASLT_EPILOGUE_BGRADB, p.bias = GRAD(g, l, GPT_FCPROJ_B);
+        residual_bias_gradient(&p, parts, GRAD(g, l, GPT_FCPROJ_B));
         lt_run(g, &p);
         p = dx_product(g->dfc16, P16(g, l, GPT_FC_W), g->dln, CUDA_R_32F, N, C, 4 * C);
         lt_run(g, &p);
@@ -272,12 +286,13 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         lt_run(g, &p);
         /* mid's gradient: the residual's share (d) and LN2's, added to it */
         layernorm_backward(g, parts, g->dln, mid, g->mean2 + (size_t)l * N, g->rstd2 + (size_t)l * N,
-                           P32(g, l, GPT_LN2_W), g->d, GRAD(g, l, GPT_LN2_W), GRAD(g, l, GPT_LN2_B), N, C);
+                           P32(g, l, GPT_LN2_W), g->d, GRAD(g, l, GPT_LN2_W), GRAD(g, l, GPT_LN2_B),
+                           GRAD(g, l, GPT_PROJ_B), N, C);
         /* attention: mid = x + proj(attention(qkv(ln1(x)))) */
         p = dx_product(g->d16, P16(g, l, GPT_PROJ_W), g->datty, CUDA_R_32F, N, C, C);
         lt_run(g, &p);
         p = dw_product(g->d16, atty, GRAD(g, l, GPT_PROJ_W), N, C, C);
-        p.epilogue = CUBLASLT_EPILOGUE_BGRADB, p.bias = GRAD(g, l, GPT_PROJ_B);
+        residual_bias_gradient(&p, parts, GRAD(g, l, GPT_PROJ_B));
         lt_run(g, &p);
         CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, g->datty, B, T, C, H));
         gpt_flash_backward(g, l, B, T);
@@ -289,7 +304,8 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         lt_run(g, &p);
         /* x's gradient: the residual's share (mid's) and LN1's */
         layernorm_backward(g, parts, g->dln, x, g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N,
-                           P32(g, l, GPT_LN1_W), g->d, GRAD(g, l, GPT_LN1_W), GRAD(g, l, GPT_LN1_B), N, C);
+                           P32(g, l, GPT_LN1_W), g->d, GRAD(g, l, GPT_LN1_W), GRAD(g, l, GPT_LN1_B),
+                           l > 0 ? GRAD(g, l - 1, GPT_FCPROJ_B) : NULL, N, C); /* the layer below's */
     }
     CUDA_CHECK(gpt_embed_backward_launch(g->grads + gpt_offset_wte(c), g->grads + gpt_offset_wpe(c), g->d, g->tokens, B,
                                          T, C));

@@ -59,8 +59,9 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, unsign
     g->loss = TAKE_FLOATS(1), g->row_loss = TAKE_FLOATS(N);
     g->d = TAKE_FLOATS(N * C), g->dmid = TAKE_FLOATS(N * C), g->dln = TAKE_FLOATS(N * C), g->datty = TAKE_FLOATS(N * C);
     /* the LayerNorm backward's column sums: partial sums of LN_ROWS_PER_GROUP rows, or of
-     * LN_BWD_ROWS (fewer) in the one-read backward: room for the more of them */
-    g->ln_partial = TAKE_FLOATS(2 * ((N + LN_BWD_ROWS - 1) / LN_BWD_ROWS + 1) * C);
+     * LN_BWD_ROWS (fewer) in the one-read backward, three sets of them with the residual's sums:
+     * room for the most */
+    g->ln_partial = TAKE_FLOATS(3 * ((N + LN_BWD_ROWS - 1) / LN_BWD_ROWS + 1) * C);
     g->sumsq = TAKE_FLOATS(1);
     g->adam = (adamw_state *)take(g, 2 * sizeof(adamw_state), count);
     if (wanted & GPT_BUFFERS_FP32_LOGITS) g->logits = TAKE_FLOATS(N * Vp), g->dlogits = TAKE_FLOATS(N * Vp);

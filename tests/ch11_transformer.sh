@@ -121,6 +121,10 @@ mutant "layernorm Welford merge with equal weights" layernorm_kernels.cu \
     's/float delta = meanb - mean, wb = nb \/ total;/float delta = meanb - mean, wb = 0.5f;/' ./layernorm 2 --check-only --size 64x1000
 mutant "layernorm dgamma without xh" layernorm_kernels.cu \
     's/dg += dy\[i\] \* (x\[i\] - mean\[r\]) \* rstd\[r\];/dg += dy[i];/' ./layernorm --check-only --size 64x1000
+# the one-read backward's column sums of the LayerNorm's own dX, without the residual's share R
+mutant "layernorm backward_add sums its dX without R" layernorm_kernels.cu \
+    's/if (SUM) ds\[i\] += sum;/if (SUM) ds[i] += rs * (a[i] - m1 - b[i] * m2);/' \
+    ./layernorm --check-only --size 64x1000
 
 # attention (every version against the CPU, and against version 0 where it ran)
 host_test test_attention

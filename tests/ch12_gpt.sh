@@ -117,6 +117,8 @@ emu_mutant "the fused backward without GELU's derivative (DGELU's epilogue dropp
     's/p.epilogue = CUBLASLT_EPILOGUE_DGELU, p.aux = pre/p.aux = pre/' emu_gpt $FLASH_ARGS fused_epilogues
 emu_mutant "the fused MLP without its residual (C dropped from the last product)" gpt_fused.c \
     's/p.C = mid; \/\* out = mid + mlp \*\//(void)0;/' emu_gpt $FLASH_ARGS fused_epilogues
+emu_mutant "the attention projection's bias gradient left out (the LayerNorm's column sums not asked for)" \
+    gpt_fused.c 's/GRAD(g, l, GPT_PROJ_B), N, C);/NULL, N, C);/' emu_gpt $FLASH_ARGS fast_rows
 emu_mutant "the bf16 loss's softmax over the padded vocabulary too" gpt_model.c \
     '/ce_launch_bf16(/s/N, g->c.vocab,/N, g->c.vocab_padded,/' emu_gpt $FLASH_ARGS fast_rows
 emu_mutant "version 8's AdamW without the clip's factor" gpt_model.c \
