@@ -1114,14 +1114,20 @@ __global__ void __launch_bounds__(K8_THREADS, 1)
 }
 
 /* Version 11's grid: one block a 128 x 256 tile, and, where those tiles are too few to fill the
- * GPU, K cut into parts as version 10 cuts it (at most 16, each at least 48 deep). */
+ * GPU, K cut into parts as version 10 cuts it (each at least 48 deep), up to K11_MAX_SPLITS
+ * parts: a 128 x 1024 result is 4 tiles, and 16 parts of K fill 64 of the H200's 132 SMs, 32
+ * fill 128. */
+#ifndef K11_MAX_SPLITS
+#define K11_MAX_SPLITS 32 /* tunable: the most parts of K */
+#endif
+static_assert(K11_MAX_SPLITS >= 1 && K11_MAX_SPLITS <= 256, "K11_MAX_SPLITS must be 1..256");
 static cudaError_t launch11(const float *d_a, const float *d_b, float *d_c, int m, int n, int k, const matmul_opts *o)
 {
     (void)o;
     long tiles = (long)cdiv(n, K11_BN) * cdiv(m, K11_BM), splits = 1;
     if (tiles * 10 < 9L * sm_count()) { /* too few tiles to fill the GPU: K in parts too */
         splits = sm_count() / tiles;
-        if (splits > K10_MAX_SPLITS) splits = K10_MAX_SPLITS;
+        if (splits > K11_MAX_SPLITS) splits = K11_MAX_SPLITS;
         if (splits > k / K10_MIN_CHUNK) splits = k / K10_MIN_CHUNK;
         if (splits < 1) splits = 1;
     }
