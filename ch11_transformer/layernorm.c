@@ -87,7 +87,8 @@ static void layernorm_backward_cpu(const ln_data *d, float *dx, double *dx_tol, 
                                    double *db_tol, int group)
 {
     int rows = d->rows, cols = d->cols;
-    /* a column's sum: `group` rows in turn, then the groups' sums in turn */
+    /* a column's sum: `group` rows in turn, then the groups' sums (in 32 lanes of every 32nd
+     * group, then the lanes in turn: chains no longer than the groups' count, as bounded here) */
     double k = chain_ulps(cols) + 16.0, k_rows = 8.0 * sqrt((double)rows / group + group + 64.0) + 16.0;
     double *sg = calloc((size_t)cols, sizeof(double)), *sb = calloc((size_t)cols, sizeof(double));
     double *ag = calloc((size_t)cols, sizeof(double)), *ab = calloc((size_t)cols, sizeof(double));
