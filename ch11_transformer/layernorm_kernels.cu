@@ -306,7 +306,7 @@ extern "C" cudaError_t layernorm_backward_launch(const float *d_dy, const float 
     ln_backward_dx_kernel<<<rows, LN_BLOCK>>>(d_dy, d_x, d_mean, d_rstd, d_gamma, d_dx, cols);
     ln_backward_partial_kernel<<<dim3(groups, (cols + 255) / 256), 256>>>(d_dy, d_x, d_mean, d_rstd, d_partial, rows,
                                                                          cols);
-    ln_backward_sum_kernel<<<(cols + 31) / 32, 32 * LN_SUM_LANES>>>(d_partial, d_dgamma, d_dbeta, NULL, groups, cols);
+    ln_backward_sum_kernel<<<(cols + 31) / 32, 32 * LN_SUM_LANES>>>(d_partial, d_dgamma, d_dbeta, nullptr, groups, cols);
     return cudaGetLastError();
 }
 
@@ -347,20 +347,27 @@ __global__ void __launch_bounds__(1024) ln_backward_add_kernel(const float *dy, 
     }
     for (int r = r0; r < r1; r++) {
         const float *dyr = dy + (size_t)r * cols, *xr = x + (size_t)r * cols;
-        float a[4 * ITEMS], b[4 * ITEMS]; /* dY and X */
+        float *dxr = dx + (size_t)r * cols;
+        /* dY, X and R (what dx holds) read together: one round trip to memory a row, not a
+         * second one for R after the row's sums */
+        float a[4 * ITEMS], b[4 * ITEMS], res[4 * ITEMS];
 #pragma unroll
         for (int k = 0; k < ITEMS; k++) {
             if (VEC) {
                 int c4 = threadIdx.x + k * blockDim.x;
-                float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p;
-                if (c4 < cols / 4) p = reinterpret_cast<const float4 *>(dyr)[c4], q = reinterpret_cast<const float4 *>(xr)[c4];
+                float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p, w = p;
+                if (c4 < cols / 4)
+                    p = reinterpret_cast<const float4 *>(dyr)[c4], q = reinterpret_cast<const float4 *>(xr)[c4],
+                    w = reinterpret_cast<const float4 *>(dxr)[c4];
                 a[4 * k] = p.x, a[4 * k + 1] = p.y, a[4 * k + 2] = p.z, a[4 * k + 3] = p.w;
                 b[4 * k] = q.x, b[4 * k + 1] = q.y, b[4 * k + 2] = q.z, b[4 * k + 3] = q.w;
+                res[4 * k] = w.x, res[4 * k + 1] = w.y, res[4 * k + 2] = w.z, res[4 * k + 3] = w.w;
             } else {
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     int c = LN_COL(4 * k + j);
                     a[4 * k + j] = c < cols ? dyr[c] : 0.0f, b[4 * k + j] = c < cols ? xr[c] : 0.0f;
+                    res[4 * k + j] = c < cols ? dxr[c] : 0.0f;
                 }
             }
         }
@@ -374,15 +381,27 @@ __global__ void __launch_bounds__(1024) ln_backward_add_kernel(const float *dy, 
         }
         block_sum2(s1, s2, slots);
         float m1 = s1 / cols, m2 = s2 / cols;
-        float *dxr = dx + (size_t)r * cols;
 #pragma unroll
         for (int i = 0; i < 4 * ITEMS; i++) {
-            int c = LN_COL(i);
-            if (c >= cols) continue;
-            float sum = dxr[c] + rs * (a[i] - m1 - b[i] * m2);
-            dxr[c] = sum;
-            if (dx16) dx16[(size_t)r * cols + c] = __float2bfloat16_rn(sum);
-            if (SUM) ds[i] += sum;
+            res[i] += rs * (a[i] - m1 - b[i] * m2); /* R + dX */
+            if (SUM && LN_COL(i) < cols) ds[i] += res[i];
+        }
+#pragma unroll
+        for (int k = 0; k < ITEMS; k++) { /* written as read: 16 bytes (and 8 of bf16) a store */
+            if (VEC) {
+                int c4 = threadIdx.x + k * blockDim.x;
+                if (c4 >= cols / 4) continue;
+                store4(dxr, c4, res[4 * k], res[4 * k + 1], res[4 * k + 2], res[4 * k + 3]);
+                if (dx16) store4(dx16 + (size_t)r * cols, c4, res[4 * k], res[4 * k + 1], res[4 * k + 2], res[4 * k + 3]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int c = LN_COL(4 * k + j);
+                    if (c >= cols) continue;
+                    store1(dxr, c, res[4 * k + j]);
+                    if (dx16) store1(dx16 + (size_t)r * cols, c, res[4 * k + j]);
+                }
+            }
         }
     }
 #pragma unroll

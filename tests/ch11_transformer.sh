@@ -123,7 +123,7 @@ mutant "layernorm dgamma without xh" layernorm_kernels.cu \
     's/dg += dy\[i\] \* (x\[i\] - mean\[r\]) \* rstd\[r\];/dg += dy[i];/' ./layernorm --check-only --size 64x1000
 # the one-read backward's column sums of the LayerNorm's own dX, without the residual's share R
 mutant "layernorm backward_add sums its dX without R" layernorm_kernels.cu \
-    's/if (SUM) ds\[i\] += sum;/if (SUM) ds[i] += rs * (a[i] - m1 - b[i] * m2);/' \
+    's/if (SUM && LN_COL(i) < cols) ds\[i\] += res\[i\];/if (SUM \&\& LN_COL(i) < cols) ds[i] += rs * (a[i] - m1 - b[i] * m2);/' \
     ./layernorm --check-only --size 64x1000
 
 # attention (every version against the CPU, and against version 0 where it ran)
