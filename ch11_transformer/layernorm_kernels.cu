@@ -439,9 +439,14 @@ extern "C" cudaError_t layernorm_backward_add_launch(const float *d_dy, const fl
                                                      float *d_dsum, float *d_partial, int rows, int cols)
 {
     if (rows < 1 || cols < 1 || cols > LN_MAX_COLS) return cudaErrorInvalidValue;
-    int groups = (rows + LN_BWD_ROWS - 1) / LN_BWD_ROWS, threads = 256; /* threads as version 3's forward */
+    /* one float4 a thread where a block of up to 1024 threads covers the row (4096 columns):
+     * a thread holds seven values a column (dY, X, R, gamma and three sums), and at 4 float4
+     * a thread, as version 3's forward takes 4096 columns, they spill past the 64 registers
+     * that 1024 threads leave each (1.27 ms at 16384x4096 against the three-read backward's
+     * 0.59, H100); at least 256 threads (ch12's 768 columns: 192 of them busy) */
+    int groups = (rows + LN_BWD_ROWS - 1) / LN_BWD_ROWS, threads = 256;
     bool sum = d_dsum != NULL;
-    while (threads < 1024 && cols > threads * 4 * 8) threads *= 2;
+    while (threads < 1024 && cols > threads * 4) threads *= 2;
     int per_thread = (cols + 4 * threads - 1) / (4 * threads);
     __nv_bfloat16 *dx16 = reinterpret_cast<__nv_bfloat16 *>(d_dx16);
     if (per_thread <= 1)
