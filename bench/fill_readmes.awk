@@ -2,8 +2,25 @@
 FNR == NR {
     if ($0 ~ /^# date=/) { header = substr($0, 3) }
     else if ($0 ~ /^RESULT /) lines[++n] = $0
+    else if ($0 ~ /^TRANSCRIPT /) { # TRANSCRIPT chapter=C name=N <a line of the run's output>
+        t = $0; sub(/^TRANSCRIPT chapter=[^ ]* name=/, "", t)
+        tname = t; sub(/ .*/, "", tname)
+        transcript[tname] = transcript[tname] (index(t, " ") ? substr(t, index(t, " ") + 1) : "") "\n"
+    }
     next
 }
+/<!-- transcript / { # a run's output, as make bench kept it (bench/<chapter>.sh prints it)
+    print
+    want = $0; sub(/.*name=/, "", want); sub(/-->.*/, "", want); sub(/ .*/, "", want)
+    print ""
+    gpu = header; sub(/.*gpu=/, "", gpu); sub(/ driver=.*/, "", gpu)
+    day = header; sub(/^date=/, "", day); sub(/ .*/, "", day)
+    if (want in transcript) printf "```text\n%s```\n\n%s, %s (from `make bench`, %s)\n\n", transcript[want], gpu, day, results_md
+    else printf "(not run yet: `make bench` fills this block)\n\n"
+    skipping = 1
+    next
+}
+/<!-- \/transcript -->/ { skipping = 0 }
 /<!-- results / {
     print
     # a value ends at a space or at the closing "-->" (sizes may hold dashes: 784-1024-10_b128)

@@ -53,7 +53,9 @@ for ch in "${CHAPTERS[@]}"; do
     : >"$OUT_DIR/$ch.log"
     # shellcheck source=/dev/null
     . "bench/$ch.sh"
-    grep "^RESULT " "$OUT_DIR/$ch.log" | sed "s/^RESULT /RESULT chapter=$ch date=$(date -u +%Y-%m-%d) /" >>"$new"
+    # RESULT rows, and TRANSCRIPT lines (a run's output kept for a README's transcript block)
+    grep -E "^(RESULT|TRANSCRIPT) " "$OUT_DIR/$ch.log" |
+        sed "s/^RESULT /RESULT chapter=$ch date=$(date -u +%Y-%m-%d) /; s/^TRANSCRIPT /TRANSCRIPT chapter=$ch /" >>"$new"
 done
 
 # Keep the other chapters' earlier results, replace this run's chapters.
@@ -62,11 +64,12 @@ done
     if [ -f "$TXT" ]; then
         if [ -z "${BENCH_ONLY:-}" ]; then
             keep=$(printf '%s\n' "${CHAPTERS[@]}" | sed 's/^/chapter=/; s/$/ /')
-            grep '^RESULT ' "$TXT" | grep -v -F -f <(echo "$keep") || true
-        else   # the rows measured again (prog, name and size) replaced, the others kept
-            awk 'function key(   k, i) { k = ""; for (i = 1; i <= NF; i++) if ($i ~ /^(prog|name|size)=/) k = k " " $i; return k }
-                 FNR == NR { if (/^RESULT /) again[key()] = 1; next }
-                 /^RESULT / && !(key() in again)' "$new" "$TXT"
+            grep -E '^(RESULT|TRANSCRIPT) ' "$TXT" | grep -v -F -f <(echo "$keep") || true
+        else   # the rows measured again (prog, name and size; a transcript by its name) replaced, the others kept
+            awk 'function key(   k, i) { if ($1 == "TRANSCRIPT") return "T " $3
+                                        k = ""; for (i = 1; i <= NF; i++) if ($i ~ /^(prog|name|size)=/) k = k " " $i; return k }
+                 FNR == NR { if (/^(RESULT|TRANSCRIPT) /) again[key()] = 1; next }
+                 /^(RESULT|TRANSCRIPT) / && !(key() in again)' "$new" "$TXT"
         fi
     fi
     cat "$new"
