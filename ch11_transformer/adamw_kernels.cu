@@ -16,7 +16,8 @@
  */
 #include "adamw_kernels.h"
 
-#include <cuda_bf16.h>
+#include "lb_bf16.cuh" /* lb_bf16_rn, lb_bf16_pack4 */
+
 #include <math.h>
 
 /* elements a block updates in the one-launch versions: a tensor is cut into chunks of this many
@@ -45,7 +46,6 @@ __device__ __forceinline__ float2 corrections(int t)
 
 /* the gradients' factor: the state's grad_scale, 0 meaning none */
 __device__ __forceinline__ float grad_scale(const adamw_state *s) { return s->grad_scale != 0.0f ? s->grad_scale : 1.0f; }
-__device__ __forceinline__ uint16_t bf16_bits(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 
 /* one element: the moments, then the decoupled decay and the step */
 __device__ __forceinline__ void adamw_element(float &p, float g, float &m, float &v, float lr, float wd, float2 c)
@@ -64,7 +64,7 @@ __global__ void adamw_kernel1(float *p, const float *g, float *m, float *v, uint
     float2 c = corrections(s->t);
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
         adamw_element(p[i], g[i] * gs, m[i], v[i], lr, wd, c);
-        if (p16) p16[i] = bf16_bits(p[i]);
+        if (p16) p16[i] = lb_bf16_rn(p[i]);
     }
 }
 
@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(ADAMW_BLOCK) adamw_kernel2(const adamw_tensor 
     float2 c = corrections(s->t);
     for (long long i = ch.start + threadIdx.x; i < end; i += ADAMW_BLOCK) {
         adamw_element(t.p[i], t.g[i] * gs, t.m[i], t.v[i], lr, wd, c);
-        if (t.p16) t.p16[i] = bf16_bits(t.p[i]);
+        if (t.p16) t.p16[i] = lb_bf16_rn(t.p[i]);
     }
 }
 
@@ -126,13 +126,12 @@ __device__ __forceinline__ void adamw_chunk4(const adamw_tensor &t, long long st
         *reinterpret_cast<float4 *>(t.m + i) = m;
         *reinterpret_cast<float4 *>(t.v + i) = v;
         if (t.p16)
-            *reinterpret_cast<uint2 *>(t.p16 + i) = make_uint2((uint32_t)bf16_bits(p.x) | (uint32_t)bf16_bits(p.y) << 16,
-                                                               (uint32_t)bf16_bits(p.z) | (uint32_t)bf16_bits(p.w) << 16);
+            *reinterpret_cast<uint2 *>(t.p16 + i) = lb_bf16_pack4(p.x, p.y, p.z, p.w);
     }
     long long i = end4 + threadIdx.x;
     if (i < end) {
         adamw_element(t.p[i], t.g[i] * gs, t.m[i], t.v[i], lr, wd, c);
-        if (t.p16) t.p16[i] = bf16_bits(t.p[i]);
+        if (t.p16) t.p16[i] = lb_bf16_rn(t.p[i]);
     }
 }
 

@@ -20,7 +20,7 @@
 #include "cross_entropy_kernels.h"
 #include "row_reduce.cuh"
 
-#include <cuda_bf16.h>
+#include "lb_bf16.cuh" /* lb_bf16_rn */
 
 #define CE_BLOCK 1024 /* threads a block: a row of 50304 logits is 49 per thread */
 
@@ -226,14 +226,13 @@ static cudaError_t launch4(const float *x, const int *y, float *grad, float *row
 
 /* ---------------------------------------------------------------- 4 on bf16 logits */
 
-/* a bf16's bits to float, and a float rounded to the nearest even bf16 */
+/* a bf16's bits to float (the other way: lb_bf16_rn, common/lb_bf16.cuh) */
 __device__ __forceinline__ float bf16_float(uint32_t bits) { return __uint_as_float(bits << 16); }
-__device__ __forceinline__ uint32_t float_bf16(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
 
 /* one bf16 gradient element from its logit's bits */
 __device__ __forceinline__ uint32_t grad_bf16(uint32_t bits, int c, float m, float inv, float inv_rows, int label)
 {
-    return float_bf16((fast_exp(bf16_float(bits) - m) * inv - (c == label ? 1.0f : 0.0f)) * inv_rows);
+    return lb_bf16_rn((fast_exp(bf16_float(bits) - m) * inv - (c == label ? 1.0f : 0.0f)) * inv_rows);
 }
 
 /* Version 4's one read, the row kept as bf16 in shared memory (2 bytes a logit). VEC: the row

@@ -16,7 +16,7 @@
 #include "layernorm_kernels.h"
 #include "row_reduce.cuh" /* warp_ and block_ sum */
 
-#include <cuda_bf16.h>
+#include "lb_bf16.cuh" /* lb_bf16_pack4 */
 
 #define LN_BLOCK 256
 
@@ -107,10 +107,7 @@ __device__ __forceinline__ void store4(float *row, int c4, float a, float b, flo
 }
 __device__ __forceinline__ void store4(__nv_bfloat16 *row, int c4, float a, float b, float c, float d)
 {
-    uint2 q;
-    q.x = (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(a)) | (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16;
-    q.y = (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(c)) | (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(d)) << 16;
-    reinterpret_cast<uint2 *>(row)[c4] = q;
+    reinterpret_cast<uint2 *>(row)[c4] = lb_bf16_pack4(a, b, c, d);
 }
 __device__ __forceinline__ void store1(float *row, int c, float v) { row[c] = v; }
 __device__ __forceinline__ void store1(__nv_bfloat16 *row, int c, float v) { row[c] = __float2bfloat16_rn(v); }

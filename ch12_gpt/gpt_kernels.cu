@@ -6,7 +6,7 @@
  * loads coalesce). Built by make in this folder. */
 #include "gpt_kernels.h"
 
-#include <cuda_bf16.h>
+#include "lb_bf16.cuh" /* lb_bf16_rn */
 
 #include <math.h>
 
@@ -173,11 +173,10 @@ __device__ __forceinline__ size_t row_major_of(size_t i, int T, int C, int H, in
  * flash attention's operands, rounded to nearest even as gpt_to_bf16_launch rounds), and so do
  * the (N, width) tensors they come from (bf16 from version 5 on); the reshapes are written once
  * for all, the element types template parameters */
-__device__ __forceinline__ unsigned short round_bf16(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(unsigned short bits) { return __uint_as_float((unsigned)bits << 16); }
 __device__ __forceinline__ void put(float *p, float x) { *p = x; }
-__device__ __forceinline__ void put(unsigned short *p, float x) { *p = round_bf16(x); }
+__device__ __forceinline__ void put(unsigned short *p, float x) { *p = lb_bf16_rn(x); }
 
 /* A run of R consecutive elements of a head's row, read as type I and written as type O: with
  * R = 8, as 16- or 32-byte vectors (a run starts at a multiple of 8 of a row whose every width,
@@ -215,10 +214,10 @@ template <int R> __device__ __forceinline__ void store_run(unsigned short *p, co
 {
     if (R == 8) {
         unsigned w[4];
-        for (int r = 0; r < 4; r++) w[r] = (unsigned)round_bf16(v[2 * r]) | (unsigned)round_bf16(v[2 * r + 1]) << 16;
+        for (int r = 0; r < 4; r++) w[r] = (unsigned)lb_bf16_rn(v[2 * r]) | (unsigned)lb_bf16_rn(v[2 * r + 1]) << 16;
         *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
     } else {
-        for (int r = 0; r < R; r++) p[r] = round_bf16(v[r]);
+        for (int r = 0; r < R; r++) p[r] = lb_bf16_rn(v[r]);
     }
 }
 template <int R, typename I, typename O> __device__ __forceinline__ void copy_run(O *dst, const I *src)
@@ -393,7 +392,7 @@ extern "C" cudaError_t gpt_softmax_backward_launch(float *ds, const float *p, co
 
 __global__ void to_bf16_kernel(unsigned short *out, const float *in, size_t n)
 {
-    GRID_STRIDE(i, n) out[i] = round_bf16(in[i]);
+    GRID_STRIDE(i, n) out[i] = lb_bf16_rn(in[i]);
 }
 extern "C" cudaError_t gpt_to_bf16_launch(unsigned short *out, const float *in, size_t n)
 {

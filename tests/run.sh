@@ -363,9 +363,7 @@ mutant_job() {
     local CHAPTER=$1 name=$2 file=$3 expr=$4; shift 4
     local dir="$LOG_DIR/mutant-$CHAPTER-$ENTRY" prog=${1#./}
     if ! (
-        copy_chapter "$dir" && cd "$dir/$CHAPTER" && cp "$file" "$file.orig" && sed -i "$expr" "$file" || exit 1
-        if cmp -s "$file" "$file.orig"; then echo "the edit '$expr' no longer changes $file"; exit 1; fi
-        diff "$file.orig" "$file"
+        copy_chapter "$dir" && cd "$dir/$CHAPTER" && plant_edit "$ROOT/$CHAPTER/$file" "$file" "$expr" || exit 1
         make -s "$prog"
     ) >"$dir.build.log" 2>&1; then
         verdict FAIL "$CHAPTER: mutant: $name (the edit or the build failed)" "$dir.build.log"
@@ -439,10 +437,16 @@ emu_mutant_job() {
 # it), the target built there against the copy
 mutant_build() {
     local dir=$1 file=$2 expr=$3 target=$4 var=$5
-    rm -rf "$dir" && mkdir -p "$dir" && cp "$ROOT/$CHAPTER/$file" "$dir/$file" && sed -i "$expr" "$dir/$file" || return 1
-    if cmp -s "$dir/$file" "$ROOT/$CHAPTER/$file"; then echo "the edit '$expr' no longer changes $file"; return 1; fi
-    diff "$ROOT/$CHAPTER/$file" "$dir/$file"
+    rm -rf "$dir" && mkdir -p "$dir" && plant_edit "$ROOT/$CHAPTER/$file" "$dir/$file" "$expr" || return 1
     make -s -C "$ROOT/tests" BIN="$dir" ${var:+"$var=$dir/$file"} "$dir/$target"
+}
+# plant_edit <original> <copy> <sed expression> : the copy written with the edit made, which must
+# change it (a mutant whose edit no longer applies would pass for the wrong reason); the diff shown
+plant_edit() {
+    cp "$1" "$2" && sed -i "$3" "$2" || return 1
+    if cmp -s "$1" "$2"; then echo "the edit '$3' no longer changes $(basename "$1")"; return 1; fi
+    diff "$1" "$2"
+    return 0
 }
 
 # host_mutant <name> <file> <make variable> <host test> <sed expression> : a bug planted in a copy
