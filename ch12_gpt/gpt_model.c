@@ -33,6 +33,11 @@ static void *take(gpt_gpu *g, size_t bytes, size_t *count)
     if (g->n_owned == (int)(sizeof g->owned / sizeof g->owned[0]))
         lb_die(LB_EXIT_CUDA, "gpt: more device buffers than gpt_gpu.owned holds");
     CUDA_CHECK(lb_malloc_guarded(&p, bytes));
+    /* every buffer starts as NaN: a value the step reads before anything wrote it turns the loss
+     * and the checks NaN (a failure) instead of reading what the last program left. It also lets
+     * compute-sanitizer's initcheck see the buffers set: it does not see the stores of cuBLAS's
+     * sm_90 kernels (ch11's NOTES), and reported their outputs as uninitialized reads */
+    lb_poison_device(p, bytes);
     g->owned[g->n_owned++] = p;
     return p;
 }

@@ -89,11 +89,11 @@ first gpu_check_large ./adamw --check-only
 # planted bugs: the bias correction of the next step; version 3 leaving each tensor's last n % 4;
 # version 4's last block never found (the count never stored: every step corrected as step 1)
 mutant "adamw bias correction of the next step" adamw_kernels.cu \
-    's/corrections(s->t))/corrections(s->t + 1))/' ./adamw 3 --check-only --sizes 1000,17
+    's/corrections(s->t), grad_scale/corrections(s->t + 1), grad_scale/' ./adamw 3 --check-only --sizes 1000,17
 mutant "adamw version 4 never stores the step count" adamw_kernels.cu \
     's/== gridDim.x - 1;/== gridDim.x;/' ./adamw 4 --check-only --sizes 1000,17
 mutant "adamw version 3 skips the tails" adamw_kernels.cu \
-    's/    if (i < end) adamw_element/    if (0 \&\& i < end) adamw_element/' ./adamw 3 --check-only --sizes 1001,6
+    's/    if (i < end) {$/    if (0 \&\& i < end) {/' ./adamw 3 --check-only --sizes 1001,6
 bad_input 2 "torch_transformer: adamw times the model gpt2 (got 'gpt3')" python3 ../bench/torch_transformer.py adamw gpt3
 
 # layernorm (forward three ways, RMSNorm and backward in every run)

@@ -356,7 +356,17 @@ copy_chapter() {
 # the program's own checks catch the planted bug.
 mutant() {
     [ $SANITIZE = 1 ] && return
-    if [ $HAVE_GPU = 0 ]; then record SKIP "$CHAPTER: mutant: $1 (no GPU)"; return; fi
+    if [ $HAVE_GPU = 0 ]; then   # the run needs a GPU; that the edit still applies, not
+        local copy
+        copy=$(mktemp) || exit 3
+        if plant_edit "$ROOT/$CHAPTER/$2" "$copy" "$3" >/dev/null; then
+            record SKIP "$CHAPTER: mutant: $1 (no GPU)"
+        else
+            record FAIL "$CHAPTER: mutant: $1 (its edit no longer changes $2)"
+        fi
+        rm -f "$copy"
+        return
+    fi
     EARLY=1 submit mutant_job "$CHAPTER" "$@"
 }
 mutant_job() {

@@ -54,6 +54,8 @@ cudaError_t lb_malloc_guarded(void **d, size_t bytes)
     if (e == cudaSuccess) memset((char *)*d + bytes, 0xFF, guard);
     return e;
 }
+/* lb_poison_device: NaN (0xFF bytes), as the program poisons its buffers */
+void lb_poison_device(void *d, size_t bytes) { memset(d, 0xFF, bytes); }
 void lb_die(int code, const char *fmt, ...)
 {
     va_list ap;
