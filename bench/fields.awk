@@ -8,10 +8,12 @@ function parse(line,    n, i, kv, parts) {
         f[kv[1]] = substr(parts[i], length(kv[1]) + 2)
     }
 }
-# the one key that is not a standard field names the rate's unit
-function rate_key(    k) {
-    for (k in f) if (!(k in known)) return k
-    return ""
+# the key that is not a standard field names the rate's unit; where a row has more than one
+# (PyTorch's step: tokens_s and peak_gb), the one with a unit below
+function rate_key(    k, other) {
+    other = ""
+    for (k in f) if (!(k in known)) { if (unit_text(k) != k) return k; other = k }
+    return other
 }
 function unit_text(u) {
     if (u == "gbps") return "GB/s"

@@ -289,7 +289,7 @@ def train(torch, start, end, text_path, seed, B, lr, warmup, wd, clip, eval_batc
     # fp32: the weights themselves agree (distance at most 1% of the way they moved); bf16: the
     # validation losses within 0.03 nats (the bound)
     ok = worst <= 1e-2 if precision == "fp32" else abs(val_here - val_theirs) <= 0.03
-    print(f"RESULT prog=gpt name=torch_train size=L{L}_H{H}_C{C}_T{T}_B{B} steps={steps} precision={precision} "
+    print(f"RESULT prog=gpt name=torch_train_{precision} size=L{L}_H{H}_C{C}_T{T}_B{B} steps={steps} precision={precision} "
           f"val_loss={val_here:.4f} gpt_val_loss={val_theirs:.4f} weights_rel={worst:.3g} check={'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
