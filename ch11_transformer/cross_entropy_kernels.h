@@ -35,7 +35,9 @@ size_t ce_shared_bytes(int classes);
  * gradient written in bf16 (rounded to nearest even), the arithmetic fp32: half the bytes each
  * way. d_grad may be d_logits itself (each row is read whole before any of it is written); its
  * columns from `classes` to `stride` are written 0, so a product over all of them adds nothing
- * from the padding. The row is kept in shared memory as bf16: ce_shared_bytes_bf16 a block. */
+ * from the padding. The row is kept in shared memory as bf16: ce_shared_bytes_bf16 a block;
+ * rows of up to CE_WARP_CLASSES classes take a warp each instead (none). */
+#define CE_WARP_CLASSES 1024
 cudaError_t ce_launch_bf16(const uint16_t *d_logits, const int *d_y, uint16_t *d_grad, float *d_loss,
                            float *d_row_loss, int rows, int classes, int stride);
 size_t ce_shared_bytes_bf16(int classes);

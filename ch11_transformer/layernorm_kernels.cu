@@ -186,13 +186,17 @@ static void launch3_items(const float *x, const float *g, const float *b, Y *y, 
         ln_kernel3<ITEMS, false, RMS, Y><<<rows, threads>>>(x, g, b, y, mean, rstd, cols);
 }
 
-/* 256 threads while 8 float4 each hold the row, then up to 1024; the fewest float4 a thread */
+/* 256 threads while 8 float4 each hold the row, then up to 1024; the fewest float4 a thread.
+ * A row narrower than 256 float4 takes the warps it fills and no more: 256 threads of which
+ * most hold nothing would still meet at the sums' barriers and take the SM's warp slots from
+ * other rows (ch12's 384 columns: 3 warps, not 8) */
 template <bool RMS, typename Y>
 static cudaError_t launch_registers(const float *x, const float *g, const float *b, Y *y, float *mean, float *rstd,
                                     int rows, int cols)
 {
     int threads = 256;
     while (threads < 1024 && cols > threads * 4 * 8) threads *= 2;
+    if (cols < 4 * threads) threads = (cols + 127) / 128 * 32;
     int per_thread = (cols + 4 * threads - 1) / (4 * threads);
     if (per_thread <= 1)
         launch3_items<1, RMS>(x, g, b, y, mean, rstd, rows, cols, threads);

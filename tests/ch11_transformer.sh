@@ -67,6 +67,10 @@ mutant "cross_entropy version 3 drops each row's last float4 from the sum" cross
 mutant "cross_entropy version 4's gradient not divided by the rows" cross_entropy_kernels.cu \
     's/gr\[c\] = (fast_exp(row\[c\] - m) \* inv - (c == label ? 1.0f : 0.0f)) \* inv_rows;/gr[c] = fast_exp(row[c] - m) * inv - (c == label ? 1.0f : 0.0f);/' \
     ./cross_entropy 4 --check-only --size 16x50257
+# version 4's bf16 rows of up to 1024 classes (a warp a row): the padded columns left as they were
+mutant "cross_entropy's narrow bf16 rows leave the gradient's padding" cross_entropy_kernels.cu \
+    's/    for (int c = lane; c < stride; c += 32)/    for (int c = lane; c < classes; c += 32)/' \
+    ./cross_entropy 4 --check-only --size 64x1001
 bad_input 2 "torch_transformer: the repeats must be 1..100000 (got '0')" python3 ../bench/torch_transformer.py softmax 16x16 0
 
 # adamw
