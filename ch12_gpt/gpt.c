@@ -540,9 +540,9 @@ int main(int argc, char **argv)
         double tps = (double)B * T * (o.steps - 1) / (total_ms * 1e-3);
         printf("gpt: %lld steps of version %d (%s), %.3f ms a step after the first, %.0f tokens/s\n", o.steps, ver,
                versions[ver].name, total_ms / (o.steps - 1), tps);
-        if (!o.synthetic) /* the speed's RESULT rows are --bench's */
-            printf("RESULT prog=gpt ver=%d name=%s size=L%d_H%d_C%d_T%d_B%d val_loss=%.4f check=none\n", ver,
-                   versions[ver].name, c.layers, c.heads, c.channels, c.context, B, val);
+        if (!o.synthetic) /* the speed's RESULT rows are --bench's; this one's name is its own (make bench keys rows by name) */
+            printf("RESULT prog=gpt ver=%d name=train_%s size=L%d_H%d_C%d_T%d_B%d steps=%lld val_loss=%.4f check=none\n",
+                   ver, versions[ver].name, c.layers, c.heads, c.channels, c.context, B, o.steps, val);
     }
 
     /* ---- the checkpoint and the text */
