@@ -324,18 +324,52 @@ __device__ __forceinline__ void block_sum2(float &a, float &b, float *slots)
     __syncthreads();
 }
 
-/* A block takes LN_BWD_ROWS rows one after another, each in registers as version 3's forward
- * holds it (ITEMS float4 of dY and of X a thread; element k of thread t at float4 t + k *
- * blockDim.x): the row's two sums, then dX added to what dx holds (and the sum written in bf16
- * too when dx16 is not NULL). A thread keeps the same columns for every row, so it sums their
- * dgamma and dbeta in registers over the block's rows and writes them once, the group's partial
- * sums; SUM: the column sums of the new dX too (a third set of partial sums). VEC: cols % 4 == 0
- * (16-byte loads); else one float at a time, same layout. */
+/* One row's dY, X and R (what dx holds) into registers as version 3's forward holds a row (ITEMS
+ * float4 a thread; element k of thread t at float4 t + k * blockDim.x); past the row's end, 0.
+ * VEC: 16-byte loads; else one float at a time, same layout. */
+template <int ITEMS, bool VEC>
+__device__ __forceinline__ void ln_load_row3(const float *dyr, const float *xr, const float *dxr, int cols, float *a,
+                                             float *b, float *res)
+{
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+        if (VEC) {
+            int c4 = threadIdx.x + k * blockDim.x;
+            float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p, w = p;
+            if (c4 < cols / 4)
+                p = reinterpret_cast<const float4 *>(dyr)[c4], q = reinterpret_cast<const float4 *>(xr)[c4],
+                w = reinterpret_cast<const float4 *>(dxr)[c4];
+            a[4 * k] = p.x, a[4 * k + 1] = p.y, a[4 * k + 2] = p.z, a[4 * k + 3] = p.w;
+            b[4 * k] = q.x, b[4 * k + 1] = q.y, b[4 * k + 2] = q.z, b[4 * k + 3] = q.w;
+            res[4 * k] = w.x, res[4 * k + 1] = w.y, res[4 * k + 2] = w.z, res[4 * k + 3] = w.w;
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int c = threadIdx.x + (4 * k + j) * blockDim.x;
+                a[4 * k + j] = c < cols ? dyr[c] : 0.0f, b[4 * k + j] = c < cols ? xr[c] : 0.0f;
+                res[4 * k + j] = c < cols ? dxr[c] : 0.0f;
+            }
+        }
+    }
+}
+
+/* A block takes LN_BWD_ROWS rows one after another, each in registers (ln_load_row3): the row's
+ * two sums, then dX added to what dx holds (and the sum written in bf16 too when dx16 is not
+ * NULL). A thread keeps the same columns for every row, so it sums their dgamma and dbeta in
+ * registers over the block's rows and writes them once, the group's partial sums; SUM: the
+ * column sums of the new dX too (a third set of partial sums). VEC: cols % 4 == 0.
+ * The rows are a chain: every block of the grid is on the GPU at once (512 of them for 8192
+ * rows), so the kernel takes as long as one block's 16 rows, each a round trip to memory and
+ * two barriers. At one float4 a thread (up to 4096 columns), the next row's loads are issued
+ * before this row's sums (software pipelining: its round trip overlaps the barriers and the
+ * stores), for 12 registers more; at two, under __launch_bounds__(1024)'s 64 registers a
+ * thread, they would spill (ptxas -v: 148 bytes). */
 template <int ITEMS, bool VEC, bool SUM>
 __global__ void __launch_bounds__(1024) ln_backward_add_kernel(const float *dy, const float *x, const float *mean,
                                                                const float *rstd, const float *gamma, float *dx,
                                                                __nv_bfloat16 *dx16, float *partial, int rows, int cols)
 {
+    constexpr bool PREFETCH = ITEMS == 1;
     __shared__ float slots[64];
     int r0 = blockIdx.x * LN_BWD_ROWS, r1 = r0 + LN_BWD_ROWS < rows ? r0 + LN_BWD_ROWS : rows, groups = gridDim.x;
     float g[4 * ITEMS], dg[4 * ITEMS], db[4 * ITEMS], ds[SUM ? 4 * ITEMS : 1];
@@ -346,32 +380,14 @@ __global__ void __launch_bounds__(1024) ln_backward_add_kernel(const float *dy, 
         g[i] = LN_COL(i) < cols ? gamma[LN_COL(i)] : 0.0f, dg[i] = db[i] = 0.0f;
         if (SUM) ds[i] = 0.0f;
     }
+    /* a, b, res: this row's dY, X and R; na, nb, nres: the next row's, in flight */
+    float a[4 * ITEMS], b[4 * ITEMS], res[4 * ITEMS], na[PREFETCH ? 4 * ITEMS : 1], nb[PREFETCH ? 4 * ITEMS : 1],
+        nres[PREFETCH ? 4 * ITEMS : 1];
+    if (r0 < r1) ln_load_row3<ITEMS, VEC>(dy + (size_t)r0 * cols, x + (size_t)r0 * cols, dx + (size_t)r0 * cols, cols, a, b, res);
     for (int r = r0; r < r1; r++) {
-        const float *dyr = dy + (size_t)r * cols, *xr = x + (size_t)r * cols;
         float *dxr = dx + (size_t)r * cols;
-        /* dY, X and R (what dx holds) read together: one round trip to memory a row, not a
-         * second one for R after the row's sums */
-        float a[4 * ITEMS], b[4 * ITEMS], res[4 * ITEMS];
-#pragma unroll
-        for (int k = 0; k < ITEMS; k++) {
-            if (VEC) {
-                int c4 = threadIdx.x + k * blockDim.x;
-                float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f), q = p, w = p;
-                if (c4 < cols / 4)
-                    p = reinterpret_cast<const float4 *>(dyr)[c4], q = reinterpret_cast<const float4 *>(xr)[c4],
-                    w = reinterpret_cast<const float4 *>(dxr)[c4];
-                a[4 * k] = p.x, a[4 * k + 1] = p.y, a[4 * k + 2] = p.z, a[4 * k + 3] = p.w;
-                b[4 * k] = q.x, b[4 * k + 1] = q.y, b[4 * k + 2] = q.z, b[4 * k + 3] = q.w;
-                res[4 * k] = w.x, res[4 * k + 1] = w.y, res[4 * k + 2] = w.z, res[4 * k + 3] = w.w;
-            } else {
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    int c = LN_COL(4 * k + j);
-                    a[4 * k + j] = c < cols ? dyr[c] : 0.0f, b[4 * k + j] = c < cols ? xr[c] : 0.0f;
-                    res[4 * k + j] = c < cols ? dxr[c] : 0.0f;
-                }
-            }
-        }
+        if (PREFETCH && r + 1 < r1) /* another row: nothing this row writes */
+            ln_load_row3<ITEMS, VEC>(dy + (size_t)(r + 1) * cols, x + (size_t)(r + 1) * cols, dxr + cols, cols, na, nb, nres);
         float mu = mean[r], rs = rstd[r], s1 = 0.0f, s2 = 0.0f;
 #pragma unroll
         for (int i = 0; i < 4 * ITEMS; i++) { /* past the end dY is 0: nothing added */
@@ -403,6 +419,13 @@ __global__ void __launch_bounds__(1024) ln_backward_add_kernel(const float *dy, 
                     if (dx16) store1(dx16 + (size_t)r * cols, c, res[4 * k + j]);
                 }
             }
+        }
+        if (r + 1 == r1) break;
+        if (PREFETCH) {
+#pragma unroll
+            for (int i = 0; i < 4 * ITEMS; i++) a[i] = na[i], b[i] = nb[i], res[i] = nres[i];
+        } else {
+            ln_load_row3<ITEMS, VEC>(dy + (size_t)(r + 1) * cols, x + (size_t)(r + 1) * cols, dxr + cols, cols, a, b, res);
         }
     }
 #pragma unroll

@@ -129,6 +129,10 @@ mutant "layernorm dgamma without xh" layernorm_kernels.cu \
 mutant "layernorm backward_add sums its dX without R" layernorm_kernels.cu \
     's/if (SUM && LN_COL(i) < cols) ds\[i\] += res\[i\];/if (SUM \&\& LN_COL(i) < cols) ds[i] += rs * (a[i] - m1 - b[i] * m2);/' \
     ./layernorm --check-only --size 64x1000
+# its software pipelining: the next row's R, loaded ahead, not taken (the last row's R + dX used)
+mutant "layernorm backward_add keeps a row's R for the next" layernorm_kernels.cu \
+    's/a\[i\] = na\[i\], b\[i\] = nb\[i\], res\[i\] = nres\[i\];/a[i] = na[i], b[i] = nb[i];/' \
+    ./layernorm --check-only --size 64x1000
 
 # attention (every version against the CPU, and against version 0 where it ran)
 host_test test_attention
