@@ -266,6 +266,33 @@ void lb_bf16_uniform(uint16_t *bits, float *values, size_t n, float a, lb_rng *r
     }
 }
 
+/* e4m3: the value's binade (exponent E, 1.m 2^E) gives its quantum 2^(E-3), or 2^-9 below the
+ * smallest normal 2^-6; x / quantum rounded to the nearest integer, ties to even (rint in the
+ * default rounding mode), is then exact in double, and so is the code it encodes to. */
+uint8_t lb_e4m3_bits(float x)
+{
+    if (isnan(x)) return 0x7F;
+    uint8_t sign = signbit(x) ? 0x80 : 0x00;
+    double a = fabs((double)x);
+    if (a >= 448.0) return sign | 0x7E; /* saturated (and 448 itself) */
+    int e;
+    frexp(a, &e); /* a = f 2^e, f in [0.5, 1): the binade's exponent is e - 1 */
+    double quantum = e - 1 < -6 ? 0x1p-9 : ldexp(1.0, e - 1 - 3);
+    double r = rint(a / quantum) * quantum; /* may round up into the next binade: still a code */
+    if (r == 0.0) return sign;
+    if (r < 0x1p-6) return sign | (uint8_t)(r / 0x1p-9); /* subnormal: m 2^-9 */
+    frexp(r, &e);
+    int E = e - 1, m = (int)((r / ldexp(1.0, E) - 1.0) * 8.0);
+    return sign | (uint8_t)((E + 7) << 3 | m);
+}
+float lb_e4m3_value(uint8_t b)
+{
+    int exp = (b >> 3) & 0xF, m = b & 7;
+    if (exp == 0xF && m == 7) return NAN;
+    double v = exp == 0 ? m * 0x1p-9 : (1.0 + m / 8.0) * ldexp(1.0, exp - 7);
+    return (float)(b & 0x80 ? -v : v);
+}
+
 void lb_poison_host(void *p, size_t bytes) { memset(p, 0xFF, bytes); }
 
 void lb_poison_device(void *d, size_t bytes) { CUDA_CHECK(cudaMemset(d, 0xFF, bytes)); }

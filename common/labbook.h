@@ -346,6 +346,14 @@ float lb_bf16_value(uint16_t b);
  * CPU, exactly what the GPU reads) */
 void lb_bf16_uniform(uint16_t *bits, float *values, size_t n, float a, lb_rng *rng);
 
+/* fp8 e4m3 (NVIDIA's __nv_fp8_e4m3, OCP's E4M3FN): a sign, 4 bits of exponent (bias 7) and 3 of
+ * mantissa; no infinities, 0x7F and 0xFF are NaN, the largest finite 448 (0x7E), subnormals
+ * m 2^-9 below 2^-6. The bits of x rounded to nearest, ties to even, a magnitude past 448
+ * saturated to 448 (as __NV_SATFINITE converts), NaN to 0x7F; and the float a code holds. For
+ * an FP8 GEMM's inputs, made and checked on the CPU as exactly the numbers the GPU reads. */
+uint8_t lb_e4m3_bits(float x);
+float lb_e4m3_value(uint8_t b);
+
 /* Fill with 0xFF bytes: as float that is NaN, as int -1; an element a kernel forgot to write
  * then fails the check instead of passing with leftover data. */
 void lb_poison_host(void *p, size_t bytes);

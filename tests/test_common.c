@@ -670,9 +670,58 @@ static void test_bf16(void)
     CHECK(lb_bf16_value(lb_bf16_bits(3.0e38f)) > 3.0e38f * 0.99f);
 }
 
+/* the nearest finite e4m3 code to x by search over all of them (ties: the even code, whose
+ * mantissa's last bit is 0), past 448 saturated: an independent reference for lb_e4m3_bits */
+static uint8_t e4m3_nearest(float x)
+{
+    int best = -1;
+    double best_err = INFINITY;
+    for (int c = 0; c < 256; c++) {
+        float v = lb_e4m3_value((uint8_t)c);
+        if (isnan(v) || (signbit(v) != signbit(x))) continue; /* the sign kept, -0 too */
+        double err = fabs((double)v - (double)x);
+        if (err < best_err || (err == best_err && (c & 1) == 0)) best = c, best_err = err;
+    }
+    return (uint8_t)best;
+}
+
+/* lb_e4m3_bits and lb_e4m3_value: every code there and back, the ties, subnormals, saturation,
+ * NaN; and 100000 random values and every midpoint against the search above */
+static void test_e4m3(void)
+{
+    CHECK(lb_e4m3_value(0x38) == 1.0f && lb_e4m3_value(0x7E) == 448.0f && lb_e4m3_value(0x08) == 0x1p-6f);
+    CHECK(lb_e4m3_value(0x01) == 0x1p-9f && lb_e4m3_value(0x07) == 7 * 0x1p-9f && lb_e4m3_value(0xB8) == -1.0f);
+    CHECK(isnan(lb_e4m3_value(0x7F)) && isnan(lb_e4m3_value(0xFF)) && lb_e4m3_value(0x78) == 256.0f);
+    int round_trip = 1;
+    for (int c = 0; c < 256; c++)
+        if ((c & 0x7F) != 0x7F && lb_e4m3_bits(lb_e4m3_value((uint8_t)c)) != c) round_trip = 0;
+    CHECK(round_trip);
+    CHECK(lb_e4m3_bits(1.0625f) == 0x38);     /* a tie between 1 and 1.125: to the even 1 */
+    CHECK(lb_e4m3_bits(1.1875f) == 0x3A);     /* between 1.125 and 1.25: to the even 1.25 */
+    CHECK(lb_e4m3_bits(1.0626f) == 0x39);     /* past the tie: up */
+    CHECK(lb_e4m3_bits(0x1p-10f) == 0x00);    /* half the smallest subnormal: to the even 0 */
+    CHECK(lb_e4m3_bits(3 * 0x1p-10f) == 0x02); /* between 1 and 2 x 2^-9: to the even 2 */
+    CHECK(lb_e4m3_bits(7.5f * 0x1p-9f) == 0x08); /* the largest subnormal and 2^-6: to 2^-6 */
+    CHECK(lb_e4m3_bits(460.0f) == 0x7E && lb_e4m3_bits(-1e30f) == 0xFE && lb_e4m3_bits(INFINITY) == 0x7E);
+    CHECK(lb_e4m3_bits(NAN) == 0x7F && lb_e4m3_bits(-0.0f) == 0x80 && lb_e4m3_bits(0.0f) == 0x00);
+    int agree = 1;
+    lb_rng rng;
+    lb_rng_seed(&rng, 9);
+    for (int i = 0; i < 100000; i++) { /* magnitudes 2^-12 to 2^9 */
+        float x = ldexpf(lb_rng_uniform(&rng, -1.0f, 1.0f), (int)lb_rng_uniform(&rng, -11.0f, 10.0f));
+        if (lb_e4m3_bits(x) != e4m3_nearest(x)) agree = 0;
+    }
+    for (int c = 0; c < 0x7E; c++) { /* the midpoints between neighbours, both signs */
+        float mid = (lb_e4m3_value((uint8_t)c) + lb_e4m3_value((uint8_t)(c + 1))) / 2;
+        if (lb_e4m3_bits(mid) != e4m3_nearest(mid) || lb_e4m3_bits(-mid) != e4m3_nearest(-mid)) agree = 0;
+    }
+    CHECK(agree);
+}
+
 int main(void)
 {
     test_bf16();
+    test_e4m3();
     test_numbers();
     test_args();
     test_checkers();
