@@ -67,8 +67,8 @@ template <int D> __device__ __forceinline__ void issue_regs_rows(float *acc, con
 {
 #pragma unroll
     for (int ks = 0; ks < 4; ks++) { /* k-step ks: rows 16ks.. of Y, 2048 bytes a step */
-        uint32_t a[4] = {pack_bf16(x[8 * ks], x[8 * ks + 1]), pack_bf16(x[8 * ks + 2], x[8 * ks + 3]),
-                         pack_bf16(x[8 * ks + 4], x[8 * ks + 5]), pack_bf16(x[8 * ks + 6], x[8 * ks + 7])};
+        uint32_t a[4] = {lb_bf16_pack2(x[8 * ks], x[8 * ks + 1]), lb_bf16_pack2(x[8 * ks + 2], x[8 * ks + 3]),
+                         lb_bf16_pack2(x[8 * ks + 4], x[8 * ks + 5]), lb_bf16_pack2(x[8 * ks + 6], x[8 * ks + 7])};
         uint64_t dy = wgmma_desc_mn(Y + ks * 16 * 128, BWD3_BOX);
         if constexpr (D == 128)
             wgmma_m64n128k16_bf16_rs_bt(acc, a, dy);
@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(BWD3_THREADS, 1)
             for (int h = 0; h < 2; h++) {
                 int r = 16 * warp + g + 8 * h, c = 8 * j + 2 * t4;
                 *reinterpret_cast<uint32_t *>(sdST + r * 128 + (((c / 8) ^ (r % 8)) * 16) + (c % 8) * 2) =
-                    pack_bf16(ds[4 * j + 2 * h], ds[4 * j + 2 * h + 1]);
+                    lb_bf16_pack2(ds[4 * j + 2 * h], ds[4 * j + 2 * h + 1]);
             }
         fence_proxy_async_shared();
         wgmma_wait<0>(); /* dV and dK have landed; P^T's and dS^T's registers are free */
@@ -177,8 +177,8 @@ __global__ void __launch_bounds__(BWD3_THREADS, 1)
         int c = 8 * j + 2 * t4;
         for (int h = 0; h < 2; h++) {
             if (key[h] >= seq) continue;
-            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[h] * D + c) = pack_bf16(dk[4 * j + 2 * h], dk[4 * j + 2 * h + 1]);
-            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[h] * D + c) = pack_bf16(dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
+            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[h] * D + c) = lb_bf16_pack2(dk[4 * j + 2 * h], dk[4 * j + 2 * h + 1]);
+            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[h] * D + c) = lb_bf16_pack2(dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
         }
     }
 }
@@ -290,8 +290,8 @@ template <int D> __device__ __forceinline__ void issue_regs_queries(float *acc, 
     typedef bwd4_layout<D> L;
 #pragma unroll
     for (int ks = 0; ks < L::QT / 16; ks++) {
-        uint32_t a[4] = {pack_bf16(x[8 * ks], x[8 * ks + 1]), pack_bf16(x[8 * ks + 2], x[8 * ks + 3]),
-                         pack_bf16(x[8 * ks + 4], x[8 * ks + 5]), pack_bf16(x[8 * ks + 6], x[8 * ks + 7])};
+        uint32_t a[4] = {lb_bf16_pack2(x[8 * ks], x[8 * ks + 1]), lb_bf16_pack2(x[8 * ks + 2], x[8 * ks + 3]),
+                         lb_bf16_pack2(x[8 * ks + 4], x[8 * ks + 5]), lb_bf16_pack2(x[8 * ks + 6], x[8 * ks + 7])};
         uint64_t dy = wgmma_desc_mn(Y + ks * 16 * 128, L::Q_BOX);
         if constexpr (D == 128)
             wgmma_m64n128k16_bf16_rs_bt(acc, a, dy);
@@ -360,7 +360,7 @@ __device__ __forceinline__ void consume4(const bwd4_smem<D> &sm, const CUtensorM
             for (int h = 0; h < 2; h++) {
                 int r = 64 * c + 16 * warp + g + 8 * h, ql = 8 * j + 2 * t4;
                 *reinterpret_cast<uint32_t *>(dst + (ql / 64) * L::DST_BOX + r * 128 + ((((ql % 64) / 8) ^ (r % 8)) * 16) +
-                                              (ql % 8) * 2) = pack_bf16(ds[4 * j + 2 * h], ds[4 * j + 2 * h + 1]);
+                                              (ql % 8) * 2) = lb_bf16_pack2(ds[4 * j + 2 * h], ds[4 * j + 2 * h + 1]);
             }
         fence_proxy_async_shared(); /* the stores visible to wgmma (the async proxy) */
         store_row_value<D>(sm, b ^ 1, next);
@@ -413,8 +413,8 @@ __device__ __forceinline__ void consume4(const bwd4_smem<D> &sm, const CUtensorM
         int col = 8 * j + 2 * t4;
         for (int h = 0; h < 2; h++) {
             if (key[h] >= seq) continue;
-            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[h] * D + col) = pack_bf16(dk[4 * j + 2 * h], dk[4 * j + 2 * h + 1]);
-            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[h] * D + col) = pack_bf16(dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
+            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[h] * D + col) = lb_bf16_pack2(dk[4 * j + 2 * h], dk[4 * j + 2 * h + 1]);
+            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[h] * D + col) = lb_bf16_pack2(dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
         }
     }
 }

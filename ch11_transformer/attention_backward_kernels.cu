@@ -86,8 +86,8 @@ __global__ void __launch_bounds__(BWD_ROWS_BLOCK)
     for (int c = threadIdx.x; c < seq; c += BWD_ROWS_BLOCK) {
         size_t e = (size_t)row * seq + c;
         float p = c < visible ? expf(s[e] - l) : 0.0f;
-        P[e] = float_bf16(p);
-        dS[e] = float_bf16(p * (dp[e] - dl) * scale);
+        P[e] = lb_bf16_rn(p);
+        dS[e] = lb_bf16_rn(p * (dp[e] - dl) * scale);
     }
 }
 
@@ -191,8 +191,8 @@ __global__ void __launch_bounds__(BWD1_THREADS)
 #pragma unroll
     for (int c = 0; c < C; c++) {
         size_t at = head + (size_t)key * D + 16 * c + 4 * part;
-        *reinterpret_cast<uint2 *>(dK + at) = make_uint2(pack_bf16(dk[c].x, dk[c].y), pack_bf16(dk[c].z, dk[c].w));
-        *reinterpret_cast<uint2 *>(dV + at) = make_uint2(pack_bf16(dv[c].x, dv[c].y), pack_bf16(dv[c].z, dv[c].w));
+        *reinterpret_cast<uint2 *>(dK + at) = make_uint2(lb_bf16_pack2(dk[c].x, dk[c].y), lb_bf16_pack2(dk[c].z, dk[c].w));
+        *reinterpret_cast<uint2 *>(dV + at) = make_uint2(lb_bf16_pack2(dv[c].x, dv[c].y), lb_bf16_pack2(dv[c].z, dv[c].w));
     }
 }
 
@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(BWD1_THREADS)
 __global__ void attention_bwd_convert_kernel(const float *acc, uint16_t *out, size_t n)
 {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i < n) out[i] = float_bf16(acc[i]);
+    if (i < n) out[i] = lb_bf16_rn(acc[i]);
 }
 
 /* ================================================================ version 2: mma.sync, FlashAttention-2 */
@@ -262,8 +262,8 @@ __device__ __forceinline__ void mma_regs_rows(float (*acc)[4], const float x[8][
     const int LD = bwd2_layout<D>::LD;
 #pragma unroll
     for (int ks = 0; ks < 4; ks++) {
-        uint32_t a[4] = {pack_bf16(x[2 * ks][0], x[2 * ks][1]), pack_bf16(x[2 * ks][2], x[2 * ks][3]),
-                         pack_bf16(x[2 * ks + 1][0], x[2 * ks + 1][1]), pack_bf16(x[2 * ks + 1][2], x[2 * ks + 1][3])};
+        uint32_t a[4] = {lb_bf16_pack2(x[2 * ks][0], x[2 * ks][1]), lb_bf16_pack2(x[2 * ks][2], x[2 * ks][3]),
+                         lb_bf16_pack2(x[2 * ks + 1][0], x[2 * ks + 1][1]), lb_bf16_pack2(x[2 * ks + 1][2], x[2 * ks + 1][3])};
 #pragma unroll
         for (int dp = 0; dp < D / 16; dp++) {
             uint32_t r[4];
@@ -331,8 +331,8 @@ __global__ void __launch_bounds__(BWD2_THREADS)
 #pragma unroll
         for (int j = 0; j < 8; j++) { /* dS^T's rows 16w + g and + 8, columns 8j + 2 t4 and + 1 */
             int c = 8 * j + 2 * t4;
-            *reinterpret_cast<uint32_t *>(sdS + (16 * warp + g) * L::LDS + c) = pack_bf16(ds[j][0], ds[j][1]);
-            *reinterpret_cast<uint32_t *>(sdS + (16 * warp + g + 8) * L::LDS + c) = pack_bf16(ds[j][2], ds[j][3]);
+            *reinterpret_cast<uint32_t *>(sdS + (16 * warp + g) * L::LDS + c) = lb_bf16_pack2(ds[j][0], ds[j][1]);
+            *reinterpret_cast<uint32_t *>(sdS + (16 * warp + g + 8) * L::LDS + c) = lb_bf16_pack2(ds[j][2], ds[j][3]);
         }
         __syncthreads(); /* the block's dS^T complete */
         float dq[D / 8][4] = {};
@@ -367,12 +367,12 @@ __global__ void __launch_bounds__(BWD2_THREADS)
     for (int j = 0; j < D / 8; j++) { /* the lane's two keys, columns 8j + 2 t4 and + 1 */
         int c = 8 * j + 2 * t4;
         if (key[0] < seq) {
-            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[0] * D + c) = pack_bf16(dk[j][0], dk[j][1]);
-            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[0] * D + c) = pack_bf16(dv[j][0], dv[j][1]);
+            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[0] * D + c) = lb_bf16_pack2(dk[j][0], dk[j][1]);
+            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[0] * D + c) = lb_bf16_pack2(dv[j][0], dv[j][1]);
         }
         if (key[1] < seq) {
-            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[1] * D + c) = pack_bf16(dk[j][2], dk[j][3]);
-            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[1] * D + c) = pack_bf16(dv[j][2], dv[j][3]);
+            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[1] * D + c) = lb_bf16_pack2(dk[j][2], dk[j][3]);
+            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[1] * D + c) = lb_bf16_pack2(dv[j][2], dv[j][3]);
         }
     }
 #endif

@@ -1,25 +1,17 @@
 /* attention_device.cuh - what attention's two kernels files share (attention_kernels.cu: versions
- * 0-3, attention_hopper.cu: versions 4-6): bf16 conversions, the causal limit, and the online
+ * 0-3, attention_hopper.cu: versions 4-6): the causal limit, and the online
  * softmax's step for the accumulator layout of mma.sync and wgmma. */
 #ifndef ATTENTION_DEVICE_CUH
 #define ATTENTION_DEVICE_CUH
 #include "row_reduce.cuh"     /* FULL_MASK */
 #include "lb_tensor_core.cuh" /* fast_exp2 */
+#include "lb_bf16.cuh"        /* lb_bf16_float, lb_bf16_rn, lb_bf16_pack2 */
 
 #include <cuda_bf16.h>
 #include <stdint.h>
 
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
-
-/* a bf16 is the top half of a float: widening is a shift; narrowing rounds to nearest even */
-__device__ __forceinline__ float bf16_float(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
-__device__ __forceinline__ uint16_t float_bf16(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
-/* two floats as one register of two bf16, lo in the low half (the lower column, for mma) */
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
-{
-    return (uint32_t)float_bf16(lo) | ((uint32_t)float_bf16(hi) << 16);
-}
 
 /* The keys a query row may see: all S, or up to itself when causal. A tile's scores past it are
  * set to -inf (exp2 gives 0). */

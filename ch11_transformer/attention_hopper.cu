@@ -136,8 +136,8 @@ __device__ __forceinline__ void pack_p(uint32_t p[8][4], const float sc[64])
 #pragma unroll
     for (int ks = 0; ks < 8; ks++) {
         const float *x = sc + 8 * ks;
-        p[ks][0] = pack_bf16(x[0], x[1]), p[ks][1] = pack_bf16(x[2], x[3]);
-        p[ks][2] = pack_bf16(x[4], x[5]), p[ks][3] = pack_bf16(x[6], x[7]);
+        p[ks][0] = lb_bf16_pack2(x[0], x[1]), p[ks][1] = lb_bf16_pack2(x[2], x[3]);
+        p[ks][2] = lb_bf16_pack2(x[4], x[5]), p[ks][3] = lb_bf16_pack2(x[6], x[7]);
     }
 }
 
@@ -154,10 +154,10 @@ __device__ __forceinline__ void store_o(uint16_t *O, float *lse_out, size_t bh, 
         int col = 8 * j + 2 * t4;
         if (row0 < seq)
             *reinterpret_cast<uint32_t *>(O + head + (size_t)row0 * D + col) =
-                pack_bf16(o[4 * j] * l[0], o[4 * j + 1] * l[0]);
+                lb_bf16_pack2(o[4 * j] * l[0], o[4 * j + 1] * l[0]);
         if (row0 + 8 < seq)
             *reinterpret_cast<uint32_t *>(O + head + (size_t)(row0 + 8) * D + col) =
-                pack_bf16(o[4 * j + 2] * l[1], o[4 * j + 3] * l[1]);
+                lb_bf16_pack2(o[4 * j + 2] * l[1], o[4 * j + 3] * l[1]);
     }
 }
 

@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(ATT_SOFTMAX_BLOCK)
     if (lse && threadIdx.x == 0) lse[row] = m + logf(d);
     float inv = 1.0f / d;
     for (int c = threadIdx.x; c < seq; c += ATT_SOFTMAX_BLOCK)
-        p[c] = c < visible ? float_bf16(fast_exp(x[c] - m) * inv) : 0;
+        p[c] = c < visible ? lb_bf16_rn(fast_exp(x[c] - m) * inv) : 0;
 }
 
 extern "C" cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long long rows, int seq,
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(ATT1_BLOCK) attention_kernel1(const uint16_t *
     for (int j = 0; j < keys; j++) {
         float dot = 0.0f;
 #pragma unroll 16
-        for (int d = 0; d < D; d++) dot += bf16_float(q[d]) * bf16_float(k[(size_t)j * D + d]);
+        for (int d = 0; d < D; d++) dot += lb_bf16_float(q[d]) * lb_bf16_float(k[(size_t)j * D + d]);
         m = fmaxf(m, dot * scale);
     }
     float o[D], l = 0.0f;
@@ -104,14 +104,14 @@ __global__ void __launch_bounds__(ATT1_BLOCK) attention_kernel1(const uint16_t *
     for (int j = 0; j < keys; j++) {
         float dot = 0.0f;
 #pragma unroll 16
-        for (int d = 0; d < D; d++) dot += bf16_float(q[d]) * bf16_float(k[(size_t)j * D + d]);
+        for (int d = 0; d < D; d++) dot += lb_bf16_float(q[d]) * lb_bf16_float(k[(size_t)j * D + d]);
         float p = exp2f(dot * scale - m);
         l += p;
 #pragma unroll
-        for (int d = 0; d < D; d++) o[d] += p * bf16_float(v[(size_t)j * D + d]);
+        for (int d = 0; d < D; d++) o[d] += p * lb_bf16_float(v[(size_t)j * D + d]);
     }
 #pragma unroll
-    for (int d = 0; d < D; d++) O[row * D + d] = float_bf16(o[d] / l);
+    for (int d = 0; d < D; d++) O[row * D + d] = lb_bf16_rn(o[d] / l);
     if (lse_out) lse_out[row] = lse_of(m, l);
 }
 
@@ -143,8 +143,8 @@ __global__ void __launch_bounds__(ATT2_THREADS, 2)
         q[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f), o[c] = q[c];
         if (query < seq) {
             const uint16_t *qp = Q + head + (size_t)query * D + 16 * c + 4 * part;
-            q[c] = make_float4(bf16_float(qp[0]) * scale, bf16_float(qp[1]) * scale, bf16_float(qp[2]) * scale,
-                               bf16_float(qp[3]) * scale);
+            q[c] = make_float4(lb_bf16_float(qp[0]) * scale, lb_bf16_float(qp[1]) * scale, lb_bf16_float(qp[2]) * scale,
+                               lb_bf16_float(qp[3]) * scale);
         }
     }
     int last = last_key(query, seq, causal);
@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(ATT2_THREADS, 2)
     float inv = 1.0f / l;
 #pragma unroll
     for (int c = 0; c < C; c++) {
-        uint2 packed = make_uint2(pack_bf16(o[c].x * inv, o[c].y * inv), pack_bf16(o[c].z * inv, o[c].w * inv));
+        uint2 packed = make_uint2(lb_bf16_pack2(o[c].x * inv, o[c].y * inv), lb_bf16_pack2(o[c].z * inv, o[c].w * inv));
         *reinterpret_cast<uint2 *>(O + head + (size_t)query * D + 16 * c + 4 * part) = packed;
     }
 }
@@ -327,9 +327,9 @@ __global__ void __launch_bounds__(ATT3_THREADS)
             /* O += P V: P (16 x 64) as 4 A fragments of 16 keys, V's 64 x D through ldmatrix.trans */
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
-            uint32_t a[4] = {pack_bf16(s[2 * ks][0], s[2 * ks][1]), pack_bf16(s[2 * ks][2], s[2 * ks][3]),
-                             pack_bf16(s[2 * ks + 1][0], s[2 * ks + 1][1]),
-                             pack_bf16(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+            uint32_t a[4] = {lb_bf16_pack2(s[2 * ks][0], s[2 * ks][1]), lb_bf16_pack2(s[2 * ks][2], s[2 * ks][3]),
+                             lb_bf16_pack2(s[2 * ks + 1][0], s[2 * ks + 1][1]),
+                             lb_bf16_pack2(s[2 * ks + 1][2], s[2 * ks + 1][3])};
 #pragma unroll
             for (int dp = 0; dp < D / 16; dp++) { /* columns 16dp..16dp+15 of O: two 8-column tiles */
                 uint32_t r[4];
@@ -351,10 +351,10 @@ __global__ void __launch_bounds__(ATT3_THREADS)
         int col = 8 * j + 2 * t4;
         if (row0 < seq)
             *reinterpret_cast<uint32_t *>(O + head + (size_t)row0 * D + col) =
-                pack_bf16(o[j][0] * l[0], o[j][1] * l[0]);
+                lb_bf16_pack2(o[j][0] * l[0], o[j][1] * l[0]);
         if (row0 + 8 < seq)
             *reinterpret_cast<uint32_t *>(O + head + (size_t)(row0 + 8) * D + col) =
-                pack_bf16(o[j][2] * l[1], o[j][3] * l[1]);
+                lb_bf16_pack2(o[j][2] * l[1], o[j][3] * l[1]);
     }
 #endif
 }

@@ -20,7 +20,7 @@
 #include "cross_entropy_kernels.h"
 #include "row_reduce.cuh"
 
-#include "lb_bf16.cuh" /* lb_bf16_rn */
+#include "lb_bf16.cuh" /* lb_bf16_rn, lb_bf16_float */
 
 #define CE_BLOCK 1024 /* threads a block: a row of 50304 logits is 49 per thread */
 #define CE_WARP_ROWS 8 /* version 4 on bf16 rows of up to CE_WARP_CLASSES: rows a block, a warp each */
@@ -227,13 +227,11 @@ static cudaError_t launch4(const float *x, const int *y, float *grad, float *row
 
 /* ---------------------------------------------------------------- 4 on bf16 logits */
 
-/* a bf16's bits to float (the other way: lb_bf16_rn, common/lb_bf16.cuh) */
-__device__ __forceinline__ float bf16_float(uint32_t bits) { return __uint_as_float(bits << 16); }
 
 /* one bf16 gradient element from its logit's bits */
 __device__ __forceinline__ uint32_t grad_bf16(uint32_t bits, int c, float m, float inv, float inv_rows, int label)
 {
-    return lb_bf16_rn((fast_exp(bf16_float(bits) - m) * inv - (c == label ? 1.0f : 0.0f)) * inv_rows);
+    return lb_bf16_rn((fast_exp(lb_bf16_float(bits) - m) * inv - (c == label ? 1.0f : 0.0f)) * inv_rows);
 }
 
 /* Version 4's one read, the row kept as bf16 in shared memory (2 bytes a logit). VEC: the row
@@ -256,12 +254,12 @@ __global__ void __launch_bounds__(CE_BLOCK) ce_kernel4_bf16(const uint16_t *x, c
         reinterpret_cast<uint4 *>(row)[c] = q;
         const uint32_t w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-        for (int i = 0; i < 4; i++) online_add(m, d, bf16_float(w[i] & 0xFFFFu)), online_add(m, d, bf16_float(w[i] >> 16));
+        for (int i = 0; i < 4; i++) online_add(m, d, lb_bf16_float(w[i] & 0xFFFFu)), online_add(m, d, lb_bf16_float(w[i] >> 16));
     }
     for (int c = 8 * vectors + threadIdx.x; c < classes; c += CE_BLOCK) {
         uint16_t b = xr[c];
         row[c] = b;
-        online_add(m, d, bf16_float(b));
+        online_add(m, d, lb_bf16_float(b));
     }
     block_online_merge(m, d, slots); /* its barriers also make the row visible to every thread */
     float inv = 1.0f / d, inv_rows = 1.0f / rows;
@@ -278,7 +276,7 @@ __global__ void __launch_bounds__(CE_BLOCK) ce_kernel4_bf16(const uint16_t *x, c
     }
     for (int c = 8 * vectors + threadIdx.x; c < stride; c += CE_BLOCK)
         gr[c] = c < classes ? (uint16_t)grad_bf16(row[c], c, m, inv, inv_rows, label) : (uint16_t)0;
-    write_row_loss(row_loss, m, d, bf16_float(row[label]));
+    write_row_loss(row_loss, m, d, lb_bf16_float(row[label]));
 }
 
 /* Narrow rows (ch12's 84 characters): a warp a row, not a block of 1024 threads of which a
@@ -296,8 +294,8 @@ __global__ void __launch_bounds__(32 * CE_WARP_ROWS) ce_kernel4_bf16_warp(const 
     const uint16_t *xr = x + (size_t)row * stride;
     uint16_t *gr = grad + (size_t)row * stride;
     int label = y[row];
-    float x_label = bf16_float(xr[label]), m = -INFINITY, d = 0.0f;
-    for (int c = lane; c < classes; c += 32) online_add(m, d, bf16_float(xr[c]));
+    float x_label = lb_bf16_float(xr[label]), m = -INFINITY, d = 0.0f;
+    for (int c = lane; c < classes; c += 32) online_add(m, d, lb_bf16_float(xr[c]));
     warp_online_merge(m, d);
     __syncwarp();
     float inv = 1.0f / d, inv_rows = 1.0f / rows;

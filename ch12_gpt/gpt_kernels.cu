@@ -6,7 +6,7 @@
  * loads coalesce). Built by make in this folder. */
 #include "gpt_kernels.h"
 
-#include "lb_bf16.cuh" /* lb_bf16_rn */
+#include "lb_bf16.cuh" /* lb_bf16_rn, lb_bf16_float */
 
 #include <math.h>
 
@@ -174,7 +174,7 @@ __device__ __forceinline__ size_t row_major_of(size_t i, int T, int C, int H, in
  * the (N, width) tensors they come from (bf16 from version 5 on); the reshapes are written once
  * for all, the element types template parameters */
 __device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(unsigned short bits) { return __uint_as_float((unsigned)bits << 16); }
+__device__ __forceinline__ float to_float(unsigned short bits) { return lb_bf16_float(bits); }
 __device__ __forceinline__ void put(float *p, float x) { *p = x; }
 __device__ __forceinline__ void put(unsigned short *p, float x) { *p = lb_bf16_rn(x); }
 

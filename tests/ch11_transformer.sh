@@ -312,5 +312,5 @@ mutant "attention backward 4 adds each dQ block at the first columns" attention_
     's/64 \* nd + 32 \* box, q0 + 64 \* mq/32 * box, q0 + 64 * mq/' \
     ./attention_backward 4 --check-only --size 300 --batch 1 --heads 2 --dim 128
 mutant "attention backward 0 without the rowsum(dO o O) term" attention_backward_kernels.cu \
-    's/dS\[e\] = float_bf16(p \* (dp\[e\] - dl) \* scale);/dS[e] = float_bf16(p * dp[e] * scale);/' \
+    's/dS\[e\] = lb_bf16_rn(p \* (dp\[e\] - dl) \* scale);/dS[e] = lb_bf16_rn(p * dp[e] * scale);/' \
     ./attention_backward 0 --check-only --size 300 --batch 1 --heads 2 --dim 64 --causal
