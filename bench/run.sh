@@ -8,6 +8,7 @@
 #   BENCH_ONLY='thrust_basics|--tf32' bash bench/run.sh ch07_cublas
 #                                     only the measure lines that match the regular expression;
 #                                     only the rows they measured again (same prog, name and size) are replaced
+#                                     (so two different measurements under one key fail the run: bench/keys.awk)
 #
 # Each chapter's measurements are listed in bench/<chapter>.sh as `measure <command>` lines.
 # Every program prints one "RESULT key=value ..." line per measurement; this script collects
@@ -75,6 +76,8 @@ done
     cat "$new"
 } >"$TXT.tmp" && mv "$TXT.tmp" "$TXT"
 
+# two measurements under one key would be replaced as one by a later BENCH_ONLY run: say which, and fail
+awk -f bench/keys.awk "$TXT" || status=1
 bash bench/report.sh "$TXT" "$MD" "bench/$slug"
 bash bench/fill_readmes.sh "$TXT"
 echo "wrote $TXT, $MD and the charts; chapter READMEs updated"

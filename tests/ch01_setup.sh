@@ -2,6 +2,7 @@
 host_test test_common
 host_test test_runner.sh
 host_test fill_readmes.sh # make bench's README blocks (results and transcripts), on a made-up results file
+host_test bench_keys.sh # make bench fails where two measurements share a key (a later BENCH_ONLY run would replace both)
 # a build never changes a tracked file: in a checkout with nothing uncommitted (a clean clone, as
 # CI's), where git's index is the truth; elsewhere it says why it did not run
 if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 && [ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no)" ]; then
