@@ -78,6 +78,20 @@ static double uniform() /* splitmix64, in [-1, 1) */
 
 /* got against want, tensor by tensor: within atol of the tensor's largest |want| plus rtol of the
  * element's (gpt_check_tolerance: the parts' arithmetic against double); prints the first miss */
+/* x rounded to bf16 by another route than the kernels' (cuda_bf16.h's twin adds 0x7FFF and the
+ * odd bit): its two bf16 neighbours, and the nearer in double (on a tie, the even one); for
+ * finite x of the parameters' size, so the check of AdamW's bf16 copy is not the code it checks */
+static uint16_t bf16_nearest(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint32_t lo = u & 0xFFFF0000u, hi = lo + 0x10000u; /* toward 0, and the next one away from it */
+    float below, above;
+    memcpy(&below, &lo, 4), memcpy(&above, &hi, 4);
+    double to_lo = fabs((double)x - below), to_hi = fabs((double)above - x);
+    return (uint16_t)((to_lo < to_hi || (to_lo == to_hi && !(lo & 0x10000u)) ? lo : hi) >> 16);
+}
+
 static double worst_seen; /* the largest error in units of its tensor's largest |want| */
 static double atol_, rtol_; /* the parts' own: gpt_check_tolerance */
 static int compare(const char *what, const gpt_config *c, const float *got, const double *want)
@@ -118,7 +132,7 @@ static int check_update(const gpt_config *c, const gpt_gpu &g, const std::vector
         if (!(fabs(gs - f) <= rtol_ * f) || g.adam[1].grad_scale != g.adam[0].grad_scale)
             bad = 1, printf("  the clip's factor %.7g and %.7g, want %.7g\n", gs, g.adam[1].grad_scale, f);
         size_t stale = 0;
-        for (size_t i = 0; i < P; i++) stale += g.params16[i] != __bfloat16_as_ushort(__float2bfloat16_rn(g.params[i]));
+        for (size_t i = 0; i < P; i++) stale += g.params16[i] != bf16_nearest(g.params[i]);
         if (stale) bad = 1, printf("  the bf16 copy: %zu of %zu not the parameters rounded\n", stale, P);
     }
     /* AdamW's first step from the GPU's own clipped gradient (itself checked against the CPU's
