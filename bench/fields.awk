@@ -8,6 +8,14 @@ function parse(line,    n, i, kv, parts) {
         f[kv[1]] = substr(parts[i], length(kv[1]) + 2)
     }
 }
+# the key by which make bench tells rows apart (bench/run.sh replaces rows measured again by it,
+# bench/keys.awk checks that no two measurements share it): prog, name and size; a transcript's
+# line by its name
+function row_key(   k, i) {
+    if ($1 == "TRANSCRIPT") return "T " $3
+    k = ""; for (i = 2; i <= NF; i++) if ($i ~ /^(prog|name|size)=/) k = k " " $i
+    return k
+}
 # the key that is not a standard field names the rate's unit; where a row has more than one
 # (PyTorch's step: tokens_s and peak_gb), the one with a unit below
 function rate_key(    k, other) {

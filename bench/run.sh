@@ -67,17 +67,14 @@ done
             keep=$(printf '%s\n' "${CHAPTERS[@]}" | sed 's/^/chapter=/; s/$/ /')
             grep -E '^(RESULT|TRANSCRIPT) ' "$TXT" | grep -v -F -f <(echo "$keep") || true
         else   # the rows measured again (prog, name and size; a transcript by its name) replaced, the others kept
-            awk 'function key(   k, i) { if ($1 == "TRANSCRIPT") return "T " $3
-                                        k = ""; for (i = 1; i <= NF; i++) if ($i ~ /^(prog|name|size)=/) k = k " " $i; return k }
-                 FNR == NR { if (/^(RESULT|TRANSCRIPT) /) again[key()] = 1; next }
-                 /^(RESULT|TRANSCRIPT) / && !(key() in again)' "$new" "$TXT"
+            awk -f bench/fields.awk -f bench/again.awk "$new" "$TXT"
         fi
     fi
     cat "$new"
 } >"$TXT.tmp" && mv "$TXT.tmp" "$TXT"
 
 # two measurements under one key would be replaced as one by a later BENCH_ONLY run: say which, and fail
-awk -f bench/keys.awk "$TXT" || status=1
+awk -f bench/fields.awk -f bench/keys.awk "$TXT" || status=1
 bash bench/report.sh "$TXT" "$MD" "bench/$slug"
 bash bench/fill_readmes.sh "$TXT"
 echo "wrote $TXT, $MD and the charts; chapter READMEs updated"

@@ -6,7 +6,7 @@
  * loads coalesce). Built by make in this folder. */
 #include "gpt_kernels.h"
 
-#include "lb_bf16.cuh" /* lb_bf16_rn, lb_bf16_float */
+#include "lb_bf16.cuh" /* lb_bf16_rn, lb_bf16_float, lb_bf16_pack2 */
 
 #include <math.h>
 
@@ -196,7 +196,7 @@ template <int R> __device__ __forceinline__ void load_run(const unsigned short *
     if (R == 8) {
         uint4 a = *reinterpret_cast<const uint4 *>(p);
         unsigned w[4] = {a.x, a.y, a.z, a.w};
-        for (int r = 0; r < 4; r++) v[2 * r] = __uint_as_float(w[r] << 16), v[2 * r + 1] = __uint_as_float(w[r] & 0xFFFF0000u);
+        for (int r = 0; r < 4; r++) v[2 * r] = lb_bf16_float(w[r]), v[2 * r + 1] = lb_bf16_float(w[r] >> 16);
     } else {
         for (int r = 0; r < R; r++) v[r] = to_float(p[r]);
     }
@@ -214,7 +214,7 @@ template <int R> __device__ __forceinline__ void store_run(unsigned short *p, co
 {
     if (R == 8) {
         unsigned w[4];
-        for (int r = 0; r < 4; r++) w[r] = (unsigned)lb_bf16_rn(v[2 * r]) | (unsigned)lb_bf16_rn(v[2 * r + 1]) << 16;
+        for (int r = 0; r < 4; r++) w[r] = lb_bf16_pack2(v[2 * r], v[2 * r + 1]);
         *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
     } else {
         for (int r = 0; r < R; r++) p[r] = lb_bf16_rn(v[r]);

@@ -22,7 +22,6 @@ __device__ __forceinline__ uint32_t lb_bf16_pack2(float lo, float hi)
 /* a, b, c, d at four consecutive bf16 (a lowest): one uint2 */
 __device__ __forceinline__ uint2 lb_bf16_pack4(float a, float b, float c, float d)
 {
-    return make_uint2((uint32_t)lb_bf16_rn(a) | (uint32_t)lb_bf16_rn(b) << 16,
-                      (uint32_t)lb_bf16_rn(c) | (uint32_t)lb_bf16_rn(d) << 16);
+    return make_uint2(lb_bf16_pack2(a, b), lb_bf16_pack2(c, d));
 }
 #endif

@@ -21,8 +21,8 @@ RESULT chapter=ch12_gpt date=2026-12-06 prog=gpt ver=8 name=fused_adamw size=L6 
 ROWS
 } >"$W/clash.txt"
 fail=0
-if ! out=$(awk -f "$ROOT/bench/keys.awk" "$W/ok.txt"); then echo "bench_keys: repeats and versions reported as clashes: $out"; fail=1; fi
-out=$(awk -f "$ROOT/bench/keys.awk" "$W/clash.txt")
+if ! out=$(awk -f "$ROOT/bench/fields.awk" -f "$ROOT/bench/keys.awk" "$W/ok.txt"); then echo "bench_keys: repeats and versions reported as clashes: $out"; fail=1; fi
+out=$(awk -f "$ROOT/bench/fields.awk" -f "$ROOT/bench/keys.awk" "$W/clash.txt")
 rc=$?
 if [ $rc != 1 ] || ! grep -q "share the key prog=gpt name=fused_adamw size=L6" <<<"$out"; then
     echo "bench_keys: a clash not reported (exit $rc): $out"; fail=1
