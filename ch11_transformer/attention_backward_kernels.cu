@@ -389,7 +389,7 @@ extern "C" cudaError_t attention_bwd_tiled(const attention_bwd_problem *p,
     cudaError_t e = attention_bwd_delta_launch(p);
     if (e == cudaSuccess) e = cudaMemsetAsync(p->dq_acc, 0, sizeof(float) * n);
     if (e == cudaSuccess) e = kernel(p);
-    if (e != cudaSuccess) return e;
+    if (e != cudaSuccess || !p->dq) return e; /* no dq: the caller reads dQ's fp32 sum itself */
     attention_bwd_convert_kernel<<<(unsigned)((n + 255) / 256), 256>>>(p->dq_acc, p->dq, n);
     return cudaGetLastError();
 }

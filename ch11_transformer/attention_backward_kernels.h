@@ -19,7 +19,9 @@ extern "C" {
 typedef struct {
     const uint16_t *q, *k, *v, *o, *d_o; /* bf16 bits, (B, H, S, D) */
     const float *lse;                    /* (B H S): the forward's log-sum-exps */
-    uint16_t *dq, *dk, *dv;              /* bf16 bits, (B, H, S, D) */
+    uint16_t *dq, *dk, *dv;              /* bf16 bits, (B, H, S, D); versions 1-4 take dq NULL: dQ
+                                          * is then left in dq_acc, fp32, for a caller that reads
+                                          * it there (ch12's join of the heads: no pass to bf16) */
     float *delta;                        /* (B H S) floats of scratch: rowsum(dO o O) */
     float *dq_acc;                       /* (B H S D) floats of scratch: dQ summed over key blocks */
     int batch, heads, seq, dim;          /* dim: 64 or 128 */
@@ -52,7 +54,7 @@ cudaError_t attention_bwd_rows_launch(const float *s, const float *dp, const flo
                                       uint16_t *p, uint16_t *ds, long long rows, int seq, int dim, int causal);
 
 /* Every tiled version (1-4) around its kernel (`kernel` launches it): delta, the fp32 sum of dQ
- * zeroed, the kernel, then dQ to bf16 */
+ * zeroed, the kernel, then dQ to bf16 (unless p->dq is NULL) */
 cudaError_t attention_bwd_tiled(const attention_bwd_problem *p, cudaError_t (*kernel)(const attention_bwd_problem *p));
 
 /* attention_backward_hopper.cu: versions 3 and 4 (sm_90a), for attention_backward_kernels.cu's table */

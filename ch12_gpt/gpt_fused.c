@@ -11,11 +11,12 @@
  *                      h = GELU(ln2 Wfc^T + b)            epilogue GELU_AUX_BIAS: bf16 out, and
  *                                                         GELU's input kept (aux) for the backward
  *                      out = h Wfcproj^T + b + mid        epilogue BIAS, the residual as C
- *   backward, a layer: dh_pre = (d Wfcproj) GELU'(aux)    epilogue DGELU, bf16 out
+ *   backward, a layer: dh_pre = (d Wfcproj) GELU'(aux)    epilogue DGELU, bf16 out (version 6
+ *                                                         on: a plain product, then our pass)
  *                      dWfcproj = d^T h, dbfcproj         epilogue BGRADB: the bias gradient (the
  *                                                         column sums of d) from the same pass
  *                                                         (version 6 on: from the LayerNorm
- *                                                         backward that wrote d)
+ *                                                         backward that wrote d; bias_gradient)
  *                      and so on for fc, proj and qkv.
  *
  * What version 4 did as kernels of their own (bias rows, GELU and its derivative, the column
@@ -217,14 +218,20 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
     if (with_loss) parts->loss(g, N);
 }
 
-/* Where the two products that write into the residual stream (proj and fcproj) get their bias
- * gradients: the residual's gradient is their output's gradient, so its column sums are them.
- * Version 6 on, ch11's one-read LayerNorm backward sums the columns of the rows it writes anyway;
- * version 5 by cuBLASLt's epilogue BGRADB on the weight gradient's product (a kernel of its own). */
-static int bias_sums_in_layernorm(const gpt_parts *parts) { return parts->layernorm_version == 3; }
-static void residual_bias_gradient(lt_product *p, const gpt_parts *parts, float *bias)
+/* Version 6 on (its parts are 7's and 8's too): ch11's one-read row kernels, and our own passes
+ * where a library's costs more than the data it reads. */
+static int fast_rows(const gpt_parts *parts) { return parts->layernorm_version == 3; }
+
+/* Where the bias gradients come from. Version 5: cuBLASLt's epilogues, BGRADB on the weight
+ * gradient's product (a kernel of its own after it) and GELU's derivative (DGELU) on fcproj's dx
+ * product. Version 6 on, our passes over what is written anyway: the two products that write
+ * into the residual stream (proj and fcproj) have the residual's gradient as their output's, and
+ * ch11's one-read LayerNorm backward sums the columns of the rows it writes; fc's and qkv's by
+ * gpt_bias_grad_bf16_launch over their bf16 gradient (fc's with GELU's derivative in the same
+ * pass), after plain products, which cuBLASLt runs on faster kernels than those epilogues. */
+static void bias_gradient(lt_product *p, const gpt_parts *parts, float *bias)
 {
-    if (!bias_sums_in_layernorm(parts)) p->epilogue = CUBLASLT_EPILOGUE_BGRADB, p->bias = bias;
+    if (!fast_rows(parts)) p->epilogue = CUBLASLT_EPILOGUE_BGRADB, p->bias = bias;
 }
 
 /* A LayerNorm's backward whose dX is added to what dx holds (the residual's gradient), g->d16
@@ -235,7 +242,7 @@ static void layernorm_backward(gpt_gpu *g, const gpt_parts *parts, const float *
                                const float *rstd, const float *w, float *dx, float *dw, float *db, float *dsum, int N,
                                int C)
 {
-    if (bias_sums_in_layernorm(parts)) {
+    if (fast_rows(parts)) {
         CUDA_CHECK(layernorm_backward_add_launch(dy, x, mean, rstd, w, dx, g->d16, dw, db, dsum, g->ln_partial, N, C));
         return;
     }
@@ -274,15 +281,20 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         unsigned short *pre = g->pre16 + l * 4 * NC, *h = g->gelu16 + l * 4 * NC;
         /* the MLP: d is the gradient of out = mid + fcproj(GELU(fc(ln2))) */
         p = dx_product(g->d16, P16(g, l, GPT_FCPROJ_W), g->dfc16, BF16, N, 4 * C, C);
-        p.epilogue = CUBLASLT_EPILOGUE_DGELU, p.aux = pre, p.aux_ld = 4 * C; /* through GELU's derivative */
-        lt_run(g, &p);
+        if (fast_rows(parts)) { /* through GELU's derivative, and fc's bias gradient */
+            lt_run(g, &p);
+            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_FC_B), g->dfc16, pre, N, 4 * C, g->column_part));
+        } else {
+            p.epilogue = CUBLASLT_EPILOGUE_DGELU, p.aux = pre, p.aux_ld = 4 * C;
+            lt_run(g, &p);
+        }
         p = dw_product(g->d16, h, GRAD(g, l, GPT_FCPROJ_W), N, 4 * C, C);
-        residual_bias_gradient(&p, parts, GRAD(g, l, GPT_FCPROJ_B));
+        bias_gradient(&p, parts, GRAD(g, l, GPT_FCPROJ_B));
         lt_run(g, &p);
         p = dx_product(g->dfc16, P16(g, l, GPT_FC_W), g->dln, CUDA_R_32F, N, C, 4 * C);
         lt_run(g, &p);
         p = dw_product(g->dfc16, ln2, GRAD(g, l, GPT_FC_W), N, C, 4 * C);
-        p.epilogue = CUBLASLT_EPILOGUE_BGRADB, p.bias = GRAD(g, l, GPT_FC_B);
+        bias_gradient(&p, parts, GRAD(g, l, GPT_FC_B));
         lt_run(g, &p);
         /* mid's gradient: the residual's share (d) and LN2's, added to it */
         layernorm_backward(g, parts, g->dln, mid, g->mean2 + (size_t)l * N, g->rstd2 + (size_t)l * N,
@@ -292,15 +304,22 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         p = dx_product(g->d16, P16(g, l, GPT_PROJ_W), g->datty, CUDA_R_32F, N, C, C);
         lt_run(g, &p);
         p = dw_product(g->d16, atty, GRAD(g, l, GPT_PROJ_W), N, C, C);
-        residual_bias_gradient(&p, parts, GRAD(g, l, GPT_PROJ_B));
+        bias_gradient(&p, parts, GRAD(g, l, GPT_PROJ_B));
         lt_run(g, &p);
         CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, g->datty, B, T, C, H));
-        gpt_flash_backward(g, l, B, T);
-        CUDA_CHECK(gpt_join_qkv_bf16_bf16_launch(g->dqkv16, g->dq16, g->dk16, g->dv16, B, T, C, H));
+        if (fast_rows(parts)) { /* dQ joined from its fp32 sum: no pass to bf16 between */
+            gpt_flash_backward(g, l, B, T, 1);
+            CUDA_CHECK(gpt_join_qkv_acc_bf16_launch(g->dqkv16, g->dq_acc, g->dk16, g->dv16, B, T, C, H));
+        } else {
+            gpt_flash_backward(g, l, B, T, 0);
+            CUDA_CHECK(gpt_join_qkv_bf16_bf16_launch(g->dqkv16, g->dq16, g->dk16, g->dv16, B, T, C, H));
+        }
+        if (fast_rows(parts))
+            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part));
         p = dx_product(g->dqkv16, P16(g, l, GPT_QKV_W), g->dln, CUDA_R_32F, N, C, 3 * C);
         lt_run(g, &p);
         p = dw_product(g->dqkv16, ln1, GRAD(g, l, GPT_QKV_W), N, C, 3 * C);
-        p.epilogue = CUBLASLT_EPILOGUE_BGRADB, p.bias = GRAD(g, l, GPT_QKV_B);
+        bias_gradient(&p, parts, GRAD(g, l, GPT_QKV_B));
         lt_run(g, &p);
         /* x's gradient: the residual's share (mid's) and LN1's */
         layernorm_backward(g, parts, g->dln, x, g->mean1 + (size_t)l * N, g->rstd1 + (size_t)l * N,

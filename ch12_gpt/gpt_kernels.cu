@@ -137,14 +137,14 @@ __global__ void gelu_kernel(float *out, const float *x, size_t n)
         out[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
     }
 }
+__device__ __forceinline__ float gelu_derivative(float v)
+{
+    float t = tanhf(GELU_K * (v + 0.044715f * v * v * v)), du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+    return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
+}
 __global__ void gelu_backward_kernel(float *dx, const float *dout, const float *x, size_t n)
 {
-    GRID_STRIDE(i, n)
-    {
-        float v = x[i], t = tanhf(GELU_K * (v + 0.044715f * v * v * v));
-        float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
-        dx[i] = dout[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
-    }
+    GRID_STRIDE(i, n) dx[i] = dout[i] * gelu_derivative(x[i]);
 }
 extern "C" cudaError_t gpt_gelu_launch(float *out, const float *x, size_t n)
 {
@@ -240,8 +240,8 @@ __global__ void split_heads_kernel(O *q, O *k, O *v, const I *qkv, int T, int C,
         copy_run<R>(v + i, qkv + row_major_of(i, T, C, H, 3 * C, 2));
     }
 }
-template <int R, typename I, typename O>
-__global__ void join_qkv_kernel(O *dqkv, const I *dq, const I *dk, const I *dv, int T, int C, int H, size_t n)
+template <int R, typename IQ, typename I, typename O> /* dQ's type may differ: version 6 reads its fp32 sum */
+__global__ void join_qkv_kernel(O *dqkv, const IQ *dq, const I *dk, const I *dv, int T, int C, int H, size_t n)
 {
     GRID_STRIDE(j, n / R)
     {
@@ -272,14 +272,14 @@ template <typename I, typename O> static cudaError_t split_heads(O *q, O *k, O *
         split_heads_kernel<1, I, O><<<blocks_for(n), GPT_BLOCK>>>(q, k, v, qkv, T, C, H, n);
     return cudaGetLastError();
 }
-template <typename I, typename O>
-static cudaError_t join_qkv(O *dqkv, const I *dq, const I *dk, const I *dv, int B, int T, int C, int H)
+template <typename IQ, typename I, typename O>
+static cudaError_t join_qkv(O *dqkv, const IQ *dq, const I *dk, const I *dv, int B, int T, int C, int H)
 {
     size_t n = (size_t)B * T * C;
     if (runs_of_8(C, H))
-        join_qkv_kernel<8, I, O><<<blocks_for(n / 8), GPT_BLOCK>>>(dqkv, dq, dk, dv, T, C, H, n);
+        join_qkv_kernel<8, IQ, I, O><<<blocks_for(n / 8), GPT_BLOCK>>>(dqkv, dq, dk, dv, T, C, H, n);
     else
-        join_qkv_kernel<1, I, O><<<blocks_for(n), GPT_BLOCK>>>(dqkv, dq, dk, dv, T, C, H, n);
+        join_qkv_kernel<1, IQ, I, O><<<blocks_for(n), GPT_BLOCK>>>(dqkv, dq, dk, dv, T, C, H, n);
     return cudaGetLastError();
 }
 template <typename I, typename O> static cudaError_t merge_heads(O *y, const I *yh, int B, int T, int C, int H)
@@ -346,9 +346,71 @@ extern "C" cudaError_t gpt_join_qkv_bf16_bf16_launch(bf16_bits *dqkv, const bf16
 {
     return join_qkv(dqkv, dq, dk, dv, B, T, C, H);
 }
+extern "C" cudaError_t gpt_join_qkv_acc_bf16_launch(bf16_bits *dqkv, const float *dq_acc, const bf16_bits *dk,
+                                                    const bf16_bits *dv, int B, int T, int C, int H)
+{
+    return join_qkv(dqkv, dq_acc, dk, dv, B, T, C, H);
+}
 extern "C" cudaError_t gpt_merge_heads_bf16_bf16_launch(bf16_bits *y, const bf16_bits *yh, int B, int T, int C, int H)
 {
     return merge_heads(y, yh, B, T, C, H);
+}
+
+/* ---------------------------------------------------------------- bf16 bias gradients (version 6 on) */
+
+/* A bias gradient is the column sums of its product's output gradient. cuBLASLt's epilogues do
+ * them at a price at these shapes: its DGELU epilogue runs on an older kernel than its plain
+ * products (the Shakespeare model's 8192 x 1536 x 384: 57.7 us against 17-20 us, H100), and BGRADB
+ * is a kernel of its own after the weight's product (14 us a call). So version 6 on, the plain
+ * product, then one pass over its bf16 output: GELU's derivative applied in place (pre not NULL)
+ * and the columns summed in the same read. A block is 32 threads across, R columns each (a run
+ * of 16 bytes), and 8 row lanes over a slab of GPT_BF16_SLAB rows; the lanes are added in shared
+ * memory and the slabs by column_total_kernel, in order (no atomics). The sums are of the bf16
+ * values written, the ones the weight's product reads. */
+template <int R, bool GELU>
+__global__ void bias_grad_slab_kernel(float *part, unsigned short *d, const unsigned short *pre, int N, int O)
+{
+    __shared__ float lanes[8][32 * R + 1];
+    int o = (blockIdx.x * 32 + threadIdx.x) * R, slab = blockIdx.y;
+    int end = min(N, (slab + 1) * GPT_BF16_SLAB);
+    float s[R];
+    for (int k = 0; k < R; k++) s[k] = 0.0f;
+    if (o < O)
+        for (int r = slab * GPT_BF16_SLAB + threadIdx.y; r < end; r += 8) {
+            unsigned short *row = d + (size_t)r * O + o;
+            float v[R];
+            load_run<R>(row, v);
+            if (GELU) {
+                float x[R];
+                load_run<R>(pre + (size_t)r * O + o, x);
+                for (int k = 0; k < R; k++) v[k] = lb_bf16_float(lb_bf16_rn(v[k] * gelu_derivative(x[k])));
+                store_run<R>(row, v); /* already bf16 values: stored exactly */
+            }
+            for (int k = 0; k < R; k++) s[k] += v[k];
+        }
+    for (int k = 0; k < R; k++) lanes[threadIdx.y][threadIdx.x * R + k] = s[k];
+    __syncthreads();
+    if (threadIdx.y != 0 || o >= O) return;
+    for (int k = 0; k < R; k++) {
+        float t = 0.0f;
+        for (int lane = 0; lane < 8; lane++) t += lanes[lane][threadIdx.x * R + k];
+        part[(size_t)slab * O + o + k] = t;
+    }
+}
+extern "C" cudaError_t gpt_bias_grad_bf16_launch(float *db, unsigned short *d, const unsigned short *pre, int N, int O,
+                                                 float *part)
+{
+    /* runs of 8 start at multiples of 8 of a row of a multiple of 8: 16 bytes aligned (version 6's
+     * models have heads of 64 or 128: C, 3C and 4C are multiples of 64) */
+    if (N < 1 || O < 8 || O % 8) return cudaErrorInvalidValue;
+    int slabs = (N + GPT_BF16_SLAB - 1) / GPT_BF16_SLAB;
+    dim3 grid((O / 8 + 31) / 32, slabs), block(32, 8);
+    if (pre)
+        bias_grad_slab_kernel<8, true><<<grid, block>>>(part, d, pre, N, O);
+    else
+        bias_grad_slab_kernel<8, false><<<grid, block>>>(part, d, pre, N, O);
+    column_total_kernel<<<(O + GPT_BLOCK - 1) / GPT_BLOCK, GPT_BLOCK>>>(db, part, slabs, O);
+    return cudaGetLastError();
 }
 
 /* ---------------------------------------------------------------- the causal softmax's edges */

@@ -21,6 +21,13 @@ cudaError_t gpt_bias_add_launch(float *out, const float *b, int N, int O);
  * (scratch of ceil(N / GPT_COLUMN_SLAB) x O floats), then the slabs in order (no atomics) */
 #define GPT_COLUMN_SLAB 256
 cudaError_t gpt_column_sum_launch(float *db, const float *d, int N, int O, float *part);
+/* version 6 on, a bias gradient from a bf16 product's output d (N, O): with pre, first d = d
+ * GELU'(pre) in place (bf16, rounded to nearest even), then db (O) = the column sums of d as
+ * stored, each slab of GPT_BF16_SLAB rows into part (scratch of ceil(N / GPT_BF16_SLAB) x O floats),
+ * then the slabs in order (no atomics). O a multiple of 8. */
+#define GPT_BF16_SLAB 64
+cudaError_t gpt_bias_grad_bf16_launch(float *db, unsigned short *d, const unsigned short *pre, int N, int O,
+                                      float *part);
 /* out (n) = a + b; out may be a or b */
 cudaError_t gpt_add_launch(float *out, const float *a, const float *b, size_t n);
 
@@ -48,6 +55,10 @@ cudaError_t gpt_split_heads_bf16_bf16_launch(unsigned short *q, unsigned short *
                                              const unsigned short *qkv, int B, int T, int C, int H);
 cudaError_t gpt_join_qkv_bf16_bf16_launch(unsigned short *dqkv, const unsigned short *dq, const unsigned short *dk,
                                           const unsigned short *dv, int B, int T, int C, int H);
+/* and the join with dQ read from the fp32 sum ch11's backward leaves when given no dq (version 6
+ * on: its pass to bf16 saved) */
+cudaError_t gpt_join_qkv_acc_bf16_launch(unsigned short *dqkv, const float *dq_acc, const unsigned short *dk,
+                                         const unsigned short *dv, int B, int T, int C, int H);
 cudaError_t gpt_merge_heads_bf16_bf16_launch(unsigned short *y, const unsigned short *yh, int B, int T, int C, int H);
 
 /* the causal mask on rows of T scores (B H T rows, row r is query r % T): -inf past the diagonal */

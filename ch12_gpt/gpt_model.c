@@ -60,7 +60,9 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, unsign
     g->res = TAKE_FLOATS((L + 1) * N * C), g->mid = TAKE_FLOATS(L * N * C);
     g->mean1 = TAKE_FLOATS(L * N), g->rstd1 = TAKE_FLOATS(L * N), g->mean2 = TAKE_FLOATS(L * N), g->rstd2 = TAKE_FLOATS(L * N);
     g->lnf = TAKE_FLOATS(N * C), g->meanf = TAKE_FLOATS(N), g->rstdf = TAKE_FLOATS(N);
-    g->column_part = TAKE_FLOATS((N + GPT_COLUMN_SLAB - 1) / GPT_COLUMN_SLAB * 4 * C);
+    /* the bias gradients' slab sums (a bias has at most 4C columns): room for the smaller slabs */
+    g->column_part = TAKE_FLOATS((N + GPT_BF16_SLAB - 1) / GPT_BF16_SLAB * 4 * C);
+    _Static_assert(GPT_BF16_SLAB <= GPT_COLUMN_SLAB, "column_part is sized for the smaller slabs");
     g->loss = TAKE_FLOATS(1), g->row_loss = TAKE_FLOATS(N);
     g->d = TAKE_FLOATS(N * C), g->dmid = TAKE_FLOATS(N * C), g->dln = TAKE_FLOATS(N * C), g->datty = TAKE_FLOATS(N * C);
     /* the LayerNorm backward's column sums: partial sums of LN_ROWS_PER_GROUP rows, or of
@@ -308,12 +310,12 @@ void gpt_flash_forward(gpt_gpu *g, int l, int B, int T)
     CUDA_CHECK(attention_launch(flash_forward_version(), &p));
     attention_release(&p);
 }
-void gpt_flash_backward(gpt_gpu *g, int l, int B, int T)
+void gpt_flash_backward(gpt_gpu *g, int l, int B, int T, int dq_fp32)
 {
     int C = g->c.channels, H = g->c.heads;
     size_t at = (size_t)l * B * T * C;
     attention_bwd_problem p = {g->q16 + at, g->k16 + at, g->v16 + at, g->o16 + at, g->do16,
-                               g->lse + (size_t)l * B * H * T, g->dq16, g->dk16, g->dv16, g->delta, g->dq_acc,
+                               g->lse + (size_t)l * B * H * T, dq_fp32 ? NULL : g->dq16, g->dk16, g->dv16, g->delta, g->dq_acc,
                                B, H, T, C / H, 1, NULL};
     CUDA_CHECK(attention_bwd_prepare(&p));
     CUDA_CHECK(attention_bwd_launch(flash_backward_version(), &p));
@@ -333,7 +335,7 @@ static void attention_bwd_flash(gpt_gpu *g, int l, float *dqkv, const float *dy,
     int C = g->c.channels, H = g->c.heads;
     (void)qkv; /* read as the forward's bf16 heads */
     CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, dy, B, T, C, H));
-    gpt_flash_backward(g, l, B, T);
+    gpt_flash_backward(g, l, B, T, 0);
     CUDA_CHECK(gpt_join_qkv_bf16_launch(dqkv, g->dq16, g->dk16, g->dv16, B, T, C, H));
 }
 

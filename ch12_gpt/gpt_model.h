@@ -46,7 +46,7 @@ typedef struct {
     float *lnf, *meanf, *rstdf;
     float *logits, *dlogits, *probs; /* N Vp each, rows Vp apart, V used (probs: cross-entropy version 1's scratch) */
     unsigned short *logits16;        /* version 6 on: the logits in bf16 (N Vp), then their gradient over them */
-    float *column_part;              /* the bias gradients' slab sums (gpt_column_sum_launch) */
+    float *column_part;              /* the bias gradients' slab sums (gpt_column_sum_launch, gpt_bias_grad_bf16_launch) */
     float *loss, *row_loss;          /* 1, N */
     /* the backward's scratch */
     float *d, *dmid, *dln, *datty, *dqkv;        /* N C, N C, N C, N C, N 3C */
@@ -192,9 +192,9 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T);
 #define GPT_LT_WORKSPACE ((size_t)32 << 20)
 #define GPT_LT_ALGOS 64
 /* ch11's flash attention on layer l's bf16 heads (q16, k16, v16 -> o16 and the log-sum-exps;
- * do16 -> dq16, dk16, dv16): versions 4 and 5 */
+ * do16 -> dq16, dk16, dv16): version 4 on; dq_fp32: dQ left in its fp32 sum (dq_acc) instead */
 void gpt_flash_forward(gpt_gpu *g, int l, int B, int T);
-void gpt_flash_backward(gpt_gpu *g, int l, int B, int T);
+void gpt_flash_backward(gpt_gpu *g, int l, int B, int T, int dq_fp32);
 
 /* The forward of B sequences of T tokens (g->tokens, B <= g->B, T <= g->T): the activations kept
  * for the backward, the logits (B T, V); with_loss: the mean cross-entropy against g->targets

@@ -80,7 +80,7 @@ emu_check emu_gpt 1 2 128 37 37 40 2 fused_adamw # version 8: the clip and the b
 emu_check emu_gpt 1 2 12 5 7 7 2 # heads of 6 channels: the reshapes one element at a time
 EMU_ARGS="1 2 16 8 11 12 2" # small: each bug still shows (the GELU one at 1.5e-4, 5x the tolerance)
 emu_mutant "GELU's derivative of the erf form" gpt_kernels.cu \
-    's/dx\[i\] = dout\[i\] \* (0.5f \* (1.0f + t) + 0.5f \* v \* (1.0f - t \* t) \* du);/dx[i] = dout[i] * (0.5f * (1.0f + erff(v * 0.70710678f)) + v * expf(-0.5f * v * v) * 0.39894228f);/' \
+    's/return 0.5f \* (1.0f + t) + 0.5f \* v \* (1.0f - t \* t) \* du;/return 0.5f * (1.0f + erff(v * 0.70710678f)) + v * expf(-0.5f * v * v) * 0.39894228f;/' \
     emu_gpt $EMU_ARGS
 emu_mutant "the residual's gradient dropped in the MLP's backward" gpt_model.c \
     's/CUDA_CHECK(gpt_add_launch(g->dmid, g->dmid, g->d, NC));/(void)0;/' emu_gpt $EMU_ARGS
@@ -119,6 +119,16 @@ emu_mutant "the fused MLP without its residual (C dropped from the last product)
     's/p.C = mid; \/\* out = mid + mlp \*\//(void)0;/' emu_gpt $FLASH_ARGS fused_epilogues
 emu_mutant "the attention projection's bias gradient left out (the LayerNorm's column sums not asked for)" \
     gpt_fused.c 's/GRAD(g, l, GPT_PROJ_B), N, C);/NULL, N, C);/' emu_gpt $FLASH_ARGS fast_rows
+emu_mutant "version 6's bias sums skip each slab's last row" gpt_kernels.cu \
+    's/int end = min(N, (slab + 1) \* GPT_BF16_SLAB);/int end = min(N, (slab + 1) * GPT_BF16_SLAB) - 1;/' \
+    emu_gpt $FLASH_ARGS fast_rows
+emu_mutant "version 6's GELU derivative summed but not written back (fc's products read dh)" gpt_kernels.cu \
+    's/store_run<R>(row, v); \/\* already bf16 values: stored exactly \*\//(void)row;/' emu_gpt $FLASH_ARGS fast_rows
+emu_mutant "version 6's qkv bias gradient left out (summed into scratch)" gpt_fused.c \
+    's/gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B),/gpt_bias_grad_bf16_launch(g->ln_partial,/' emu_gpt $FLASH_ARGS fast_rows
+emu_mutant "version 6's join of the heads reads dQ where ch11 no longer writes it (bf16)" gpt_fused.c \
+    's/gpt_join_qkv_acc_bf16_launch(g->dqkv16, g->dq_acc,/gpt_join_qkv_bf16_bf16_launch(g->dqkv16, g->dq16,/' \
+    emu_gpt $FLASH_ARGS fast_rows
 emu_mutant "the bf16 loss's softmax over the padded vocabulary too" gpt_model.c \
     '/ce_launch_bf16(/s/N, g->c.vocab,/N, g->c.vocab_padded,/' emu_gpt $FLASH_ARGS fast_rows
 emu_mutant "version 8's AdamW without the clip's factor" gpt_model.c \
