@@ -17,7 +17,9 @@
  *   4  attention by ch11's flash kernels, forward and backward: no T x T matrix in memory
  *   5  the products by cuBLASLt with their epilogues, bf16 activations kept (gpt_fused.c)
  *   6  ch11's one-read LayerNorm (forward writing bf16, backward adding into the residual's
- *      gradient) and loss (on bf16 logits, its gradient in bf16 over them)
+ *      gradient) and loss (on bf16 logits, its gradient in bf16 over them); the bias gradients
+ *      and GELU's derivative by our own passes over the gradients (cuBLASLt's DGELU and BGRADB
+ *      epilogues cost more than their data at these shapes), dQ joined from ch11's fp32 sum
  *   7  version 6's step recorded once as a CUDA graph and launched as one (gpt_run_graph)
  *   8  the clip and the weights' bf16 copy inside AdamW (ch11's grad_scale and p16), in a graph
  *
