@@ -315,8 +315,8 @@ void gpt_flash_backward(gpt_gpu *g, int l, int B, int T, int dq_fp32)
     int C = g->c.channels, H = g->c.heads;
     size_t at = (size_t)l * B * T * C;
     attention_bwd_problem p = {g->q16 + at, g->k16 + at, g->v16 + at, g->o16 + at, g->do16,
-                               g->lse + (size_t)l * B * H * T, dq_fp32 ? NULL : g->dq16, g->dk16, g->dv16, g->delta, g->dq_acc,
-                               B, H, T, C / H, 1, NULL};
+                               g->lse + (size_t)l * B * H * T, dq_fp32 ? NULL : g->dq16, g->dk16, g->dv16,
+                               g->delta, g->dq_acc, B, H, T, C / H, 1, NULL};
     CUDA_CHECK(attention_bwd_prepare(&p));
     CUDA_CHECK(attention_bwd_launch(flash_backward_version(), &p));
     attention_bwd_release(&p);

@@ -112,7 +112,7 @@ FLASH_ARGS="2 1 64 9 7 8 1" # small: two layers of one head of 64
 emu_mutant "the flash forward not causal (every query sees every key)" gpt_model.c \
     's/g->o16 + at, B, H, T, C \/ H, 1,/g->o16 + at, B, H, T, C \/ H, 0,/' emu_gpt $FLASH_ARGS flash_attention
 emu_mutant "the flash backward reads the first layer's log-sum-exps in every layer" gpt_model.c \
-    's/g->lse + (size_t)l \* B \* H \* T, g->dq16/g->lse, g->dq16/' emu_gpt $FLASH_ARGS flash_attention
+    's/g->lse + (size_t)l \* B \* H \* T, dq_fp32/g->lse, dq_fp32/' emu_gpt $FLASH_ARGS flash_attention
 emu_mutant "the fused backward without GELU's derivative (DGELU's epilogue dropped)" gpt_fused.c \
     's/p.epilogue = CUBLASLT_EPILOGUE_DGELU, p.aux = pre/p.aux = pre/' emu_gpt $FLASH_ARGS fused_epilogues
 emu_mutant "the fused MLP without its residual (C dropped from the last product)" gpt_fused.c \
