@@ -307,15 +307,14 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         bias_gradient(&p, parts, GRAD(g, l, GPT_PROJ_B));
         lt_run(g, &p);
         CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, g->datty, B, T, C, H));
-        if (fast_rows(parts)) { /* dQ joined from its fp32 sum: no pass to bf16 between */
+        if (fast_rows(parts)) { /* dQ joined from its fp32 sum (no pass to bf16 between), qkv's bias sums */
             gpt_flash_backward(g, l, B, T, 1);
             CUDA_CHECK(gpt_join_qkv_acc_bf16_launch(g->dqkv16, g->dq_acc, g->dk16, g->dv16, B, T, C, H));
+            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part));
         } else {
             gpt_flash_backward(g, l, B, T, 0);
             CUDA_CHECK(gpt_join_qkv_bf16_bf16_launch(g->dqkv16, g->dq16, g->dk16, g->dv16, B, T, C, H));
         }
-        if (fast_rows(parts))
-            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part));
         p = dx_product(g->dqkv16, P16(g, l, GPT_QKV_W), g->dln, CUDA_R_32F, N, C, 3 * C);
         lt_run(g, &p);
         p = dw_product(g->dqkv16, ln1, GRAD(g, l, GPT_QKV_W), N, C, 3 * C);

@@ -363,13 +363,14 @@ extern "C" cudaError_t gpt_merge_heads_bf16_bf16_launch(bf16_bits *y, const bf16
  * products (the Shakespeare model's 8192 x 1536 x 384: 57.7 us against 17-20 us, H100), and BGRADB
  * is a kernel of its own after the weight's product (14 us a call). So version 6 on, the plain
  * product, then one pass over its bf16 output: GELU's derivative applied in place (pre not NULL)
- * and the columns summed in the same read. A block is 32 threads across, R columns each (a run
+ * and the columns summed in the same read. A block is 32 threads across, 8 columns each (a run
  * of 16 bytes), and 8 row lanes over a slab of GPT_BF16_SLAB rows; the lanes are added in shared
  * memory and the slabs by column_total_kernel, in order (no atomics). The sums are of the bf16
  * values written, the ones the weight's product reads. */
-template <int R, bool GELU>
+template <bool GELU>
 __global__ void bias_grad_slab_kernel(float *part, unsigned short *d, const unsigned short *pre, int N, int O)
 {
+    constexpr int R = 8; /* a thread's run of columns: 16 bytes of bf16 */
     __shared__ float lanes[8][32 * R + 1];
     int o = (blockIdx.x * 32 + threadIdx.x) * R, slab = blockIdx.y;
     int end = min(N, (slab + 1) * GPT_BF16_SLAB);
@@ -406,9 +407,9 @@ extern "C" cudaError_t gpt_bias_grad_bf16_launch(float *db, unsigned short *d, c
     int slabs = (N + GPT_BF16_SLAB - 1) / GPT_BF16_SLAB;
     dim3 grid((O / 8 + 31) / 32, slabs), block(32, 8);
     if (pre)
-        bias_grad_slab_kernel<8, true><<<grid, block>>>(part, d, pre, N, O);
+        bias_grad_slab_kernel<true><<<grid, block>>>(part, d, pre, N, O);
     else
-        bias_grad_slab_kernel<8, false><<<grid, block>>>(part, d, pre, N, O);
+        bias_grad_slab_kernel<false><<<grid, block>>>(part, d, pre, N, O);
     column_total_kernel<<<(O + GPT_BLOCK - 1) / GPT_BLOCK, GPT_BLOCK>>>(db, part, slabs, O);
     return cudaGetLastError();
 }
