@@ -324,11 +324,11 @@ int main(int argc, char **argv)
     CUDA_CHECK(lb_malloc_guarded((void **)&d_lse, sizeof(float) * rows));
     for (int g = 0; g < 3; g++) CUDA_CHECK(cudaMalloc((void **)&d_grad[g], 2 * n));
     attention_problem f = {d_in[0], d_in[1], d_in[2], d_o, (int)o.batch, (int)o.heads, (int)seq, (int)o.dim,
-                           o.causal, d_lse, NULL};
+                           o.causal, d_lse, NULL, 0, 0};
     run_forward(&f, &gpu);
 
     attention_bwd_job job = {.p = {d_in[0], d_in[1], d_in[2], d_o, d_in[3], d_lse, d_grad[0], d_grad[1], d_grad[2],
-                                   NULL, NULL, (int)o.batch, (int)o.heads, (int)seq, (int)o.dim, o.causal, NULL}};
+                                   NULL, NULL, (int)o.batch, (int)o.heads, (int)seq, (int)o.dim, o.causal, NULL, 0, 0}};
     CUDA_CHECK(cudaMalloc((void **)&job.p.delta, sizeof(float) * rows));
     CUDA_CHECK(cudaMalloc((void **)&job.p.dq_acc, sizeof(float) * n));
     CUDA_CHECK(attention_bwd_prepare(&job.p)); /* version 4's tensor maps: once, outside the timing */

@@ -230,21 +230,23 @@ template <int D> struct bwd4_smem {
 template <int D>
 __device__ __forceinline__ void produce4(const bwd4_smem<D> &sm, const CUtensorMap *mapQ, const CUtensorMap *mapK,
                                          const CUtensorMap *mapV, const CUtensorMap *mapdO, uint64_t *kv_full,
-                                         uint64_t *full, uint64_t *empty, int k0, int q_first, int tiles, int bh)
+                                         uint64_t *full, uint64_t *empty, int k0, int q_first, int tiles, int bh,
+                                         int heads)
 {
     typedef bwd4_layout<D> L;
+    int h = bh % heads, b4 = bh / heads; /* the maps' (d, s, h, b) */
     mbar_arrive_expect(kv_full, 2 * L::KV_BYTES);
     for (int b = 0; b < D / 64; b++) {
-        tma_load_3d(sm.k() + b * L::K_BOX, mapK, 64 * b, k0, bh, kv_full);
-        tma_load_3d(sm.v() + b * L::K_BOX, mapV, 64 * b, k0, bh, kv_full);
+        tma_load_4d(sm.k() + b * L::K_BOX, mapK, 64 * b, k0, h, b4, kv_full);
+        tma_load_4d(sm.v() + b * L::K_BOX, mapV, 64 * b, k0, h, b4, kv_full);
     }
     for (int t = 0; t < tiles; t++) {
         int s = t % BWD4_STAGES, use = t / BWD4_STAGES, q0 = q_first + t * L::QT;
         if (use > 0) mbar_wait(&empty[s], (use - 1) & 1);
         mbar_arrive_expect(&full[s], 2 * L::QT_BYTES);
         for (int b = 0; b < D / 64; b++) {
-            tma_load_3d(sm.q(s) + b * L::Q_BOX, mapQ, 64 * b, q0, bh, &full[s]);
-            tma_load_3d(sm.d_o(s) + b * L::Q_BOX, mapdO, 64 * b, q0, bh, &full[s]);
+            tma_load_4d(sm.q(s) + b * L::Q_BOX, mapQ, 64 * b, q0, h, b4, &full[s]);
+            tma_load_4d(sm.d_o(s) + b * L::Q_BOX, mapdO, 64 * b, q0, h, b4, &full[s]);
         }
     }
 }
@@ -315,7 +317,7 @@ template <int D>
 __device__ __forceinline__ void consume4(const bwd4_smem<D> &sm, const CUtensorMap *mapDQ, const float *lse,
                                          const float *delta, uint64_t *kv_full, uint64_t *full, uint64_t *empty, int c,
                                          int k0, int q_first, int tiles, int bh, int seq, int causal, uint16_t *dK,
-                                         uint16_t *dV)
+                                         uint16_t *dV, const attention_rows &rows)
 {
     typedef bwd4_layout<D> L;
     const int QT = L::QT, mq = D == 64 ? c : 0, nd = D == 128 ? c : 0;
@@ -407,14 +409,15 @@ __device__ __forceinline__ void consume4(const bwd4_smem<D> &sm, const CUtensorM
         }
     }
     if (leader) bulk_wait<0>(); /* every reduce done before the block ends */
-    size_t head = (size_t)bh * seq * D;
+    long long head = (long long)(bh / rows.heads) * rows.batch + (long long)(bh % rows.heads) * rows.head;
 #pragma unroll
     for (int j = 0; j < D / 8; j++) { /* the thread's two keys, columns 8j + 2 t4 and + 1 */
         int col = 8 * j + 2 * t4;
         for (int h = 0; h < 2; h++) {
             if (key[h] >= seq) continue;
-            *reinterpret_cast<uint32_t *>(dK + head + (size_t)key[h] * D + col) = lb_bf16_pack2(dk[4 * j + 2 * h], dk[4 * j + 2 * h + 1]);
-            *reinterpret_cast<uint32_t *>(dV + head + (size_t)key[h] * D + col) = lb_bf16_pack2(dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
+            long long at = head + key[h] * rows.row + col;
+            *reinterpret_cast<uint32_t *>(dK + at) = lb_bf16_pack2(dk[4 * j + 2 * h], dk[4 * j + 2 * h + 1]);
+            *reinterpret_cast<uint32_t *>(dV + at) = lb_bf16_pack2(dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
         }
     }
 }
@@ -428,7 +431,7 @@ __global__ void __launch_bounds__(BWD4_THREADS, 1)
     attention_bwd_kernel4(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
                           const __grid_constant__ CUtensorMap mapV, const __grid_constant__ CUtensorMap mapdO,
                           const __grid_constant__ CUtensorMap mapDQ, const float *lse, const float *delta, uint16_t *dK,
-                          uint16_t *dV, int seq, int causal)
+                          uint16_t *dV, const attention_rows rows, int seq, int causal)
 {
     typedef bwd4_layout<D> L;
     extern __shared__ uint8_t smem_bwd4[];
@@ -445,11 +448,11 @@ __global__ void __launch_bounds__(BWD4_THREADS, 1)
     int wg = threadIdx.x / 128;
     if (wg == 0) {
         setmaxnreg_dec<24>();
-        if (threadIdx.x == 0) produce4<D>(sm, &mapQ, &mapK, &mapV, &mapdO, &kv_full, full, empty, k0, q_first, tiles, bh);
+        if (threadIdx.x == 0) produce4<D>(sm, &mapQ, &mapK, &mapV, &mapdO, &kv_full, full, empty, k0, q_first, tiles, bh, rows.heads);
         return;
     }
     setmaxnreg_inc<240>(); /* 232 leaves ptxas short: it serialises the wgmma (C7512) */
-    consume4<D>(sm, &mapDQ, lse, delta, &kv_full, full, empty, wg - 1, k0, q_first, tiles, bh, seq, causal, dK, dV);
+    consume4<D>(sm, &mapDQ, lse, delta, &kv_full, full, empty, wg - 1, k0, q_first, tiles, bh, seq, causal, dK, dV, rows);
 }
 
 /* ================================================================ launcher */
@@ -478,16 +481,25 @@ typedef struct {
     CUtensorMap q, k, v, d_o, dq_acc;
 } bwd_maps;
 
-/* a (B H, S, D) tensor seen by the copy engine in boxes of `rows` rows x 128 bytes (64 bf16 or
- * 32 floats) at (d, s, head): rows past S arrive as zeros (loads) or are not written (reduce) */
-static cudaError_t make_map(CUtensorMap *map, const void *base, const attention_bwd_problem *p, int rows, int fp32)
+/* Q, K, V and dO: a bf16 tensor of heads (rows as attention_rows_of(H, S, D, ld) says: (B, H, S, D)
+ * contiguous or token rows) seen by the copy engine as (d, s, h, b) in boxes of `rows` x 64 (128
+ * bytes) at (d, s, h, b): rows past S arrive as zeros */
+static cudaError_t make_map(CUtensorMap *map, const void *base, const attention_bwd_problem *p, int ld, int rows)
 {
-    size_t elem = fp32 ? 4 : 2;
+    attention_rows r = attention_rows_of(p->heads, p->seq, p->dim, ld);
+    cuuint64_t dims[4] = {(cuuint64_t)p->dim, (cuuint64_t)p->seq, (cuuint64_t)p->heads, (cuuint64_t)p->batch};
+    cuuint64_t strides[3] = {(cuuint64_t)r.row * 2, (cuuint64_t)r.head * 2, (cuuint64_t)r.batch * 2}; /* bytes */
+    cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1};
+    return lb_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, base, dims, strides, box, 1);
+}
+/* dq_acc: (B H, S, D) fp32, contiguous, in boxes of `rows` x 32 floats (128 bytes) at (d, s, head)
+ * for the reduce-add: rows past S are not written */
+static cudaError_t make_acc_map(CUtensorMap *map, float *base, const attention_bwd_problem *p, int rows)
+{
     cuuint64_t dims[3] = {(cuuint64_t)p->dim, (cuuint64_t)p->seq, (cuuint64_t)p->batch * p->heads};
-    cuuint64_t strides[2] = {(cuuint64_t)(p->dim * elem), (cuuint64_t)(p->seq * p->dim * elem)}; /* bytes */
-    cuuint32_t box[3] = {(cuuint32_t)(128 / elem), (cuuint32_t)rows, 1};
-    return lb_tensor_map(map, fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, base, dims,
-                         strides, box, !fp32);
+    cuuint64_t strides[2] = {(cuuint64_t)p->dim * 4, (cuuint64_t)p->seq * p->dim * 4}; /* bytes */
+    cuuint32_t box[3] = {32, (cuuint32_t)rows, 1};
+    return lb_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, base, dims, strides, box, 0);
 }
 
 extern "C" cudaError_t attention_bwd_hopper_prepare(attention_bwd_problem *p)
@@ -496,11 +508,11 @@ extern "C" cudaError_t attention_bwd_hopper_prepare(attention_bwd_problem *p)
     if (!m) return cudaErrorMemoryAllocation;
     p->prepared = m;
     int qt = p->dim == 128 ? bwd4_layout<128>::QT : bwd4_layout<64>::QT;
-    cudaError_t e = make_map(&m->q, p->q, p, qt, 0);
-    if (e == cudaSuccess) e = make_map(&m->d_o, p->d_o, p, qt, 0);
-    if (e == cudaSuccess) e = make_map(&m->k, p->k, p, BWD4_KEYS, 0);
-    if (e == cudaSuccess) e = make_map(&m->v, p->v, p, BWD4_KEYS, 0);
-    if (e == cudaSuccess) e = make_map(&m->dq_acc, p->dq_acc, p, 64, 1);
+    cudaError_t e = make_map(&m->q, p->q, p, p->ld_qkv, qt);
+    if (e == cudaSuccess) e = make_map(&m->d_o, p->d_o, p, p->ld_o, qt);
+    if (e == cudaSuccess) e = make_map(&m->k, p->k, p, p->ld_qkv, BWD4_KEYS);
+    if (e == cudaSuccess) e = make_map(&m->v, p->v, p, p->ld_qkv, BWD4_KEYS);
+    if (e == cudaSuccess) e = make_acc_map(&m->dq_acc, p->dq_acc, p, 64);
     return e;
 }
 
@@ -514,7 +526,8 @@ template <int D> static cudaError_t kernel4(const attention_bwd_problem *p)
     const bwd_maps *m = (const bwd_maps *)p->prepared;
     dim3 grid((p->seq + BWD4_KEYS - 1) / BWD4_KEYS, p->batch * p->heads);
     attention_bwd_kernel4<D><<<grid, BWD4_THREADS, bwd4_layout<D>::BYTES>>>(
-        m->q, m->k, m->v, m->d_o, m->dq_acc, p->lse, p->delta, p->dk, p->dv, p->seq, p->causal);
+        m->q, m->k, m->v, m->d_o, m->dq_acc, p->lse, p->delta, p->dk, p->dv,
+        attention_rows_of(p->heads, p->seq, p->dim, p->ld_qkv), p->seq, p->causal);
     return cudaGetLastError();
 }
 extern "C" cudaError_t attention_bwd_launch4(const attention_bwd_problem *p)

@@ -39,19 +39,29 @@ __device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a
 
 #define BWD_DELTA_BLOCK 256 /* 8 warps, a row each */
 
-/* delta_i = sum_d dO_id O_id: a warp a row, lanes on neighbouring pairs of columns */
+/* where row `row` (b H S + h S + s, the count of (B H S) rows) of a tensor of heads starts */
+__device__ __forceinline__ long long head_row(const attention_rows &r, long long row, int seq)
+{
+    long long bh = row / seq;
+    return (bh / r.heads) * r.batch + (bh % r.heads) * r.head + (row % seq) * r.row;
+}
+
+/* delta_i = sum_d dO_id O_id: a warp a row, lanes on neighbouring pairs of columns; O and dO
+ * where `rows` says (contiguous or token rows) */
 template <int D>
 __global__ void __launch_bounds__(BWD_DELTA_BLOCK)
-    attention_bwd_delta_kernel(const uint16_t *O, const uint16_t *dO, float *delta, long long rows)
+    attention_bwd_delta_kernel(const uint16_t *O, const uint16_t *dO, attention_rows rows, int seq, float *delta,
+                               long long count)
 {
     long long row = blockIdx.x * (long long)(BWD_DELTA_BLOCK / 32) + threadIdx.x / 32;
     int lane = threadIdx.x % 32;
-    if (row >= rows) return;
+    if (row >= count) return;
+    long long at = head_row(rows, row, seq);
     float sum = 0.0f;
 #pragma unroll
     for (int c = 2 * lane; c < D; c += 64) {
-        uint32_t o = *reinterpret_cast<const uint32_t *>(O + row * D + c),
-                 g = *reinterpret_cast<const uint32_t *>(dO + row * D + c);
+        uint32_t o = *reinterpret_cast<const uint32_t *>(O + at + c),
+                 g = *reinterpret_cast<const uint32_t *>(dO + at + c);
         sum += __uint_as_float(o << 16) * __uint_as_float(g << 16) +
                __uint_as_float(o & 0xFFFF0000u) * __uint_as_float(g & 0xFFFF0000u);
     }
@@ -62,12 +72,13 @@ __global__ void __launch_bounds__(BWD_DELTA_BLOCK)
 
 extern "C" cudaError_t attention_bwd_delta_launch(const attention_bwd_problem *p)
 {
-    long long rows = (long long)p->batch * p->heads * p->seq;
-    unsigned blocks = (unsigned)((rows + BWD_DELTA_BLOCK / 32 - 1) / (BWD_DELTA_BLOCK / 32));
+    long long count = (long long)p->batch * p->heads * p->seq;
+    unsigned blocks = (unsigned)((count + BWD_DELTA_BLOCK / 32 - 1) / (BWD_DELTA_BLOCK / 32));
+    attention_rows rows = attention_rows_of(p->heads, p->seq, p->dim, p->ld_o);
     if (p->dim == 64)
-        attention_bwd_delta_kernel<64><<<blocks, BWD_DELTA_BLOCK>>>(p->o, p->d_o, p->delta, rows);
+        attention_bwd_delta_kernel<64><<<blocks, BWD_DELTA_BLOCK>>>(p->o, p->d_o, rows, p->seq, p->delta, count);
     else
-        attention_bwd_delta_kernel<128><<<blocks, BWD_DELTA_BLOCK>>>(p->o, p->d_o, p->delta, rows);
+        attention_bwd_delta_kernel<128><<<blocks, BWD_DELTA_BLOCK>>>(p->o, p->d_o, rows, p->seq, p->delta, count);
     return cudaGetLastError();
 }
 
@@ -196,11 +207,16 @@ __global__ void __launch_bounds__(BWD1_THREADS)
     }
 }
 
-/* dQ from its fp32 sum to bf16 */
-__global__ void attention_bwd_convert_kernel(const float *acc, uint16_t *out, size_t n)
+/* dQ from its fp32 sum ((B H S, D) contiguous) to bf16 where `rows` says: four columns a thread
+ * (D is 64 or 128: a row's fours never straddle rows) */
+__global__ void attention_bwd_convert_kernel(const float *acc, uint16_t *out, attention_rows rows, int seq, int dim,
+                                             size_t n)
 {
-    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i < n) out[i] = lb_bf16_rn(acc[i]);
+    size_t i = 4 * (blockIdx.x * (size_t)blockDim.x + threadIdx.x);
+    if (i >= n) return;
+    float4 a = *reinterpret_cast<const float4 *>(acc + i);
+    long long at = head_row(rows, (long long)(i / dim), seq) + (long long)(i % dim);
+    *reinterpret_cast<uint2 *>(out + at) = lb_bf16_pack4(a.x, a.y, a.z, a.w);
 }
 
 /* ================================================================ version 2: mma.sync, FlashAttention-2 */
@@ -390,7 +406,8 @@ extern "C" cudaError_t attention_bwd_tiled(const attention_bwd_problem *p,
     if (e == cudaSuccess) e = cudaMemsetAsync(p->dq_acc, 0, sizeof(float) * n);
     if (e == cudaSuccess) e = kernel(p);
     if (e != cudaSuccess || !p->dq) return e; /* no dq: the caller reads dQ's fp32 sum itself */
-    attention_bwd_convert_kernel<<<(unsigned)((n + 255) / 256), 256>>>(p->dq_acc, p->dq, n);
+    attention_bwd_convert_kernel<<<(unsigned)((n / 4 + 255) / 256), 256>>>(
+        p->dq_acc, p->dq, attention_rows_of(p->heads, p->seq, p->dim, p->ld_qkv), p->seq, p->dim, n);
     return cudaGetLastError();
 }
 
@@ -463,5 +480,6 @@ extern "C" void attention_bwd_release(attention_bwd_problem *p)
 extern "C" cudaError_t attention_bwd_launch(int v, const attention_bwd_problem *p)
 {
     if (v < 1 || v >= ATTENTION_BWD_VERSIONS || (p->dim != 64 && p->dim != 128)) return cudaErrorInvalidValue;
+    if ((p->ld_qkv || p->ld_o) && v < 4) return cudaErrorNotSupported; /* token rows: the tensor maps' version */
     return launchers[v].launch(p);
 }

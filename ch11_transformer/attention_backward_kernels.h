@@ -8,6 +8,7 @@
 #define ATTENTION_BACKWARD_KERNELS_H
 #include <stdint.h>
 #include <cuda_runtime_api.h>
+#include "attention_kernels.h" /* attention_rows: where a head's rows are */
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -27,9 +28,14 @@ typedef struct {
     int batch, heads, seq, dim;          /* dim: 64 or 128 */
     int causal;
     void *prepared; /* version 4's tensor maps (attention_bwd_prepare), NULL before */
+    /* token rows, as attention_problem's (0: (B, H, S, D) contiguous): ld_qkv for Q, K, V and
+     * dQ, dK, dV, ld_o for O and dO; delta, lse and dq_acc stay (B H S) contiguous. Version 4
+     * only (attention_bwd_launch refuses the others). */
+    int ld_qkv, ld_o;
 } attention_bwd_problem;
 
-/* Launch version v (1..ATTENTION_BWD_VERSIONS - 1) on stream 0; returns the launch error. */
+/* Launch version v (1..ATTENTION_BWD_VERSIONS - 1) on stream 0; returns the launch error
+ * (cudaErrorNotSupported: token rows, ld_qkv or ld_o set, for a version before 4). */
 cudaError_t attention_bwd_launch(int v, const attention_bwd_problem *p);
 
 /* NULL when version v can run on this GPU with this build, else the reason it cannot (versions 3

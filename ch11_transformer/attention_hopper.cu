@@ -45,6 +45,12 @@
 #define ATT4_STAGES ATT_STAGES
 #define ATT4_BOX_BYTES(rows) ((rows)*128) /* a box: rows x 64 bf16 (128 bytes, one swizzle row) */
 
+/* where the consumers write O: its rows (attention_rows_of: (B, H, S, D) or token rows) */
+struct att_out {
+    uint16_t *o;
+    attention_rows rows;
+};
+
 /* shared memory, each tile as D/64 boxes of rows x 128 bytes, 1024-byte aligned: Q, then the
  * ring of K and V stages */
 template <int D> struct att4_layout {
@@ -143,20 +149,20 @@ __device__ __forceinline__ void pack_p(uint32_t p[8][4], const float sc[64])
 
 /* O / l in bf16, two columns a store, rows row0 and row0 + 8 where they are inside S */
 template <int D>
-__device__ __forceinline__ void store_o(uint16_t *O, float *lse_out, size_t bh, int seq, int row0, int t4, const float *o,
-                                        const float m[2], float l[2])
+__device__ __forceinline__ void store_o(const att_out &O, float *lse_out, size_t bh, int seq, int row0, int t4,
+                                        const float *o, const float m[2], float l[2])
 {
-    size_t head = bh * seq * D;
+    uint16_t *head = O.o + (long long)(bh / O.rows.heads) * O.rows.batch + (long long)(bh % O.rows.heads) * O.rows.head;
     inverse_row_sums(l);
     store_lse(lse_out, bh * seq, seq, row0, t4, m, l);
 #pragma unroll
     for (int j = 0; j < D / 8; j++) {
         int col = 8 * j + 2 * t4;
         if (row0 < seq)
-            *reinterpret_cast<uint32_t *>(O + head + (size_t)row0 * D + col) =
+            *reinterpret_cast<uint32_t *>(head + row0 * O.rows.row + col) =
                 lb_bf16_pack2(o[4 * j] * l[0], o[4 * j + 1] * l[0]);
         if (row0 + 8 < seq)
-            *reinterpret_cast<uint32_t *>(O + head + (size_t)(row0 + 8) * D + col) =
+            *reinterpret_cast<uint32_t *>(head + (row0 + 8) * O.rows.row + col) =
                 lb_bf16_pack2(o[4 * j + 2] * l[1], o[4 * j + 3] * l[1]);
     }
 }
@@ -176,19 +182,20 @@ __device__ __forceinline__ int att4_tiles(int q0, int seq, int causal)
 template <int D>
 __device__ __forceinline__ int produce(const CUtensorMap *mapQ, const CUtensorMap *mapK, const CUtensorMap *mapV,
                                        uint8_t *sQ, uint8_t *sKV, uint64_t *q_full, uint64_t *full, uint64_t *empty,
-                                       int q0, int bh, int tiles, int u)
+                                       int q0, int bh, int heads, int tiles, int u)
 {
     typedef att4_layout<D> L;
+    int h = bh % heads, b4 = bh / heads; /* the maps' (d, s, h, b) */
     mbar_arrive_expect(q_full, L::Q_BYTES);
-    for (int b = 0; b < D / 64; b++) tma_load_3d(sQ + b * ATT4_BOX_BYTES(ATT4_QUERIES), mapQ, 64 * b, q0, bh, q_full);
+    for (int b = 0; b < D / 64; b++) tma_load_4d(sQ + b * ATT4_BOX_BYTES(ATT4_QUERIES), mapQ, 64 * b, q0, h, b4, q_full);
     for (int t = 0; t < tiles; t++, u++) {
         int s = u % ATT4_STAGES, use = u / ATT4_STAGES;
         if (use > 0) mbar_wait(&empty[s], (use - 1) & 1);
         uint8_t *sK = sKV + 2 * s * L::KV_BYTES, *sV = sK + L::KV_BYTES;
         mbar_arrive_expect(&full[s], 2 * L::KV_BYTES);
         for (int b = 0; b < D / 64; b++) {
-            tma_load_3d(sK + b * ATT4_BOX_BYTES(ATT4_KEYS), mapK, 64 * b, t * ATT4_KEYS, bh, &full[s]);
-            tma_load_3d(sV + b * ATT4_BOX_BYTES(ATT4_KEYS), mapV, 64 * b, t * ATT4_KEYS, bh, &full[s]);
+            tma_load_4d(sK + b * ATT4_BOX_BYTES(ATT4_KEYS), mapK, 64 * b, t * ATT4_KEYS, h, b4, &full[s]);
+            tma_load_4d(sV + b * ATT4_BOX_BYTES(ATT4_KEYS), mapV, 64 * b, t * ATT4_KEYS, h, b4, &full[s]);
         }
     }
     return u;
@@ -246,7 +253,7 @@ template <int D> struct att4_job {
  *     rescaled once its product has landed. (A turn for each product separately, without
  *     issuing the two together, does not survive ptxas: it moves the softmax, pure register
  *     work, past the turn's bar.sync, into the turn. NOTES.) */
-template <int D> __device__ __forceinline__ void consume_in_order(const att4_job<D> &j, uint16_t *O, float *lse_out)
+template <int D> __device__ __forceinline__ void consume_in_order(const att4_job<D> &j, const att_out &O, float *lse_out)
 {
     int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
     int row0 = j.q0 + 64 * j.c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
@@ -275,7 +282,7 @@ template <int D> __device__ __forceinline__ void consume_in_order(const att4_job
 /* q_empty (version 6): arrived on once the job's last S has landed (Q may be reloaded); final:
  * this consumer's last job, whose last turn consumer 1 hands to nobody */
 template <int D>
-__device__ __forceinline__ void consume_fa3(const att4_job<D> &j, uint16_t *O, float *lse_out, uint64_t *q_empty, bool final)
+__device__ __forceinline__ void consume_fa3(const att4_job<D> &j, const att_out &O, float *lse_out, uint64_t *q_empty, bool final)
 {
     int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4, c = j.c;
     int row0 = j.q0 + 64 * c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
@@ -338,7 +345,7 @@ __device__ __forceinline__ void init_barriers(uint64_t *q_full, uint64_t *q_empt
 /* Versions 4 and 5: one block of 128 queries a block of threads (causal: the longest rows first) */
 template <int D, bool FA3>
 __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const CUtensorMap *mapK,
-                                                 const CUtensorMap *mapV, uint16_t *O, float *lse_out, int seq, int causal)
+                                                 const CUtensorMap *mapV, const att_out &O, float *lse_out, int seq, int causal)
 {
     typedef att4_layout<D> L;
     extern __shared__ uint8_t smem4_raw[];
@@ -350,7 +357,7 @@ __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const 
     int wg = threadIdx.x / 128;
     if (wg == 0) {
         setmaxnreg_dec<40>();
-        if (threadIdx.x == 0) produce<D>(mapQ, mapK, mapV, sQ, sKV, &q_full, full, empty, q0, bh, tiles, 0);
+        if (threadIdx.x == 0) produce<D>(mapQ, mapK, mapV, sQ, sKV, &q_full, full, empty, q0, bh, O.rows.heads, tiles, 0);
         return;
     }
     setmaxnreg_inc<232>();
@@ -368,7 +375,7 @@ __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const 
 template <int D>
 __global__ void __launch_bounds__(ATT4_THREADS, 1)
     attention_kernel4(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
-                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, float *lse_out, int seq, int causal)
+                      const __grid_constant__ CUtensorMap mapV, const att_out O, float *lse_out, int seq, int causal)
 {
     flash_wgmma_body<D, false>(&mapQ, &mapK, &mapV, O, lse_out, seq, causal);
 }
@@ -377,7 +384,7 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
 template <int D>
 __global__ void __launch_bounds__(ATT4_THREADS, 1)
     attention_kernel5(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
-                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, float *lse_out, int seq, int causal)
+                      const __grid_constant__ CUtensorMap mapV, const att_out O, float *lse_out, int seq, int causal)
 {
     flash_wgmma_body<D, true>(&mapQ, &mapK, &mapV, O, lse_out, seq, causal);
 }
@@ -405,7 +412,7 @@ __device__ __forceinline__ void att6_decode(int item, int qblocks, int heads, in
 template <int D>
 __global__ void __launch_bounds__(ATT4_THREADS, 1)
     attention_kernel6(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
-                      const __grid_constant__ CUtensorMap mapV, uint16_t *O, float *lse_out, int seq, int heads, int causal)
+                      const __grid_constant__ CUtensorMap mapV, const att_out O, float *lse_out, int seq, int heads, int causal)
 {
     typedef att4_layout<D> L;
     extern __shared__ uint8_t smem6_raw[];
@@ -421,7 +428,8 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
             if (item >= items) break;
             att6_decode(item, qblocks, heads, causal, &q0, &bh);
             if (round > 0) mbar_wait(&q_empty, (round - 1) & 1); /* both consumers' last S of the last item */
-            u = produce<D>(&mapQ, &mapK, &mapV, sQ, sKV, &q_full, full, empty, q0, bh, att4_tiles(q0, seq, causal), u);
+            u = produce<D>(&mapQ, &mapK, &mapV, sQ, sKV, &q_full, full, empty, q0, bh, O.rows.heads,
+                           att4_tiles(q0, seq, causal), u);
         }
         return;
     }
@@ -446,14 +454,17 @@ typedef struct {
     CUtensorMap q, k, v;
 } att_maps;
 
-/* A (B H, S, D) bf16 tensor seen by the copy engine in boxes of `rows` x 64 (128 bytes, swizzled)
- * at (d, s, head): rows past S in a box arrive as zeros */
-static cudaError_t make_map(CUtensorMap *map, const void *base, const attention_problem *p, int rows)
+/* A bf16 tensor of heads (rows as attention_rows_of(H, S, D, ld) says: (B, H, S, D) contiguous or
+ * token rows) seen by the copy engine as (d, s, h, b), each dimension with its own stride, in
+ * boxes of `rows` x 64 (128 bytes, swizzled) at (d, s, h, b): rows past S in a box arrive as
+ * zeros, whatever the memory after them holds (the next token rows of another head) */
+static cudaError_t make_map(CUtensorMap *map, const void *base, const attention_problem *p, int ld, int rows)
 {
-    cuuint64_t dims[3] = {(cuuint64_t)p->dim, (cuuint64_t)p->seq, (cuuint64_t)p->batch * p->heads};
-    cuuint64_t strides[2] = {(cuuint64_t)p->dim * 2, (cuuint64_t)p->seq * p->dim * 2}; /* bytes */
-    cuuint32_t box[3] = {64, (cuuint32_t)rows, 1};
-    return lb_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, base, dims, strides, box, 1);
+    attention_rows r = attention_rows_of(p->heads, p->seq, p->dim, ld);
+    cuuint64_t dims[4] = {(cuuint64_t)p->dim, (cuuint64_t)p->seq, (cuuint64_t)p->heads, (cuuint64_t)p->batch};
+    cuuint64_t strides[3] = {(cuuint64_t)r.row * 2, (cuuint64_t)r.head * 2, (cuuint64_t)r.batch * 2}; /* bytes */
+    cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1};
+    return lb_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, base, dims, strides, box, 1);
 }
 
 extern "C" cudaError_t attention_hopper_prepare(attention_problem *p)
@@ -461,9 +472,9 @@ extern "C" cudaError_t attention_hopper_prepare(attention_problem *p)
     att_maps *m = (att_maps *)calloc(1, sizeof *m);
     if (!m) return cudaErrorMemoryAllocation;
     p->prepared = m;
-    cudaError_t e = make_map(&m->q, p->q, p, ATT4_QUERIES);
-    if (e == cudaSuccess) e = make_map(&m->k, p->k, p, ATT4_KEYS);
-    if (e == cudaSuccess) e = make_map(&m->v, p->v, p, ATT4_KEYS);
+    cudaError_t e = make_map(&m->q, p->q, p, p->ld_qkv, ATT4_QUERIES);
+    if (e == cudaSuccess) e = make_map(&m->k, p->k, p, p->ld_qkv, ATT4_KEYS);
+    if (e == cudaSuccess) e = make_map(&m->v, p->v, p, p->ld_qkv, ATT4_KEYS);
     return e;
 }
 
@@ -476,6 +487,11 @@ template <typename K> static cudaError_t allow_smem(K kernel, int bytes)
     return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 #define ATT_MAPS(p) ((const att_maps *)(p)->prepared)
+static att_out out_of(const attention_problem *p)
+{
+    att_out o = {p->o, attention_rows_of(p->heads, p->seq, p->dim, p->ld_o)};
+    return o;
+}
 
 /* version 4: a block of 128 queries a (head, query block) */
 template <int D> static cudaError_t launch4_d(const attention_problem *p, const att_maps *m)
@@ -484,7 +500,7 @@ template <int D> static cudaError_t launch4_d(const attention_problem *p, const 
     if (allowed != cudaSuccess) return allowed;
     dim3 grid((p->seq + ATT4_QUERIES - 1) / ATT4_QUERIES, p->batch * p->heads);
     attention_kernel4<D>
-        <<<grid, ATT4_THREADS, att4_layout<D>::BYTES>>>(m->q, m->k, m->v, p->o, p->lse, p->seq, p->causal);
+        <<<grid, ATT4_THREADS, att4_layout<D>::BYTES>>>(m->q, m->k, m->v, out_of(p), p->lse, p->seq, p->causal);
     return cudaGetLastError();
 }
 extern "C" cudaError_t attention_launch4(const attention_problem *p)
@@ -500,7 +516,7 @@ template <int D> static cudaError_t launch5_d(const attention_problem *p, const 
     if (allowed != cudaSuccess) return allowed;
     dim3 grid((p->seq + ATT4_QUERIES - 1) / ATT4_QUERIES, p->batch * p->heads);
     attention_kernel5<D>
-        <<<grid, ATT4_THREADS, att4_layout<D>::BYTES>>>(m->q, m->k, m->v, p->o, p->lse, p->seq, p->causal);
+        <<<grid, ATT4_THREADS, att4_layout<D>::BYTES>>>(m->q, m->k, m->v, out_of(p), p->lse, p->seq, p->causal);
     return cudaGetLastError();
 }
 extern "C" cudaError_t attention_launch5(const attention_problem *p)
@@ -525,7 +541,7 @@ template <int D> static cudaError_t launch6_d(const attention_problem *p, const 
     if (sms < 1) return cudaErrorInvalidDevice;
     int qblocks = (p->seq + ATT4_QUERIES - 1) / ATT4_QUERIES, heads = p->batch * p->heads;
     attention_kernel6<D><<<min(sms, qblocks * heads), ATT4_THREADS, att4_layout<D>::BYTES>>>(
-        m->q, m->k, m->v, p->o, p->lse, p->seq, heads, p->causal);
+        m->q, m->k, m->v, out_of(p), p->lse, p->seq, heads, p->causal);
     return cudaGetLastError();
 }
 extern "C" cudaError_t attention_launch6(const attention_problem *p)

@@ -419,6 +419,7 @@ static_assert(sizeof launchers / sizeof launchers[0] == ATTENTION_VERSIONS,
 extern "C" cudaError_t attention_launch(int v, const attention_problem *p)
 {
     if (v < 1 || v >= ATTENTION_VERSIONS || (p->dim != 64 && p->dim != 128)) return cudaErrorInvalidValue;
+    if ((p->ld_qkv || p->ld_o) && v < 4) return cudaErrorNotSupported; /* token rows: the tensor maps' versions */
     return launchers[v].launch(p);
 }
 

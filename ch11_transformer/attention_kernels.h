@@ -28,9 +28,31 @@ typedef struct {
      * softmax; every version writes it when asked (the forward's timing leaves it NULL) */
     float *lse;
     void *prepared; /* versions 4-6's tensor maps (attention_prepare), NULL before */
+    /* 0 and 0: Q, K, V and O as above, (B, H, S, D) contiguous. Else token rows, the layout a
+     * product writes (PyTorch's (B, S, H, D) too): row s of head (b, h) at element
+     * (b S + s) ld + h D, ld_qkv for Q, K and V, ld_o for O; ch12 reads Q, K and V straight from
+     * its (B, S, 3C) qkv product (ld 3C, k = q + C, v = q + 2C) and writes O as the (B, S, C)
+     * input of the next (ld C). Versions 4-6 only (attention_launch refuses the others). */
+    int ld_qkv, ld_o;
 } attention_problem;
 
-/* Launch version v (1..6) on stream 0; returns the launch error. */
+/* Where a tensor's rows are: row s of head (b, h) starts at element b batch + h head + s row.
+ * ld 0: (B, H, S, D) contiguous; else token rows ld elements apart (attention_problem.ld_qkv). */
+typedef struct {
+    long long batch, head, row;
+    int heads; /* H: (b, h) from the head index b H + h that the kernels' grids count */
+} attention_rows;
+static inline attention_rows attention_rows_of(int heads, int seq, int dim, int ld)
+{
+    attention_rows r;
+    r.heads = heads;
+    if (ld) r.batch = (long long)seq * ld, r.head = dim, r.row = ld;
+    else r.batch = (long long)heads * seq * dim, r.head = (long long)seq * dim, r.row = dim;
+    return r;
+}
+
+/* Launch version v (1..6) on stream 0; returns the launch error (cudaErrorNotSupported: token
+ * rows, ld_qkv or ld_o set, for a version before 4). */
 cudaError_t attention_launch(int v, const attention_problem *p);
 
 /* Version 0's softmax, between its two cuBLAS products: the rows of scores (rows x seq fp32,

@@ -22,6 +22,9 @@
  *      epilogues cost more than their data at these shapes), dQ joined from ch11's fp32 sum
  *   7  version 6's step recorded once as a CUDA graph and launched as one (gpt_run_graph)
  *   8  the clip and the weights' bf16 copy inside AdamW (ch11's grad_scale and p16), in a graph
+ *   9  attention on token rows: ch11's flash kernels read Q, K, V inside the qkv product's rows
+ *      and write O as the projection's input (and back: dO in, dQ, dK, dV into the qkv
+ *      gradient's rows), through four-dimensional tensor maps: no reshape passes (sm_90a)
  *
  * A step: the batch's forward (loss), its backward (every parameter's gradient), the gradient
  * clipped by its global norm, and AdamW (decay on the matrices, not on biases and LayerNorms) at
@@ -82,12 +85,13 @@ static const lb_version versions[] = {
     {6, "fast_rows", "+ one-read LN and loss, in bf16", 80, run_parts},
     {7, "cuda_graph", "+ the whole step as one CUDA graph", 80, run_graph},
     {8, "fused_adamw", "+ clip and bf16 weights in AdamW", 80, run_graph},
+    {9, "token_rows", "+ attention on the products' rows", 90, run_graph},
 };
 static const gpt_parts *const version_parts[] = {&gpt_parts_unfused,       &gpt_parts_fused_loss,
                                                  &gpt_parts_adamw_one_launch, &gpt_parts_bf16_products,
                                                  &gpt_parts_flash_attention, &gpt_parts_fused_epilogues,
                                                  &gpt_parts_fast_rows,        &gpt_parts_fast_rows,
-                                                 &gpt_parts_fused_adamw};
+                                                 &gpt_parts_fused_adamw,      &gpt_parts_token_rows};
 _Static_assert(sizeof versions / sizeof versions[0] == sizeof version_parts / sizeof version_parts[0],
                "one gpt_parts row for each version");
 #define GPT_VERSIONS ((int)(sizeof versions / sizeof versions[0]))

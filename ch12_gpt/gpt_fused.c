@@ -5,7 +5,9 @@
  *   forward, a layer:  ln1 = LN(x)                        ch11's LayerNorm, bf16 out (version 5:
  *                                                         fp32, then converted)
  *                      qkv = ln1 Wqkv^T + b               epilogue BIAS, bf16 out
- *                      y = attention(qkv)                 ch11's flash kernels, bf16 heads
+ *                      y = attention(qkv)                 ch11's flash kernels, bf16 heads (version
+ *                                                         9: read and written as token rows, in
+ *                                                         place: no reshapes around them)
  *                      mid = y Wproj^T + b + x            epilogue BIAS, the residual as C (beta 1)
  *                      ln2 = LN(mid)
  *                      h = GELU(ln2 Wfc^T + b)            epilogue GELU_AUX_BIAS: bf16 out, and
@@ -170,6 +172,12 @@ static void layernorm_bf16(gpt_gpu *g, const gpt_parts *parts, const float *x, c
     CUDA_CHECK(gpt_to_bf16_launch(y16, g->lnf, (size_t)N * C));
 }
 
+/* Version 6 on (its parts are 7's and 8's too): ch11's one-read row kernels, and our own passes
+ * where a library's costs more than the data it reads. */
+static int fast_rows(const gpt_parts *parts) { return parts->layernorm_version == 3; }
+/* Version 9: attention on token rows (gpt_flash_forward_rows): no reshape passes around it */
+static int token_rows(const gpt_parts *parts) { return (parts->buffers & GPT_BUFFERS_QKV_ROWS) != 0; }
+
 void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss)
 {
     const gpt_config *c = &g->c;
@@ -186,13 +194,17 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
         /* attention */
         layernorm_bf16(g, parts, x, P32(g, l, GPT_LN1_W), P32(g, l, GPT_LN1_B), ln1, g->mean1 + (size_t)l * N,
                        g->rstd1 + (size_t)l * N, N, C);
-        lt_product p = forward_product(ln1, P16(g, l, GPT_QKV_W), g->qkv16, BF16, N, C, 3 * C);
+        unsigned short *qkv = token_rows(parts) ? g->qkv16 + l * 3 * NC : g->qkv16; /* version 9 keeps each layer's */
+        lt_product p = forward_product(ln1, P16(g, l, GPT_QKV_W), qkv, BF16, N, C, 3 * C);
         p.epilogue = CUBLASLT_EPILOGUE_BIAS, p.bias = P16(g, l, GPT_QKV_B);
         lt_run(g, &p);
-        CUDA_CHECK(
-            gpt_split_heads_bf16_bf16_launch(g->q16 + heads, g->k16 + heads, g->v16 + heads, g->qkv16, B, T, C, H));
-        gpt_flash_forward(g, l, B, T);
-        CUDA_CHECK(gpt_merge_heads_bf16_bf16_launch(atty, g->o16 + heads, B, T, C, H));
+        if (token_rows(parts)) { /* Q, K, V read inside qkv's rows, O written into atty's */
+            gpt_flash_forward_rows(g, l, B, T);
+        } else {
+            CUDA_CHECK(gpt_split_heads_bf16_bf16_launch(g->q16 + heads, g->k16 + heads, g->v16 + heads, qkv, B, T, C, H));
+            gpt_flash_forward(g, l, B, T);
+            CUDA_CHECK(gpt_merge_heads_bf16_bf16_launch(atty, g->o16 + heads, B, T, C, H));
+        }
         p = forward_product(atty, P16(g, l, GPT_PROJ_W), mid, CUDA_R_32F, N, C, C);
         p.epilogue = CUBLASLT_EPILOGUE_BIAS, p.bias = P32(g, l, GPT_PROJ_B), p.C = x; /* mid = x + proj(y) */
         lt_run(g, &p);
@@ -217,10 +229,6 @@ void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int wit
     lt_run(g, &p);
     if (with_loss) parts->loss(g, N);
 }
-
-/* Version 6 on (its parts are 7's and 8's too): ch11's one-read row kernels, and our own passes
- * where a library's costs more than the data it reads. */
-static int fast_rows(const gpt_parts *parts) { return parts->layernorm_version == 3; }
 
 /* Where the bias gradients come from. Version 5: cuBLASLt's epilogues, BGRADB on the weight
  * gradient's product (a kernel of its own after it) and GELU's derivative (DGELU) on fcproj's dx
@@ -301,17 +309,24 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
                            P32(g, l, GPT_LN2_W), g->d, GRAD(g, l, GPT_LN2_W), GRAD(g, l, GPT_LN2_B),
                            GRAD(g, l, GPT_PROJ_B), N, C);
         /* attention: mid = x + proj(attention(qkv(ln1(x)))) */
-        p = dx_product(g->d16, P16(g, l, GPT_PROJ_W), g->datty, CUDA_R_32F, N, C, C);
+        if (token_rows(parts)) /* dO in bf16 token rows, as the flash backward reads it */
+            p = dx_product(g->d16, P16(g, l, GPT_PROJ_W), g->do16, BF16, N, C, C);
+        else
+            p = dx_product(g->d16, P16(g, l, GPT_PROJ_W), g->datty, CUDA_R_32F, N, C, C);
         lt_run(g, &p);
         p = dw_product(g->d16, atty, GRAD(g, l, GPT_PROJ_W), N, C, C);
         bias_gradient(&p, parts, GRAD(g, l, GPT_PROJ_B));
         lt_run(g, &p);
-        CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, g->datty, B, T, C, H));
-        if (fast_rows(parts)) { /* dQ joined from its fp32 sum (no pass to bf16 between), qkv's bias sums */
+        if (token_rows(parts)) { /* dQ, dK, dV written into dqkv's rows; qkv's bias sums */
+            gpt_flash_backward_rows(g, l, B, T);
+            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part));
+        } else if (fast_rows(parts)) { /* dQ joined from its fp32 sum (no pass to bf16 between), qkv's bias sums */
+            CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, g->datty, B, T, C, H));
             gpt_flash_backward(g, l, B, T, 1);
             CUDA_CHECK(gpt_join_qkv_acc_bf16_launch(g->dqkv16, g->dq_acc, g->dk16, g->dv16, B, T, C, H));
             CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part));
         } else {
+            CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, g->datty, B, T, C, H));
             gpt_flash_backward(g, l, B, T, 0);
             CUDA_CHECK(gpt_join_qkv_bf16_bf16_launch(g->dqkv16, g->dq16, g->dk16, g->dv16, B, T, C, H));
         }

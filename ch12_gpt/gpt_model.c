@@ -90,15 +90,19 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, unsign
         g->x16 = TAKE_BF16(N * 4 * C), g->d16 = TAKE_BF16(N * widest);
     }
     if (wanted & GPT_BUFFERS_FLASH) {
-        g->q16 = TAKE_BF16(L * N * C), g->k16 = TAKE_BF16(L * N * C), g->v16 = TAKE_BF16(L * N * C);
-        g->o16 = TAKE_BF16(L * N * C), g->lse = TAKE_FLOATS(L * B * H * T);
-        g->do16 = TAKE_BF16(N * C), g->dq16 = TAKE_BF16(N * C), g->dk16 = TAKE_BF16(N * C), g->dv16 = TAKE_BF16(N * C);
+        g->lse = TAKE_FLOATS(L * B * H * T), g->do16 = TAKE_BF16(N * C);
         g->delta = TAKE_FLOATS(B * H * T), g->dq_acc = TAKE_FLOATS(N * C);
     }
+    if (wanted & GPT_BUFFERS_HEADS) {
+        g->q16 = TAKE_BF16(L * N * C), g->k16 = TAKE_BF16(L * N * C), g->v16 = TAKE_BF16(L * N * C);
+        g->o16 = TAKE_BF16(L * N * C);
+        g->dq16 = TAKE_BF16(N * C), g->dk16 = TAKE_BF16(N * C), g->dv16 = TAKE_BF16(N * C);
+    }
     if (wanted & GPT_BUFFERS_FUSED) {
+        size_t qkv_layers = wanted & GPT_BUFFERS_QKV_ROWS ? L : 1; /* version 9 keeps every layer's */
         g->ln1_16 = TAKE_BF16(L * N * C), g->atty16 = TAKE_BF16(L * N * C), g->ln2_16 = TAKE_BF16(L * N * C);
         g->pre16 = TAKE_BF16(4 * L * N * C), g->gelu16 = TAKE_BF16(4 * L * N * C), g->lnf16 = TAKE_BF16(N * C);
-        g->qkv16 = TAKE_BF16(3 * N * C), g->dfc16 = TAKE_BF16(4 * N * C), g->dqkv16 = TAKE_BF16(3 * N * C);
+        g->qkv16 = TAKE_BF16(3 * qkv_layers * N * C), g->dfc16 = TAKE_BF16(4 * N * C), g->dqkv16 = TAKE_BF16(3 * N * C);
         g->lt_workspace = take(g, GPT_LT_WORKSPACE, count);
     }
     /* AdamW's tensor lists and chunk tables (adam_groups): a chunk at least every ADAMW_CHUNK elements
@@ -305,7 +309,7 @@ void gpt_flash_forward(gpt_gpu *g, int l, int B, int T)
     int C = g->c.channels, H = g->c.heads;
     size_t at = (size_t)l * B * T * C;
     attention_problem p = {g->q16 + at, g->k16 + at, g->v16 + at, g->o16 + at, B, H, T, C / H, 1,
-                           g->lse + (size_t)l * B * H * T, NULL};
+                           g->lse + (size_t)l * B * H * T, NULL, 0, 0};
     CUDA_CHECK(attention_prepare(&p));
     CUDA_CHECK(attention_launch(flash_forward_version(), &p));
     attention_release(&p);
@@ -316,9 +320,34 @@ void gpt_flash_backward(gpt_gpu *g, int l, int B, int T, int dq_fp32)
     size_t at = (size_t)l * B * T * C;
     attention_bwd_problem p = {g->q16 + at, g->k16 + at, g->v16 + at, g->o16 + at, g->do16,
                                g->lse + (size_t)l * B * H * T, dq_fp32 ? NULL : g->dq16, g->dk16, g->dv16,
-                               g->delta, g->dq_acc, B, H, T, C / H, 1, NULL};
+                               g->delta, g->dq_acc, B, H, T, C / H, 1, NULL, 0, 0};
     CUDA_CHECK(attention_bwd_prepare(&p));
     CUDA_CHECK(attention_bwd_launch(flash_backward_version(), &p));
+    attention_bwd_release(&p);
+}
+/* Version 9's: ch11's flash kernels on token rows (attention_problem.ld_qkv, ld_o): Q, K and V
+ * read inside layer l's (N, 3C) qkv product, O written into its (N, C) attention output (the
+ * projection's input), the log-sum-exps kept; backward, dO read from g->do16 (N, C), dQ, dK and
+ * dV written into g->dqkv16 (N, 3C): no split, merge, unmerge or join between. */
+void gpt_flash_forward_rows(gpt_gpu *g, int l, int B, int T)
+{
+    int C = g->c.channels, H = g->c.heads;
+    const unsigned short *qkv = g->qkv16 + (size_t)l * B * T * 3 * C;
+    attention_problem p = {qkv, qkv + C, qkv + 2 * C, g->atty16 + (size_t)l * B * T * C, B, H, T, C / H, 1,
+                           g->lse + (size_t)l * B * H * T, NULL, 3 * C, C};
+    CUDA_CHECK(attention_prepare(&p));
+    CUDA_CHECK(attention_launch(4, &p));
+    attention_release(&p);
+}
+void gpt_flash_backward_rows(gpt_gpu *g, int l, int B, int T)
+{
+    int C = g->c.channels, H = g->c.heads;
+    const unsigned short *qkv = g->qkv16 + (size_t)l * B * T * 3 * C;
+    attention_bwd_problem p = {qkv, qkv + C, qkv + 2 * C, g->atty16 + (size_t)l * B * T * C, g->do16,
+                               g->lse + (size_t)l * B * H * T, g->dqkv16, g->dqkv16 + C, g->dqkv16 + 2 * C,
+                               g->delta, g->dq_acc, B, H, T, C / H, 1, NULL, 3 * C, C};
+    CUDA_CHECK(attention_bwd_prepare(&p));
+    CUDA_CHECK(attention_bwd_launch(4, &p));
     attention_bwd_release(&p);
 }
 /* version 4's attention parts: the fp32 qkv split into bf16 heads, the result merged back to fp32 */
@@ -587,7 +616,7 @@ const gpt_parts gpt_parts_flash_attention = {forward_layers,      backward_layer
                                              adamw_one_launch,    begin_bf16,          linear_fwd_bf16,
                                              linear_bwd_bf16,     attention_fwd_flash, attention_bwd_flash,
                                              1,
-                                             GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH |
+                                             GPT_BUFFERS_FP32_LAYERS | GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_HEADS |
                                                  GPT_BUFFERS_FP32_LOGITS, 1};
 /* version 5: its own forward and backward (gpt_fused.c), with version 4's loss, AdamW and weights;
  * the per-layer parts (products, attention) are its forward's own, so NULL here */
@@ -595,7 +624,7 @@ const gpt_parts gpt_parts_fused_epilogues = {gpt_forward_fused,   gpt_backward_f
                                              adamw_one_launch,    begin_bf16,          NULL,
                                              NULL,                NULL,                NULL,
                                              1,
-                                             GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED |
+                                             GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_HEADS | GPT_BUFFERS_FUSED |
                                                  GPT_BUFFERS_FP32_LOGITS, 1};
 
 /* version 6: version 5 with ch11's one-read LayerNorm and loss */
@@ -603,7 +632,7 @@ const gpt_parts gpt_parts_fast_rows = {gpt_forward_fused,   gpt_backward_fused, 
                                        adamw_one_launch,    begin_bf16,          NULL,
                                        NULL,                NULL,                NULL,
                                        1,
-                                       GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED |
+                                       GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_HEADS | GPT_BUFFERS_FUSED |
                                            GPT_BUFFERS_BF16_LOGITS, 3};
 
 double gpt_check_tolerance(const gpt_config *c, int B, int T, int bf16)
@@ -616,11 +645,23 @@ const gpt_parts gpt_parts_fused_adamw = {gpt_forward_fused,   gpt_backward_fused
                                          adamw_scaled,        begin_bf16_if_stale, NULL,
                                          NULL,                NULL,                NULL,
                                          1,
-                                         GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED |
+                                         GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_HEADS | GPT_BUFFERS_FUSED |
                                              GPT_BUFFERS_BF16_LOGITS, 3};
+
+/* version 9: version 8's parts with attention on token rows (ch11's attention versions 4 on sm_90a):
+ * Q, K and V read where the qkv product wrote them, O written where the projection reads it, dO
+ * where the projection's backward writes it, dQ, dK and dV into the qkv product's gradient */
+const gpt_parts gpt_parts_token_rows = {gpt_forward_fused,   gpt_backward_fused,  loss_bf16,
+                                        adamw_scaled,        begin_bf16_if_stale, NULL,
+                                        NULL,                NULL,                NULL,
+                                        1,
+                                        GPT_BUFFERS_BF16_PRODUCTS | GPT_BUFFERS_FLASH | GPT_BUFFERS_FUSED |
+                                            GPT_BUFFERS_BF16_LOGITS | GPT_BUFFERS_QKV_ROWS, 3};
 
 const char *gpt_parts_unavailable(const gpt_parts *parts, const gpt_config *c, size_t shared_optin)
 {
+    if ((parts->buffers & GPT_BUFFERS_QKV_ROWS) && (attention_unavailable(4) || attention_bwd_unavailable(4)))
+        return "attention on token rows is ch11's tensor-map version 4, forward and backward: sm_90a only";
     if (parts->loss == loss_bf16 && ce_shared_bytes_bf16(c->vocab) > shared_optin) /* versions 6-8 */
         return "the one-read loss holds a row of logits in shared memory: too many for this GPU's blocks";
     int hs = c->heads > 0 ? c->channels / c->heads : 0;

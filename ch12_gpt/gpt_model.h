@@ -57,7 +57,8 @@ typedef struct {
     float *sumsq;                                /* the gradient's squared norm */
     /* flash attention's (ch11's kernels): each layer's Q, K, V and O heads in bf16, (B, H, T, C/H)
      * each, L of them, and each query row's log-sum-exp (L B H T); the backward's dO, dQ, dK, dV
-     * (bf16, N C each), its row sums of dO o O (B H T) and dQ's fp32 sum (N C) */
+     * (bf16, N C each), its row sums of dO o O (B H T) and dQ's fp32 sum (N C). Version 9 has no
+     * heads of their own (q16 .. o16, dq16 .. dv16 NULL): its dO is do16 as token rows (N, C) */
     unsigned short *q16, *k16, *v16, *o16;
     float *lse;
     unsigned short *do16, *dq16, *dk16, *dv16;
@@ -65,7 +66,8 @@ typedef struct {
     /* version 5's activations in bf16, kept from the forward for the backward's weight gradients:
      * the LayerNorms' outputs and the merged heads (L N C each), the fc product before GELU (the
      * epilogue's aux) and after (L N 4C each), the final LayerNorm's (N C); and scratch: qkv
-     * (N 3C), the fc gradient (N 4C), the qkv gradient (N 3C) */
+     * (N 3C; version 9 keeps every layer's, L N 3C, the heads attention reads), the fc gradient
+     * (N 4C), the qkv gradient (N 3C) */
     unsigned short *ln1_16, *atty16, *ln2_16, *pre16, *gelu16, *lnf16, *qkv16, *dfc16, *dqkv16;
     cublasLtHandle_t lt;
     void *lt_workspace;     /* GPT_LT_WORKSPACE bytes */
@@ -116,10 +118,12 @@ enum {
     GPT_BUFFERS_FP32_LAYERS = 2,   /* the LayerNorms, qkv, attention and the MLP in fp32, a layer each */
     GPT_BUFFERS_SCORES = 4,        /* attention the library way: the probabilities (L B H T^2), heads */
     GPT_BUFFERS_BF16_PRODUCTS = 8, /* the bf16 weights and a product's operands */
-    GPT_BUFFERS_FLASH = 16,        /* flash attention's bf16 heads, log-sum-exps and scratch */
+    GPT_BUFFERS_FLASH = 16,        /* flash attention's log-sum-exps, dO and scratch */
     GPT_BUFFERS_FUSED = 32,        /* version 5's bf16 activations and cuBLASLt's workspace */
     GPT_BUFFERS_FP32_LOGITS = 64,  /* the logits and their gradient in fp32 (N Vp each: 1.6 GB each at GPT-2's shape) */
     GPT_BUFFERS_BF16_LOGITS = 128, /* the logits in bf16, their gradient written over them */
+    GPT_BUFFERS_HEADS = 256,       /* flash attention's (B, H, T, C/H) bf16 heads (versions 4-8) */
+    GPT_BUFFERS_QKV_ROWS = 512,    /* every layer's qkv product kept, its heads read in place (9) */
 };
 /* device bytes gpt_gpu_alloc asks for, for the check before it */
 size_t gpt_device_bytes(const gpt_config *c, int B, int T, unsigned buffers);
@@ -185,6 +189,13 @@ extern const gpt_parts gpt_parts_fused_adamw;
  * (the row in shared memory), its gradient in bf16 over them, as the classifier's backward reads it */
 extern const gpt_parts gpt_parts_fast_rows;
 
+/* version 9: version 8's parts with attention on token rows: ch11's flash kernels read Q, K and V
+ * where the qkv product wrote them and write O where the projection reads it (forward), read dO
+ * where the projection's backward wrote it and write dQ, dK, dV into the qkv product's gradient
+ * (backward): the passes that split, merged, unmerged and joined heads are gone (sm_90a: ch11's
+ * attention version 4, through four-dimensional tensor maps) */
+extern const gpt_parts gpt_parts_token_rows;
+
 /* gpt_fused.c: version 5's forward and backward */
 void gpt_forward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T, int with_loss);
 void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T);
@@ -195,6 +206,10 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T);
  * do16 -> dq16, dk16, dv16): version 4 on; dq_fp32: dQ left in its fp32 sum (dq_acc) instead */
 void gpt_flash_forward(gpt_gpu *g, int l, int B, int T);
 void gpt_flash_backward(gpt_gpu *g, int l, int B, int T, int dq_fp32);
+/* the same on token rows (version 9): layer l's qkv16 rows -> its atty16 rows and log-sum-exps;
+ * do16 rows -> dqkv16 rows */
+void gpt_flash_forward_rows(gpt_gpu *g, int l, int B, int T);
+void gpt_flash_backward_rows(gpt_gpu *g, int l, int B, int T);
 
 /* The forward of B sequences of T tokens (g->tokens, B <= g->B, T <= g->T): the activations kept
  * for the backward, the logits (B T, V); with_loss: the mean cross-entropy against g->targets

@@ -203,6 +203,15 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, i
                  "l"(map), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar))
                  : "memory");
 }
+/* A box of a four-dimensional map at (x, y, z, w): a head's rows where the heads are not planes of
+ * their own (ch11's attention on token rows: (d, s, h, b) with each dimension's own stride). */
+__device__ __forceinline__ void tma_load_4d(void *dst, const CUtensorMap *map, int x, int y, int z, int w, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_addr(dst)),
+                 "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(smem_addr(bar))
+                 : "memory");
+}
 /* The same box written into every block of the cluster named in mask (bit i: rank i), at the
  * same shared-memory offset, each completing on its own barrier at bar's offset. */
 __device__ __forceinline__ void tma_load_multicast(void *dst, const CUtensorMap *map, int k, int row, uint64_t *bar,

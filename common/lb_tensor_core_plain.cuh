@@ -37,7 +37,7 @@ __device__ __forceinline__ uint64_t wgmma_desc_mn(const void *smem, uint32_t n_c
     return d;
 }
 
-/* ---- a tensor map: a row-major tensor of `rank` (2 or 3) dimensions as the copy engine sees it,
+/* ---- a tensor map: a row-major tensor of `rank` (2 to 4) dimensions as the copy engine sees it,
  * innermost first: dims in elements, strides in bytes from one row (plane) to the next, read in
  * boxes of `box` elements with the 128-byte swizzle that wgmma's descriptors expect (a box row is
  * 128 bytes); l2_promote 1 fetches what a load touches into L2 in 256-byte lines (operands read
@@ -50,7 +50,8 @@ static inline cudaError_t lb_tensor_map(CUtensorMap *map, CUtensorMapDataType ty
     lb_encode_tiled_fn encode;
     cudaError_t e = lb_tensor_map_encoder(&encode);
     if (e != cudaSuccess) return e;
-    cuuint32_t one[3] = {1, 1, 1}; /* every element of the box, no stride */
+    if (rank < 2 || rank > 4) return cudaErrorInvalidValue;
+    cuuint32_t one[4] = {1, 1, 1, 1}; /* every element of the box, no stride */
     CUresult r = encode(map, type, (cuuint32_t)rank, (void *)base, dims, strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE,
                         CU_TENSOR_MAP_SWIZZLE_128B,
                         l2_promote ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE,

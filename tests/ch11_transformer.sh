@@ -291,6 +291,24 @@ emu_check emu_attention_backward 3 1 17 64 0 2 4
 emu_check emu_attention_backward 2 2 129 128 1 2 4
 emu_check emu_attention_backward 1 1 300 64 1 10 4
 emu_check emu_attention_backward 1 2 200 128 0 10 4
+# token rows, ch12's layout (Q, K, V and their gradients inside (B, S, 3 H D) rows, O and dO inside
+# (B, S, H D)): the four-dimensional tensor maps, the stores of O, dK and dV, delta's reads and dQ's
+# conversion, forward and backward; four planted bugs, each where a contiguous layout would hide it
+EMU_ENV=EMU_TOKEN_ROWS=1 emu_check emu_attention 2 3 200 64 1
+EMU_ENV=EMU_TOKEN_ROWS=1 emu_check emu_attention 3 2 129 128 0
+EMU_ENV=EMU_TOKEN_ROWS=1 emu_check emu_attention_backward 2 3 200 64 1
+EMU_ENV=EMU_TOKEN_ROWS=1 emu_check emu_attention_backward 3 2 129 128 0
+EMU_ENV=EMU_TOKEN_ROWS=1 emu_mutant "attention versions 4-6 load token rows with head and batch swapped" attention_hopper.cu \
+    's|int h = bh % heads, b4 = bh / heads;|int h = bh / heads, b4 = bh % heads;|' emu_attention 2 3 200 64 1 2 4
+EMU_ENV=EMU_TOKEN_ROWS=1 emu_mutant "attention backward 4 writes dK and dV rows a head apart" attention_backward_hopper.cu \
+    's/long long at = head + key\[h\] \* rows.row + col;/long long at = head + key[h] * rows.head + col;/' \
+    emu_attention_backward 2 3 200 64 1 2 4
+EMU_ENV=EMU_TOKEN_ROWS=1 emu_mutant "attention backward's delta reads O and dO as contiguous heads" attention_backward_kernels.cu \
+    's/attention_rows_of(p->heads, p->seq, p->dim, p->ld_o);/attention_rows_of(p->heads, p->seq, p->dim, 0);/' \
+    emu_attention_backward 2 3 200 64 1 2 4
+EMU_ENV=EMU_TOKEN_ROWS=1 emu_mutant "attention backward converts dQ into contiguous heads" attention_backward_kernels.cu \
+    's/attention_rows_of(p->heads, p->seq, p->dim, p->ld_qkv), p->seq/attention_rows_of(p->heads, p->seq, p->dim, 0), p->seq/' \
+    emu_attention_backward 2 3 200 64 1 2 4
 emu_mutant "attention backward 4 adds each dQ block at the first columns" attention_backward_hopper.cu \
     's/64 \* nd + 32 \* box, q0 + 64 \* mq/32 * box, q0 + 64 * mq/' emu_attention_backward 1 2 200 128 0 2 4
 emu_mutant "attention backward 4 writes its dQ boxes before the last reduce has read them" attention_backward_hopper.cu \

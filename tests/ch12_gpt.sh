@@ -78,6 +78,10 @@ emu_check emu_gpt 1 2 128 37 37 40 2 fast_rows
 emu_check emu_gpt 2 1 64 9 7 8 1 cuda_graph
 emu_check emu_gpt 1 2 128 37 37 40 2 fused_adamw # version 8: the clip and the bf16 copy in AdamW
 emu_check emu_gpt 1 2 12 5 7 7 2 # heads of 6 channels: the reshapes one element at a time
+# version 9: attention on token rows (ch11's four-dimensional tensor maps): three heads of 64 in a
+# row of the batch's two sequences, and two heads of 128
+emu_check emu_gpt 2 3 192 20 11 16 2 token_rows
+emu_check emu_gpt 1 2 256 20 11 16 2 token_rows
 EMU_ARGS="1 2 16 8 11 12 2" # small: each bug still shows (the GELU one at 1.5e-4, 5x the tolerance)
 emu_mutant "GELU's derivative of the erf form" gpt_kernels.cu \
     's/return 0.5f \* (1.0f + t) + 0.5f \* v \* (1.0f - t \* t) \* du;/return 0.5f * (1.0f + erff(v * 0.70710678f)) + v * expf(-0.5f * v * v) * 0.39894228f;/' \
@@ -133,6 +137,11 @@ emu_mutant "the bf16 loss's softmax over the padded vocabulary too" gpt_model.c 
     '/ce_launch_bf16(/s/N, g->c.vocab,/N, g->c.vocab_padded,/' emu_gpt $FLASH_ARGS fast_rows
 emu_mutant "version 8's AdamW without the clip's factor" gpt_model.c \
     '/gpt_grad_scale_launch(&g->adam/d' emu_gpt $FLASH_ARGS fused_adamw
+ROWS_ARGS="1 3 192 20 11 16 2" # three heads a token row, two sequences
+emu_mutant "version 9's forward reads Q, K, V as if qkv's rows were C apart" gpt_model.c \
+    's/T, NULL, 3 \* C, C};/T, NULL, C, C};/' emu_gpt $ROWS_ARGS token_rows
+emu_mutant "version 9's backward reads O and dO as if their rows were 3C apart" gpt_model.c \
+    's/C \/ H, 1, NULL, 3 \* C, C};/C \/ H, 1, NULL, 3 * C, 3 * C};/' emu_gpt $ROWS_ARGS token_rows
 emu_mutant "version 8's AdamW writes no bf16 copy of the matrices" gpt_model.c \
     's/adamw_launch(4, g->decayed, g->d_decayed16,/adamw_launch(4, g->decayed, g->d_decayed,/' emu_gpt $FLASH_ARGS fused_adamw
 emu_mutant "the graph launched without its step's rate (the last one set stays)" gpt_model.c \

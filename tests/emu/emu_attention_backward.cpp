@@ -7,13 +7,23 @@
  * fixed seed, each with NaN after its end (emu_guarded). O and the log-sum-exps are the CPU's
  * forward, O rounded to bf16 as a forward writes it. Every element of dQ, dK and dV is held to the
  * program's bound (attention_cpu.c: attention_backward_head_cpu and attention_backward_bound).
- * Exit 0 when every version passes, 1 otherwise. */
+ * Exit 0 when every version passes, 1 otherwise. With EMU_TOKEN_ROWS=1 in the environment, the
+ * tensors are laid out as ch12 keeps them: Q, K, V and dQ, dK, dV as (B, S, 3 H D) rows (ld_qkv 3 H
+ * D), O and dO as (B, S, H D) rows (ld_o H D); the versions by default those that read token rows (4). */
 #include "emu_cuda.h"
 #include <cuda_bf16.h> /* its twin (emu/include) */
 #include "attention_backward_kernels.h"
 #include "attention_cpu.h"
 
 #include <random>
+
+/* element i of a (B, H, S, D) contiguous tensor in token rows ld apart, the tensor `part` H D
+ * columns into each row (ch12's qkv: Q, K, V at parts 0, 1, 2) */
+static size_t token_at(size_t i, int H, int S, int D, size_t ld, int part)
+{
+    size_t row = i / D, bh = row / S;
+    return (bh / H * S + row % S) * ld + (size_t)part * H * D + bh % H * D + i % D;
+}
 
 int main(int argc, char **argv)
 {
@@ -68,7 +78,25 @@ int main(int argc, char **argv)
     }
 
     attention_bwd_problem p = {q.data(), k.data(), v.data(), o.data(), g.data(), lse.data(), dq.data(), dk.data(),
-                               dv.data(), delta.data(), dq_acc.data(), B, H, S, D, causal, NULL};
+                               dv.data(), delta.data(), dq_acc.data(), B, H, S, D, causal, NULL, 0, 0};
+    const char *rows_env = getenv("EMU_TOKEN_ROWS");
+    int token_rows = rows_env && atoi(rows_env);
+    size_t ld = 3 * (size_t)H * D, ldo = (size_t)H * D;
+    std::vector<uint16_t> qkv = emu_guarded<uint16_t>(3 * n), o_rows = emu_guarded<uint16_t>(n),
+                          g_rows = emu_guarded<uint16_t>(n), dqkv(3 * n); /* token rows */
+    if (token_rows) {
+        for (size_t i = 0; i < n; i++) {
+            qkv[token_at(i, H, S, D, ld, 0)] = q[i];
+            qkv[token_at(i, H, S, D, ld, 1)] = k[i];
+            qkv[token_at(i, H, S, D, ld, 2)] = v[i];
+            o_rows[token_at(i, H, S, D, ldo, 0)] = o[i];
+            g_rows[token_at(i, H, S, D, ldo, 0)] = g[i];
+        }
+        p.q = qkv.data(), p.k = qkv.data() + H * D, p.v = qkv.data() + 2 * H * D;
+        p.o = o_rows.data(), p.d_o = g_rows.data();
+        p.dq = dqkv.data(), p.dk = dqkv.data() + H * D, p.dv = dqkv.data() + 2 * H * D;
+        p.ld_qkv = (int)ld, p.ld_o = (int)ldo;
+    }
     if (attention_bwd_prepare(&p) != cudaSuccess) { /* version 4's tensor maps */
         fprintf(stderr, "emu_attention_backward: attention_bwd_prepare failed\n");
         return 1;
@@ -76,17 +104,24 @@ int main(int argc, char **argv)
     std::vector<int> versions;
     for (int a = 7; a < argc; a++) versions.push_back(atoi(argv[a]));
     if (versions.empty())
-        for (int ver = 1; ver < ATTENTION_BWD_VERSIONS; ver++) versions.push_back(ver);
+        for (int ver = token_rows ? 4 : 1; ver < ATTENTION_BWD_VERSIONS; ver++) versions.push_back(ver);
     int failed = 0;
     const char *names[3] = {"dQ", "dK", "dV"};
     for (int version : versions) {
         std::fill(dq.begin(), dq.end(), (uint16_t)0xFFFF); /* NaN: an element never written fails */
         std::fill(dk.begin(), dk.end(), (uint16_t)0xFFFF);
         std::fill(dv.begin(), dv.end(), (uint16_t)0xFFFF);
+        std::fill(dqkv.begin(), dqkv.end(), (uint16_t)0xFFFF);
         cudaError_t e = attention_bwd_launch(version, &p);
+        if (token_rows) /* dQ, dK, dV back to (B, H, S, D) for the check */
+            for (size_t i = 0; i < n; i++) {
+                dq[i] = dqkv[token_at(i, H, S, D, ld, 0)];
+                dk[i] = dqkv[token_at(i, H, S, D, ld, 1)];
+                dv[i] = dqkv[token_at(i, H, S, D, ld, 2)];
+            }
         const uint16_t *got[3] = {dq.data(), dk.data(), dv.data()};
-        printf("emulated attention backward %dx%dx%dx%d%s version %d: %s", B, H, S, D, causal ? "_causal" : "",
-               version, e == cudaSuccess ? "launched" : "LAUNCH FAILED");
+        printf("emulated attention backward %dx%dx%dx%d%s%s version %d: %s", B, H, S, D, causal ? "_causal" : "",
+               token_rows ? " (token rows)" : "", version, e == cudaSuccess ? "launched" : "LAUNCH FAILED");
         int bad_any = e != cudaSuccess;
         for (int t = 0; t < 3; t++) {
             size_t bad = 0, first = 0;

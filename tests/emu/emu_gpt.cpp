@@ -9,7 +9,8 @@
  * flash_attention (4, ch11's attention kernels emulated too, sm_90a's versions) or fused_epilogues
  * (5, cuBLASLt emulated by emu_cublaslt.cpp) or fast_rows (6) or cuda_graph (7: version 6's parts
  * recorded as graphs by stream capture and launched, emu_runtime.cpp's graphs) or fused_adamw (8:
- * the clip and the bf16 weights inside AdamW, in graphs too):
+ * the clip and the bf16 weights inside AdamW, in graphs too) or token_rows (9: attention on
+ * token rows, ch11's four-dimensional tensor maps emulated, in graphs):
  * gpt_model.h's rows, each checked within its own tolerance.
  * one step of B sequences of T tokens: the loss, every parameter's gradient, then the update's
  * squared norm, the clipped gradient and the parameters after one AdamW step (the CPU's AdamW on
@@ -157,7 +158,7 @@ static int check_update(const gpt_config *c, const gpt_gpu &g, const std::vector
 int main(int argc, char **argv)
 {
     if (argc != 8 && argc != 9) {
-        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention|fused_epilogues|fast_rows|cuda_graph|fused_adamw]\n");
+        fprintf(stderr, "usage: emu_gpt L H C T V Vp B [unfused|fused_loss|multi_adamw|bf16_products|flash_attention|fused_epilogues|fast_rows|cuda_graph|fused_adamw|token_rows]\n");
         return 2;
     }
     const char *which = argc > 8 ? argv[8] : "unfused";
@@ -169,11 +170,13 @@ int main(int argc, char **argv)
                              : !strcmp(which, "fused_epilogues") ? &gpt_parts_fused_epilogues
                              : !strcmp(which, "fast_rows") || !strcmp(which, "cuda_graph") ? &gpt_parts_fast_rows
                              : !strcmp(which, "fused_adamw")     ? &gpt_parts_fused_adamw
+                             : !strcmp(which, "token_rows")      ? &gpt_parts_token_rows
                                                                  : nullptr;
-    bool graph = !strcmp(which, "cuda_graph") || !strcmp(which, "fused_adamw"), scaled = parts == &gpt_parts_fused_adamw;
+    bool graph = !strcmp(which, "cuda_graph") || !strcmp(which, "fused_adamw") || !strcmp(which, "token_rows"),
+         scaled = parts == &gpt_parts_fused_adamw || parts == &gpt_parts_token_rows;
     if (!parts) {
         fprintf(stderr, "emu_gpt: parts '%s' unknown (unfused, fused_loss, multi_adamw, bf16_products, "
-                        "flash_attention, fused_epilogues, fast_rows, cuda_graph, fused_adamw)\n", which);
+                        "flash_attention, fused_epilogues, fast_rows, cuda_graph, fused_adamw, token_rows)\n", which);
         return 2;
     }
     gpt_config c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};

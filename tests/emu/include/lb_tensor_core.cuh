@@ -211,11 +211,17 @@ inline void mbar_wait(uint64_t *bar, int parity)
 }
 
 /* Tensor maps: the encoder's arguments kept in the opaque 128 bytes. Only what the kernels use:
- * bf16 or fp32, 2 or 3 dimensions, boxes of 128-byte rows, the 128-byte swizzle. */
+ * bf16 or fp32, 2 to 4 dimensions, boxes of 128-byte rows (one plane deep), the 128-byte swizzle. */
 struct emu_map {
     uint8_t *base;
-    uint64_t dims[3], strides[2]; /* elements (unused dimensions 1); bytes from one row (plane) to the next */
-    uint32_t box[3], elem;        /* box in elements; an element's bytes */
+    uint64_t dims[4], strides[3]; /* elements (unused dimensions 1); bytes from one row (plane) to the next */
+    uint32_t box[4], elem;        /* box in elements; an element's bytes */
+    /* the byte offset of element (x, y, z, w), or -1 outside the tensor */
+    int64_t at(uint64_t x, uint64_t y, uint64_t z, uint64_t w) const
+    {
+        if (x >= dims[0] || y >= dims[1] || z >= dims[2] || w >= dims[3]) return -1;
+        return (int64_t)(w * strides[2] + z * strides[1] + y * strides[0] + x * elem);
+    }
 };
 inline CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *base,
                                  const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
@@ -223,16 +229,17 @@ inline CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuu
                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill)
 {
     uint32_t elem = type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 ? 2 : type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4 : 0;
-    if (!elem || rank < 2 || rank > 3 || swizzle != CU_TENSOR_MAP_SWIZZLE_128B) return 1;
-    emu_map e = {(uint8_t *)base,
-                 {dims[0], dims[1], rank == 3 ? dims[2] : 1},
-                 {strides[0], rank == 3 ? strides[1] : 0},
-                 {box[0], box[1], rank == 3 ? box[2] : 1},
-                 elem};
-    if (e.box[0] * elem != 128 || e.box[1] > 256 || e.box[2] != 1) return 1;
-    for (cuuint32_t i = 0; i < rank; i++)
+    if (!elem || rank < 2 || rank > 4 || swizzle != CU_TENSOR_MAP_SWIZZLE_128B) return 1;
+    emu_map e = {(uint8_t *)base, {1, 1, 1, 1}, {0, 0, 0}, {1, 1, 1, 1}, elem};
+    for (cuuint32_t i = 0; i < rank; i++) {
+        e.dims[i] = dims[i], e.box[i] = box[i];
+        if (i > 0) e.strides[i - 1] = strides[i - 1];
         if (elem_strides[i] != 1) return 1;
-    if (e.strides[0] % 16 || e.strides[1] % 16 || (uintptr_t)base % 16) return 1;
+    }
+    if (e.box[0] * elem != 128 || e.box[1] > 256 || e.box[2] != 1 || e.box[3] != 1) return 1;
+    for (int i = 0; i < 3; i++)
+        if (e.strides[i] % 16) return 1;
+    if ((uintptr_t)base % 16) return 1;
     static_assert(sizeof e <= sizeof(CUtensorMap), "an emu_map fits in a CUtensorMap");
     memset(map, 0, sizeof *map);
     memcpy(map, &e, sizeof e);
@@ -252,8 +259,8 @@ inline cudaError_t lb_tensor_map_encoder(lb_encode_tiled_fn *encode)
  * of 128 bytes within its 1024 (bits 7-9). TMA writes through it and wgmma reads through it. */
 inline uint32_t emu_swizzle128(uint32_t a) { return a ^ (((a >> 7) & 7) << 4); }
 
-/* a box at (x, y, z): elements past the tensor's end arrive as zeros; the bytes count on bar */
-inline void tma_load_3d(void *dst, const CUtensorMap *map, int x, int y, int z, uint64_t *bar)
+/* a box at (x, y, z, w): elements past the tensor's end arrive as zeros; the bytes count on bar */
+inline void tma_load_4d(void *dst, const CUtensorMap *map, int x, int y, int z, int w, uint64_t *bar)
 {
     emu_map e;
     memcpy(&e, map, sizeof e);
@@ -267,10 +274,9 @@ inline void tma_load_3d(void *dst, const CUtensorMap *map, int x, int y, int z, 
     std::vector<uint8_t> box(e.box[1] * row_bytes);
     for (uint32_t r = 0; r < e.box[1]; r++)
         for (uint32_t c = 0; c < e.box[0]; c++) {
-            uint64_t gx = (uint64_t)x + c, gy = (uint64_t)y + r, gz = (uint64_t)z;
             uint8_t v[4] = {0, 0, 0, 0};
-            if (gx < e.dims[0] && gy < e.dims[1] && gz < e.dims[2])
-                memcpy(v, e.base + gz * e.strides[1] + gy * e.strides[0] + gx * e.elem, e.elem);
+            int64_t at = e.at((uint64_t)x + c, (uint64_t)y + r, (uint64_t)z, (uint64_t)w);
+            if (at >= 0) memcpy(v, e.base + at, e.elem);
             memcpy(box.data() + (emu_swizzle128(d0 + r * row_bytes + c * e.elem) - d0), v, e.elem);
         }
     if (e.box[1] % 8) {
@@ -282,9 +288,13 @@ inline void tma_load_3d(void *dst, const CUtensorMap *map, int x, int y, int z, 
     emu_tma_pending.push_back({bar, d0, std::move(box)});
     emu_tma_count++;
 }
+inline void tma_load_3d(void *dst, const CUtensorMap *map, int x, int y, int z, uint64_t *bar)
+{
+    tma_load_4d(dst, map, x, y, z, 0, bar);
+}
 inline void tma_load(void *dst, const CUtensorMap *map, int k, int row, uint64_t *bar)
 {
-    tma_load_3d(dst, map, k, row, 0, bar);
+    tma_load_4d(dst, map, k, row, 0, 0, bar);
 }
 
 inline uint32_t cluster_rank() { emu_no_clusters(); }
@@ -505,9 +515,9 @@ inline void emu_do_store(const emu_store &st)
     uint32_t row_bytes = e.box[0] * e.elem;
     for (uint32_t r = 0; r < e.box[1]; r++)
         for (uint32_t c = 0; c < e.box[0]; c++) {
-            uint64_t gx = (uint64_t)st.x + c, gy = (uint64_t)st.y + r, gz = (uint64_t)st.z;
-            if (gx >= e.dims[0] || gy >= e.dims[1] || gz >= e.dims[2]) continue;
-            uint8_t *dst = e.base + gz * e.strides[1] + gy * e.strides[0] + gx * e.elem;
+            int64_t at = e.at((uint64_t)st.x + c, (uint64_t)st.y + r, (uint64_t)st.z, 0);
+            if (at < 0) continue;
+            uint8_t *dst = e.base + at;
             const uint8_t *src = emu_blk->smem + emu_swizzle128(st.src + r * row_bytes + c * e.elem);
             if (st.add) {
                 float v;
