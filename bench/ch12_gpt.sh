@@ -7,7 +7,7 @@ measure ./gpt --synthetic --bench
 measure python3 ../bench/torch_gpt.py speed 12,12,768,1024,8
 # the largest batch both fit (64: llm.c's; 128 is past PyTorch's memory with its graphs): the
 # last version alone (every version's buffers at once would not fit), beside PyTorch's
-measure ./gpt 8 --synthetic --batch 64 --bench
+measure ./gpt 9 --synthetic --batch 64 --bench
 measure python3 ../bench/torch_gpt.py speed 12,12,768,1024,64
 measure ./gpt --bench
 measure python3 ../bench/torch_gpt.py speed 6,6,384,256,32 84

@@ -47,15 +47,21 @@ __device__ __forceinline__ long long head_row(const attention_rows &r, long long
 }
 
 /* delta_i = sum_d dO_id O_id: a warp a row, lanes on neighbouring pairs of columns; O and dO
- * where `rows` says (contiguous or token rows) */
+ * where `rows` says. The warps walk the rows in memory's order: head by head when the heads are
+ * contiguous, token by token (a token's H heads side by side) on token rows, where head-major
+ * order would read one 2D-byte piece of each token row at a time */
 template <int D>
 __global__ void __launch_bounds__(BWD_DELTA_BLOCK)
     attention_bwd_delta_kernel(const uint16_t *O, const uint16_t *dO, attention_rows rows, int seq, float *delta,
                                long long count)
 {
-    long long row = blockIdx.x * (long long)(BWD_DELTA_BLOCK / 32) + threadIdx.x / 32;
+    long long i = blockIdx.x * (long long)(BWD_DELTA_BLOCK / 32) + threadIdx.x / 32, row = i;
     int lane = threadIdx.x % 32;
-    if (row >= count) return;
+    if (i >= count) return;
+    if (rows.head == D) { /* token rows: i counts tokens, then heads within one */
+        long long token = i / rows.heads, b = token / seq;
+        row = (b * rows.heads + i % rows.heads) * seq + token % seq;
+    }
     long long at = head_row(rows, row, seq);
     float sum = 0.0f;
 #pragma unroll

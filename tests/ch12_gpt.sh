@@ -20,7 +20,7 @@ gpt_mutant "the causal mask one key too far (forward and backward alike)" \
 # one step of a tiny model against the CPU model, and a short training run that writes text
 bad_input 0 'usage: gpt ' ./gpt --help
 bad_input 2 "unknown argument '--bogus'" ./gpt --bogus
-bad_input 2 "version '9' does not exist (0..8)" ./gpt 9
+bad_input 2 "version '10' does not exist (0..9)" ./gpt 10
 bad_input 2 'no-such-file.txt: No such file or directory' ./gpt --data no-such-file.txt
 bad_input 2 'the file is empty' ./gpt --data ../tests/data/empty.cu
 bad_input 2 'a binary file (a zero byte at offset 5), not text' ./gpt --data ../tests/data/weights_v1.bin
