@@ -2,7 +2,8 @@
  *
  * O = softmax(Q K^T / sqrt(D)) V for every batch and head: Q, K, V and O are bf16 (the bits in
  * uint16), each (B, H, S, D) contiguous, so that head (b, h) is an S x D row-major matrix at
- * offset ((b H) + h) S D. Causal: query i sees keys 0..i only. Every version accumulates in fp32. */
+ * offset ((b H) + h) S D (versions 4-6 also read token rows: ld_qkv and ld_o below). Causal: query i
+ * sees keys 0..i only. Every version accumulates in fp32. */
 #ifndef ATTENTION_KERNELS_H
 #define ATTENTION_KERNELS_H
 #include <stdint.h>
