@@ -291,7 +291,7 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         p = dx_product(g->d16, P16(g, l, GPT_FCPROJ_W), g->dfc16, BF16, N, 4 * C, C);
         if (fast_rows(parts)) { /* through GELU's derivative, and fc's bias gradient */
             lt_run(g, &p);
-            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_FC_B), g->dfc16, pre, N, 4 * C, g->column_part));
+            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_FC_B), g->dfc16, pre, N, 4 * C, g->column_part, g->column_count));
         } else {
             p.epilogue = CUBLASLT_EPILOGUE_DGELU, p.aux = pre, p.aux_ld = 4 * C;
             lt_run(g, &p);
@@ -319,12 +319,12 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         lt_run(g, &p);
         if (token_rows(parts)) { /* dQ, dK, dV written into dqkv's rows; qkv's bias sums */
             gpt_flash_backward_rows(g, l, B, T);
-            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part));
+            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part, g->column_count));
         } else if (fast_rows(parts)) { /* dQ joined from its fp32 sum (no pass to bf16 between), qkv's bias sums */
             CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, g->datty, B, T, C, H));
             gpt_flash_backward(g, l, B, T, 1);
             CUDA_CHECK(gpt_join_qkv_acc_bf16_launch(g->dqkv16, g->dq_acc, g->dk16, g->dv16, B, T, C, H));
-            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part));
+            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part, g->column_count));
         } else {
             CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, g->datty, B, T, C, H));
             gpt_flash_backward(g, l, B, T, 0);

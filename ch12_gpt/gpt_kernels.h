@@ -24,10 +24,13 @@ cudaError_t gpt_column_sum_launch(float *db, const float *d, int N, int O, float
 /* version 6 on, a bias gradient from a bf16 product's output d (N, O): with pre, first d = d
  * GELU'(pre) in place (bf16, rounded to nearest even), then db (O) = the column sums of d as
  * stored, each slab of GPT_BF16_SLAB rows into part (scratch of ceil(N / GPT_BF16_SLAB) x O floats),
- * then the slabs in order (no atomics). O a multiple of 8. */
+ * then the slabs in order by the last block of each strip of 256 columns to finish (count:
+ * GPT_BF16_STRIPS counters, zero before the first launch and left zero by each). O a multiple of 8,
+ * at most 256 GPT_BF16_STRIPS. */
 #define GPT_BF16_SLAB 64
+#define GPT_BF16_STRIPS 1024 /* 4C of the widest model gpt_config_error allows (C 65536) */
 cudaError_t gpt_bias_grad_bf16_launch(float *db, unsigned short *d, const unsigned short *pre, int N, int O,
-                                      float *part);
+                                      float *part, unsigned *count);
 /* out (n) = a + b; out may be a or b */
 cudaError_t gpt_add_launch(float *out, const float *a, const float *b, size_t n);
 

@@ -62,6 +62,7 @@ static void device_buffers(gpt_gpu *g, const gpt_config *c, int B, int T, unsign
     g->lnf = TAKE_FLOATS(N * C), g->meanf = TAKE_FLOATS(N), g->rstdf = TAKE_FLOATS(N);
     /* the bias gradients' slab sums (a bias has at most 4C columns): room for the smaller slabs */
     g->column_part = TAKE_FLOATS((N + GPT_BF16_SLAB - 1) / GPT_BF16_SLAB * 4 * C);
+    g->column_count = (unsigned *)take(g, sizeof(unsigned) * GPT_BF16_STRIPS, count); /* zeroed by gpt_gpu_alloc */
     _Static_assert(GPT_BF16_SLAB <= GPT_COLUMN_SLAB, "column_part is sized for the smaller slabs");
     g->loss = TAKE_FLOATS(1), g->row_loss = TAKE_FLOATS(N);
     g->d = TAKE_FLOATS(N * C), g->dmid = TAKE_FLOATS(N * C), g->dln = TAKE_FLOATS(N * C), g->datty = TAKE_FLOATS(N * C);
@@ -182,6 +183,7 @@ void gpt_gpu_alloc(gpt_gpu *g, const gpt_config *c, int B, int T, unsigned buffe
     CUBLAS_CHECK(cublasLtCreate(&g->lt));
     device_buffers(g, c, B, T, buffers, NULL);
     CUDA_CHECK(cudaMemset(g->adam, 0, 2 * sizeof(adamw_state)));
+    CUDA_CHECK(cudaMemset(g->column_count, 0, sizeof(unsigned) * GPT_BF16_STRIPS));
     CUDA_CHECK(cudaMemset(g->m, 0, sizeof(float) * g->P));
     CUDA_CHECK(cudaMemset(g->v, 0, sizeof(float) * g->P));
     /* the logits' gradient in the padded columns (past V) stays zero: the loss never writes them,

@@ -47,6 +47,7 @@ typedef struct {
     float *logits, *dlogits, *probs; /* N Vp each, rows Vp apart, V used (probs: cross-entropy version 1's scratch) */
     unsigned short *logits16;        /* version 6 on: the logits in bf16 (N Vp), then their gradient over them */
     float *column_part;              /* the bias gradients' slab sums (gpt_column_sum_launch, gpt_bias_grad_bf16_launch) */
+    unsigned *column_count;          /* gpt_bias_grad_bf16_launch's counters of finished slabs (zero between launches) */
     float *loss, *row_loss;          /* 1, N */
     /* the backward's scratch */
     float *d, *dmid, *dln, *datty, *dqkv;        /* N C, N C, N C, N C, N 3C */

@@ -133,6 +133,8 @@ emu_mutant "version 6's qkv bias gradient left out (summed into scratch)" gpt_fu
 emu_mutant "version 6's join of the heads reads dQ where ch11 no longer writes it (bf16)" gpt_fused.c \
     's/gpt_join_qkv_acc_bf16_launch(g->dqkv16, g->dq_acc,/gpt_join_qkv_bf16_bf16_launch(g->dqkv16, g->dq16,/' \
     emu_gpt $FLASH_ARGS fast_rows
+emu_mutant "version 6's bias pass leaves its strip counters set (the next launch's totals never written)" gpt_kernels.cu \
+    's|count\[blockIdx.x\] = 0; /\* ready for the next launch \*/|(void)0;|' emu_gpt $FLASH_ARGS cuda_graph
 emu_mutant "the bf16 loss's softmax over the padded vocabulary too" gpt_model.c \
     '/ce_launch_bf16(/s/N, g->c.vocab,/N, g->c.vocab_padded,/' emu_gpt $FLASH_ARGS fast_rows
 emu_mutant "version 8's AdamW without the clip's factor" gpt_model.c \
