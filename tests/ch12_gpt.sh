@@ -43,6 +43,8 @@ gpu_check ./gpt 0 --quiet --layers 1 --heads 3 --channels 48 --context 37 --batc
 # version 4 (ch11's flash attention) at awkward sizes: 3 heads of 64, a context of 37, batch 3;
 # heads of another size are refused by number (and the default falls back to version 3)
 gpu_check ./gpt 4 --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
+# the default version (9 on an H100 or H200: attention on token rows) at the same awkward sizes
+gpu_check ./gpt --quiet --layers 2 --heads 3 --channels 192 --context 37 --batch 3 --steps 5 --eval-batches 1 --sample 9
 gpu_check ./gpt 4 --quiet --layers 1 --heads 1 --channels 128 --context 130 --batch 2 --steps 3 --eval-batches 1
 gpu_expect 2 'flash attention takes heads of 64 or 128 channels' ./gpt 4 --layers 1 --heads 3 --channels 48 --steps 1
 # version 5 (cuBLASLt's epilogues) likewise; the classifier's rows 84 bf16 apart (not 16-byte aligned)
