@@ -16,3 +16,5 @@ measure ./tensor_gemm --size 8192
 measure ./tensor_gemm --size 16384,1024,4096
 measure ./tensor_gemm --size 4096 --type tf32
 measure ./tensor_gemm --size 8192 --type tf32
+measure ./tensor_gemm --size 4096 --type fp8
+measure ./tensor_gemm --size 8192 --type fp8

@@ -1,8 +1,9 @@
 /* tensor_gemm.c - C = A B on the tensor cores: wmma, mma.sync, then wgmma fed by TMA, vs cuBLAS.
  *
  *   A is (M,K) row-major, B is (K,N) column-major, C is (M,N) row-major; A and B bf16 (or fp32
- *   used as tf32 with --type tf32), accumulated and written in fp32. Default M = N = K = 4096.
- *   build: make ch10      run: ./tensor_gemm [version] [--size N | --size M,N,K] [--type tf32]
+ *   used as tf32 with --type tf32, or fp8 e4m3 with per-tensor scales with --type fp8),
+ *   accumulated and written in fp32. Default M = N = K = 4096.
+ *   build: make ch10      run: ./tensor_gemm [version] [--size N | --size M,N,K] [--type tf32|fp8]
  *
  * versions: the table versions[] below (0 cuBLAS, 1 wmma, 2 mma.sync, 3 wgmma + TMA, 4 warp-
  * specialised, 5 persistent, 6 clusters with TMA multicast, 7 wgmma kept queued, 8 both 6 and
@@ -17,7 +18,15 @@
  * rounds about K times by at most 2^-24 |partial sum|; K 2^-20 leaves room for the tensor
  * cores' own order and truncation, while one lost 16-deep k step (an error near 2) fails.
  * Buffers: A and B are zero-padded to whole tiles (tensor_gemm_kernels.h); C is exactly (M,N).
+ *
+ * fp8 (--type fp8): each input tensor gets a scale s, the power of two that brings its largest
+ * magnitude to at most 448 (e4m3's largest), and is stored as the e4m3 codes of x / s; C = s_A
+ * s_B (codes A)(codes B). The CPU multiplies the same values (code x s, exact in float), so again
+ * only the sums differ, but the tensor cores add fp8 products in a narrower accumulator than
+ * fp32 (DeepSeek-V3's report: about 14 bits kept on Hopper): the tolerance is fp8's own
+ * (fp8_abs_tol). Version 0 is then cuBLASLt's fp8 product with the same scales.
  */
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include "labbook.h"
 #include "tensor_gemm_kernels.h"
@@ -46,14 +55,88 @@ static float tf32_value(float x)
 
 static double abs_tol(int K) { return K * 9.5367431640625e-07; } /* K 2^-20 */
 #define REL_TOL 1.52587890625e-05                                /* 2^-16 */
+/* fp8: a wgmma adds its 32 products into the accumulator, which on Hopper keeps about 14 bits
+ * when the inputs are fp8: an error up to 2^-14 of the sum so far at each of the K / 32 steps,
+ * adding up like a random walk: sqrt(K / 32) 2^-14 sum |a b|, doubled for margin. With inputs
+ * uniform in [-1, 1), sum |a b| is K / 4 within a few percent at these K (1.25 K / 4 here). At
+ * K = 4096: 1.8, where C's elements are about 21 and a lost k step errs by about 2. A bound to
+ * measure against the GPU before trusting it (NOTES). */
+static double fp8_abs_tol(int K) { return sqrt(K / 32.0) * 0x1p-13 * 1.25 * K / 4.0; }
+static double tol_abs(tg_type type, int K) { return type == TG_FP8 ? fp8_abs_tol(K) : abs_tol(K); }
 
 /* ---------------------------------------------------------------- the versions */
+
+/* cuBLASLt's fp8 product (version 0 for --type fp8): what it needs, made once outside the timing */
+typedef struct {
+    cublasLtHandle_t lt;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+    void *workspace;
+    size_t workspace_bytes;
+    float *scales; /* device: B's scale, then A's (cuBLASLt's A is our B: see run_cublas) */
+} tg_lt;
 
 typedef struct {
     cublasHandle_t handle;
     tg_gemm g;
     int version; /* the version run_kernel launches */
+    tg_lt lt;    /* --type fp8's version 0 */
 } tg_job;
+
+/* fp8: the same TN product by cuBLASLt, A and B e4m3 with their scales' pointers, fp32 out; fast
+ * accumulation (each wgmma's sums kept in the tensor cores' fp8 accumulator, as our kernels keep
+ * them) so that both sides add the same way */
+static void lt_fp8_setup(tg_lt *l, const tg_gemm *g, float scale_a, float scale_b)
+{
+    CUBLAS_CHECK(cublasLtCreate(&l->lt));
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&l->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+    int8_t fast = 1;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+    float host_scales[2] = {scale_b, scale_a};
+    CUDA_CHECK(cudaMalloc((void **)&l->scales, sizeof host_scales));
+    CUDA_CHECK(cudaMemcpy(l->scales, host_scales, sizeof host_scales, cudaMemcpyHostToDevice));
+    const float *sa = l->scales, *sb = l->scales + 1;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
+    /* column-major, as cuBLASLt sees our row-major buffers: our B (N rows of kp) is its kp x N A,
+     * transposed; our A its kp x M B; our C (M rows of N) its N x M D */
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->a, CUDA_R_8F_E4M3, g->k, g->n, g->kp));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->b, CUDA_R_8F_E4M3, g->k, g->m, g->kp));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->c, CUDA_R_32F, g->n, g->m, g->n));
+    l->workspace_bytes = (size_t)32 << 20;
+    CUDA_CHECK(cudaMalloc(&l->workspace, l->workspace_bytes));
+    cublasLtMatmulPreference_t pref;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &l->workspace_bytes, sizeof l->workspace_bytes));
+    cublasLtMatmulHeuristicResult_t found;
+    int count = 0;
+    CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(l->lt, l->desc, l->a, l->b, l->c, l->c, pref, 1, &found, &count));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    if (count < 1) lb_die(LB_EXIT_CUDA, "tensor_gemm: cuBLASLt offers no fp8 algorithm for %dx%dx%d", g->m, g->n, g->k);
+    l->algo = found.algo;
+}
+static void lt_fp8_free(tg_lt *l)
+{
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(l->a));
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(l->b));
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(l->c));
+    CUBLAS_CHECK(cublasLtMatmulDescDestroy(l->desc));
+    CUBLAS_CHECK(cublasLtDestroy(l->lt));
+    CUDA_CHECK(cudaFree(l->workspace));
+    CUDA_CHECK(cudaFree(l->scales));
+}
+static cudaError_t run_cublaslt_fp8(tg_job *j)
+{
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasLtMatmul(j->lt.lt, j->lt.desc, &one, j->g.b, j->lt.a, j->g.a, j->lt.b, &zero, j->g.c, j->lt.c,
+                                j->g.c, j->lt.c, &j->lt.algo, j->lt.workspace, j->lt.workspace_bytes, 0));
+    return cudaGetLastError();
+}
 
 /* cuBLAS is column-major: our row-major C (M,N) is its C^T (N,M) = B^T A^T. Our B (N rows of
  * K) is, to cuBLAS, a K x N matrix used transposed ("T"); our A (M rows of K) is a K x M matrix
@@ -62,6 +145,7 @@ typedef struct {
 static cudaError_t run_cublas(void *ctx)
 {
     tg_job *j = (tg_job *)ctx;
+    if (j->g.type == TG_FP8) return run_cublaslt_fp8(j);
     const float one = 1.0f, zero = 0.0f;
     int bf16 = j->g.type == TG_BF16;
     cudaDataType_t in = bf16 ? CUDA_R_16BF : CUDA_R_32F;
@@ -81,7 +165,7 @@ static cudaError_t run_kernel(void *ctx)
  * order). To add one: its kernel and launcher with a row in tensor_gemm_kernels.cu's
  * launchers[], TENSOR_GEMM_VERSIONS, and a row here. */
 static const lb_version versions[] = {
-    {0, "cublas", "cuBLAS GemmEx (bf16/tf32)", LB_OLDEST_SM, run_cublas},
+    {0, "cublas", "cuBLAS GemmEx (fp8: cuBLASLt)", LB_OLDEST_SM, run_cublas},
     {1, "wmma", "wmma, warp per 16x16, global", 80, run_kernel},
     {2, "mma_sync", "mma.sync+ldmatrix, cp.async x2", 80, run_kernel},
     {3, "wgmma_tma", "wgmma 64x256, TMA, 1 stage", 90, run_kernel},
@@ -99,18 +183,34 @@ static double tflops(int m, int n, int k, double ms) { return 2.0 * m * n * (dou
 
 /* ---------------------------------------------------------------- inputs */
 
-/* Random values in [-1, 1), rounded to the input type; h holds them as floats for the CPU. */
-static void fill_inputs(float *h, size_t n, tg_type type, lb_rng *rng)
+/* fp8's per-tensor scale: the smallest power of two s with amax / s <= 448 (e4m3's largest), so
+ * that x / s and code x s are exact in float */
+static float fp8_scale(const float *h, size_t n)
 {
-    lb_fill_uniform(h, n, -1.0f, 1.0f, rng);
-    for (size_t i = 0; i < n; i++) h[i] = type == TG_BF16 ? lb_bf16_value(lb_bf16_bits(h[i])) : tf32_value(h[i]);
+    float amax = 0.0f;
+    for (size_t i = 0; i < n; i++) amax = fmaxf(amax, fabsf(h[i]));
+    return amax > 0.0f ? ldexpf(1.0f, (int)ceil(log2(amax / 448.0))) : 1.0f;
 }
 
-/* rows x cols of h into a zeroed device buffer of rows_p x cols_p (bf16 bits or fp32), NaN after
- * its end (lb_malloc_guarded): the pads are for reading, what lies past them is not. */
-static void *upload_padded(const float *h, int rows, int cols, int rows_p, int cols_p, tg_type type)
+/* Random values in [-1, 1), rounded to the input type; h holds them as floats for the CPU (fp8:
+ * code x scale, the value the codes stand for). Returns the scale (1 but for fp8). */
+static float fill_inputs(float *h, size_t n, tg_type type, lb_rng *rng)
 {
-    size_t elem = type == TG_BF16 ? 2 : 4, pitch = elem * (size_t)cols_p;
+    lb_fill_uniform(h, n, -1.0f, 1.0f, rng);
+    float s = type == TG_FP8 ? fp8_scale(h, n) : 1.0f;
+    for (size_t i = 0; i < n; i++)
+        h[i] = type == TG_BF16  ? lb_bf16_value(lb_bf16_bits(h[i]))
+               : type == TG_FP8 ? lb_e4m3_value(lb_e4m3_bits(h[i] / s)) * s
+                                : tf32_value(h[i]);
+    return s;
+}
+
+/* rows x cols of h into a zeroed device buffer of rows_p x cols_p (bf16 bits, fp32, or the e4m3
+ * codes of h / scale), NaN after its end (lb_malloc_guarded): the pads are for reading, what lies
+ * past them is not. */
+static void *upload_padded(const float *h, int rows, int cols, int rows_p, int cols_p, tg_type type, float scale)
+{
+    size_t elem = (size_t)tensor_gemm_elem_bytes(type), pitch = elem * (size_t)cols_p;
     void *d;
     CUDA_CHECK(lb_malloc_guarded(&d, pitch * (size_t)rows_p));
     CUDA_CHECK(cudaMemset(d, 0, pitch * (size_t)rows_p)); /* the pads add zero products */
@@ -118,6 +218,8 @@ static void *upload_padded(const float *h, int rows, int cols, int rows_p, int c
     for (size_t i = 0; i < (size_t)rows * cols; i++) {
         if (type == TG_BF16)
             ((uint16_t *)packed)[i] = lb_bf16_bits(h[i]);
+        else if (type == TG_FP8)
+            ((uint8_t *)packed)[i] = lb_e4m3_bits(h[i] / scale); /* exact: h is code x scale */
         else
             ((float *)packed)[i] = h[i];
     }
@@ -133,10 +235,11 @@ static int round_up(int x, int to) { return (x + to - 1) / to * to; }
 /* A kernel's C against cuBLAS's (both carry rounding error: twice the tolerance), and against
  * the CPU too when the full reference exists. */
 static lb_check check_version(const char *name, const float *got, const float *h_cublas, const float *h_cpu, size_t c_n,
-                              int K, int quiet)
+                              tg_type type, int K, int quiet)
 {
-    lb_check c = lb_check_f32(name, got, h_cublas, c_n, 2 * abs_tol(K), 2 * REL_TOL, quiet);
-    if (h_cpu) c.n_bad += lb_check_f32("vs CPU", got, h_cpu, c_n, abs_tol(K), REL_TOL, quiet).n_bad;
+    double tol = tol_abs(type, K);
+    lb_check c = lb_check_f32(name, got, h_cublas, c_n, 2 * tol, 2 * REL_TOL, quiet);
+    if (h_cpu) c.n_bad += lb_check_f32("vs CPU", got, h_cpu, c_n, tol, REL_TOL, quiet).n_bad;
     return c;
 }
 
@@ -144,10 +247,11 @@ static lb_check check_version(const char *name, const float *got, const float *h
 
 static const lb_program program_template = {
     .name = "tensor_gemm",
-    .synopsis = "C = A B on the tensor cores (bf16 or tf32 in, fp32 out): wmma, mma.sync, wgmma + TMA vs cuBLAS",
+    .synopsis = "C = A B on the tensor cores (bf16, tf32 or fp8 in, fp32 out): wmma, mma.sync, wgmma + TMA vs cuBLAS",
     .details = "--size is N (square) or M,N,K. A is row-major, B column-major (both K-major), C row-major.\n"
                "Versions 3-9 use sm_90a's wgmma and TMA: they need an H100/H200 (the sm_90 above) and a build\n"
-               "for it; a build for any other GPU, a newer one too, leaves them out. 2 is bf16 only.\n",
+               "for it; a build for any other GPU, a newer one too, leaves them out. 2 is bf16 only.\n"
+               "--type fp8: e4m3 inputs with a power-of-two scale a tensor, versions 0 (cuBLASLt) and 3-9.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .versions = versions,
     .n_versions = TENSOR_GEMM_VERSIONS,
@@ -158,7 +262,7 @@ int main(int argc, char **argv)
     /* ---- setup: arguments, GPU, cuBLAS, inputs */
     const char *type_arg = "bf16"; /* the program's own flag */
     const lb_opt options[] = {
-        {"--type", LB_OPT_STRING, &type_arg, "bf16 or tf32: the inputs' format"},
+        {"--type", LB_OPT_STRING, &type_arg, "bf16, tf32 or fp8 (e4m3): the inputs' format"},
     };
     lb_program program = program_template;
     program.opts = options, program.n_opts = sizeof options / sizeof options[0];
@@ -171,15 +275,20 @@ int main(int argc, char **argv)
         type = TG_BF16;
     else if (!strcmp(type_arg, "tf32"))
         type = TG_TF32;
+    else if (!strcmp(type_arg, "fp8"))
+        type = TG_FP8;
     else
-        lb_usage_error(&program, "--type must be bf16 or tf32 (got '%s')", type_arg);
+        lb_usage_error(&program, "--type must be bf16, tf32 or fp8 (got '%s')", type_arg);
 
     lb_gpu gpu;
     lb_gpu_init(&gpu);
+    if (type == TG_FP8 && gpu.cc < 89)
+        lb_die(LB_EXIT_USAGE, "tensor_gemm: --type fp8 needs fp8 tensor cores (sm_89 or later); this GPU is %s",
+               gpu.sm);
     tg_job job = {.g = {.type = type, .m = M, .n = N, .k = K}};
     job.g.mp = round_up(M, TENSOR_GEMM_PAD_MN), job.g.np = round_up(N, TENSOR_GEMM_PAD_MN);
-    job.g.kp = round_up(K, TENSOR_GEMM_PAD_K);
-    size_t elem = type == TG_BF16 ? 2 : 4, c_n = (size_t)M * N;
+    job.g.kp = round_up(K, tensor_gemm_pad_k(type));
+    size_t elem = (size_t)tensor_gemm_elem_bytes(type), c_n = (size_t)M * N;
     lb_require_device_memory(elem * ((size_t)job.g.mp + job.g.np) * job.g.kp + sizeof(float) * c_n, "the matrices");
     CUBLAS_CHECK(cublasCreate(&job.handle));
     if (!args.quiet)
@@ -196,10 +305,11 @@ int main(int argc, char **argv)
           *h_b = lb_host_alloc(sizeof(float) * (size_t)N * K, "B");
     lb_rng rng;
     lb_rng_seed(&rng, args.seed);
-    fill_inputs(h_a, (size_t)M * K, type, &rng);
-    fill_inputs(h_b, (size_t)N * K, type, &rng);
-    job.g.a = upload_padded(h_a, M, K, job.g.mp, job.g.kp, type);
-    job.g.b = upload_padded(h_b, N, K, job.g.np, job.g.kp, type);
+    float scale_a = fill_inputs(h_a, (size_t)M * K, type, &rng), scale_b = fill_inputs(h_b, (size_t)N * K, type, &rng);
+    job.g.a = upload_padded(h_a, M, K, job.g.mp, job.g.kp, type, scale_a);
+    job.g.b = upload_padded(h_b, N, K, job.g.np, job.g.kp, type, scale_b);
+    job.g.alpha = scale_a * scale_b; /* a power of two: exact */
+    if (type == TG_FP8) lt_fp8_setup(&job.lt, &job.g, scale_a, scale_b);
     CUDA_CHECK(cudaMalloc((void **)&job.g.c, sizeof(float) * c_n));
     CUDA_CHECK(tensor_gemm_prepare(&job.g)); /* tensor maps: made once, outside the timing */
     float *h_cublas = lb_host_alloc(sizeof(float) * c_n, "cuBLAS's C"), *h_c = lb_host_alloc(sizeof(float) * c_n, "C");
@@ -207,7 +317,7 @@ int main(int argc, char **argv)
     float *h_cpu = lb_gemm_reference(&gemm); /* NULL when too large */
 
     char sz[64];
-    snprintf(sz, sizeof sz, "%dx%dx%d%s", M, N, K, type == TG_TF32 ? "_tf32" : ""); /* its own bench table */
+    snprintf(sz, sizeof sz, "%dx%dx%d%s", M, N, K, type == TG_TF32 ? "_tf32" : type == TG_FP8 ? "_fp8" : ""); /* its own bench table */
     lb_report rep = lb_report_vs_cublas(&program, &args);
     lb_report_table(&rep, sz, NULL);
 
@@ -220,8 +330,8 @@ int main(int argc, char **argv)
         CUDA_CHECK(versions[v].run(&job));
         CUDA_CHECK(cudaMemcpy(v == 0 ? h_cublas : h_c, job.g.c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
         lb_check c = v == 0
-                         ? lb_gemm_check("cublas vs CPU", h_cublas, &gemm, h_cpu, abs_tol(K), REL_TOL, &rng, args.quiet)
-                         : check_version(versions[v].name, h_c, h_cublas, h_cpu, c_n, K, args.quiet);
+                         ? lb_gemm_check("cublas vs CPU", h_cublas, &gemm, h_cpu, tol_abs(type, K), REL_TOL, &rng, args.quiet)
+                         : check_version(versions[v].name, h_c, h_cublas, h_cpu, c_n, type, K, args.quiet);
         float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
         char verdict[96];
         lb_report_row(&rep, v, NULL, ms, tflops(M, N, K, ms), c.n_bad == 0,
@@ -229,6 +339,7 @@ int main(int argc, char **argv)
     }
 
     tensor_gemm_release(&job.g);
+    if (type == TG_FP8) lt_fp8_free(&job.lt);
     CUBLAS_CHECK(cublasDestroy(job.handle));
     CUDA_CHECK(cudaFree((void *)job.g.a));
     CUDA_CHECK(cudaFree((void *)job.g.b));

@@ -52,6 +52,10 @@ template <> __device__ __forceinline__ void wgmma_256<float>(float d[128], uint6
 {
     wgmma_m64n256k8_tf32_ss(d, da, db);
 }
+template <> __device__ __forceinline__ void wgmma_256<uint8_t>(float d[128], uint64_t da, uint64_t db)
+{
+    wgmma_m64n256k32_e4m3_ss(d, da, db); /* uint8_t: fp8 e4m3 codes */
+}
 
 /* One k tile for one warpgroup: 4 wgmma, each 32 bytes further along K in both tiles, started
  * as one group; they run while the warps go on. */
@@ -62,6 +66,13 @@ template <typename In> __device__ __forceinline__ void wgmma_issue(float d[128],
     for (int ks = 0; ks < TG_TILE_K_BYTES / 32; ks++)
         wgmma_256<In>(d, wgmma_desc(a + 32 * ks), wgmma_desc(b + 32 * ks));
     wgmma_commit();
+}
+/* C = alpha A B: the accumulators times alpha before they leave (fp8's scales; 1 otherwise, which
+ * changes no bit) */
+__device__ __forceinline__ void scale_tile(float d[128], float alpha)
+{
+#pragma unroll
+    for (int i = 0; i < 128; i++) d[i] *= alpha;
 }
 /* A consumer warpgroup's 64 x 256 accumulators into C at rows m0.., columns n0.. */
 __device__ __forceinline__ void store_wgmma_tile(float *C, int M, int N, int m0, int n0, const float d[128])
@@ -99,7 +110,7 @@ template <int CLUSTER> __device__ __forceinline__ void release_stage(uint64_t *e
 template <typename In>
 __global__ void __launch_bounds__(TG_WG_THREADS)
     tensor_gemm_kernel3(const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB, float *C,
-                        int M, int N, int kp)
+                        int M, int N, int kp, float alpha)
 {
     extern __shared__ uint8_t smem_raw[];
     uint8_t *sA = aligned_smem(smem_raw), *sB = sA + TG3_BM * TG_TILE_K_BYTES;
@@ -124,6 +135,7 @@ __global__ void __launch_bounds__(TG_WG_THREADS)
         wgmma_wait<0>(); /* the accumulators are final and the tile no longer read */
         __syncthreads(); /* all four warps are done with the tile before thread 0 refills it */
     }
+    scale_tile(d, alpha);
     store_wgmma_tile(C, M, N, m0, n0, d);
 }
 
@@ -230,7 +242,7 @@ __device__ __forceinline__ void store_tile_tma(const CUtensorMap *mapC, uint8_t 
  *   the registers. */
 template <typename In, int PERSISTENT, int CLUSTER, int INFLIGHT, int TMA_STORE>
 __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorMap *mapB, const CUtensorMap *mapC,
-                                        float *C, int M, int N, int kp, int tiles_m, int tiles_n)
+                                        float *C, int M, int N, int kp, int tiles_m, int tiles_n, float alpha)
 {
     extern __shared__ uint8_t smem_raw[];
     uint8_t *stages = aligned_smem(smem_raw);
@@ -300,6 +312,7 @@ __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorM
                 wgmma_wait<0>();
                 release_stage<CLUSTER>(&empty[(u - 1) % TGW_STAGES]);
             }
+            scale_tile(d, alpha);
             if (TMA_STORE)
                 store_tile_tma(mapC, stages + TGW_STAGES * TGW_STAGE_BYTES + c * 2 * TGW_C_CHUNK_BYTES, c, m0 + c * 64,
                                n0, d);
@@ -315,8 +328,8 @@ __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorM
  * over the body above: PERSISTENT, CLUSTER, INFLIGHT, TMA_STORE */
 #define TGW_PARAMS                                                                                          \
     const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB,                     \
-        const __grid_constant__ CUtensorMap mapC, float *C, int M, int N, int kp, int tiles_m, int tiles_n
-#define TGW_ARGS &mapA, &mapB, &mapC, C, M, N, kp, tiles_m, tiles_n
+        const __grid_constant__ CUtensorMap mapC, float *C, int M, int N, int kp, int tiles_m, int tiles_n, float alpha
+#define TGW_ARGS &mapA, &mapB, &mapC, C, M, N, kp, tiles_m, tiles_n, alpha
 
 /* version 4: a block per tile */
 template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_gemm_kernel4(TGW_PARAMS)
@@ -361,12 +374,14 @@ typedef struct {
 /* A (rows, kp) K-major matrix seen by the copy engine in boxes of box_rows x 128 bytes. */
 static cudaError_t make_map(CUtensorMap *map, const void *base, tg_type type, int rows, int kp, int box_rows)
 {
-    size_t elem = type == TG_BF16 ? 2 : 4;
+    size_t elem = (size_t)tensor_gemm_elem_bytes(type);
     cuuint64_t dims[2] = {(cuuint64_t)kp, (cuuint64_t)rows}; /* innermost (contiguous) first */
     cuuint64_t strides[1] = {(cuuint64_t)kp * elem};         /* bytes from one row to the next */
     cuuint32_t box[2] = {(cuuint32_t)(TG_TILE_K_BYTES / elem), (cuuint32_t)box_rows};
-    return lb_tensor_map(map, type == TG_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
-                         base, dims, strides, box, 1);
+    CUtensorMapDataType t = type == TG_BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                            : type == TG_FP8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 /* the copy engine moves bytes */
+                                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    return lb_tensor_map(map, t, 2, base, dims, strides, box, 1);
 }
 
 /* C (m, n) fp32 row-major, as version 9's stores see it: boxes of 64 rows x 32 floats (128 bytes,
@@ -413,7 +428,7 @@ static int sm_count(void)
         return 0;
     return sms;
 }
-static int tile_k(tg_type type) { return TG_TILE_K_BYTES / (type == TG_BF16 ? 2 : 4); }
+static int tile_k(tg_type type) { return TG_TILE_K_BYTES / tensor_gemm_elem_bytes(type); }
 
 /* ---- version 3: a block per 64 x 256 tile of C */
 #define TG3_SMEM ((TG3_BM + TG3_BN) * TG_TILE_K_BYTES + 1024)
@@ -422,13 +437,15 @@ template <typename In> static cudaError_t launch3(const tg_gemm *g, const tg_map
     static const cudaError_t allowed = allow_smem(tensor_gemm_kernel3<In>, TG3_SMEM);
     if (allowed != cudaSuccess) return allowed;
     dim3 grid(g->np / TG3_BN, g->mp / TG3_BM);
-    tensor_gemm_kernel3<In><<<grid, TG_WG_THREADS, TG3_SMEM>>>(p->a64, p->b256, g->c, g->m, g->n, g->kp);
+    tensor_gemm_kernel3<In><<<grid, TG_WG_THREADS, TG3_SMEM>>>(p->a64, p->b256, g->c, g->m, g->n, g->kp, g->alpha);
     return cudaGetLastError();
 }
 extern "C" cudaError_t tensor_gemm_launch3(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue; /* tensor_gemm_prepare was not called */
-    return g->type == TG_BF16 ? launch3<__nv_bfloat16>(g, TG_MAPS(g)) : launch3<float>(g, TG_MAPS(g));
+    return g->type == TG_BF16  ? launch3<__nv_bfloat16>(g, TG_MAPS(g))
+           : g->type == TG_FP8 ? launch3<uint8_t>(g, TG_MAPS(g))
+                               : launch3<float>(g, TG_MAPS(g));
 }
 extern "C" tg_shape tensor_gemm_shape3(tg_type type)
 {
@@ -442,13 +459,15 @@ template <typename In> static cudaError_t launch4(const tg_gemm *g, const tg_map
     if (allowed != cudaSuccess) return allowed;
     int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
     tensor_gemm_kernel4<In><<<dim3(tiles_n, tiles_m), TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m, g->n,
-                                                                                g->kp, tiles_m, tiles_n);
+                                                                                g->kp, tiles_m, tiles_n, g->alpha);
     return cudaGetLastError();
 }
 extern "C" cudaError_t tensor_gemm_launch4(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue;
-    return g->type == TG_BF16 ? launch4<__nv_bfloat16>(g, TG_MAPS(g)) : launch4<float>(g, TG_MAPS(g));
+    return g->type == TG_BF16  ? launch4<__nv_bfloat16>(g, TG_MAPS(g))
+           : g->type == TG_FP8 ? launch4<uint8_t>(g, TG_MAPS(g))
+                               : launch4<float>(g, TG_MAPS(g));
 }
 /* versions 4-8's work: a 128 x 256 tile, a producer and two consumers, the ring of stages */
 extern "C" tg_shape tensor_gemm_shape_ws(tg_type type)
@@ -464,13 +483,15 @@ template <typename In> static cudaError_t launch5(const tg_gemm *g, const tg_map
     if (allowed != cudaSuccess) return allowed;
     int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
     tensor_gemm_kernel5<In><<<min(sms, tiles_m * tiles_n), TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m,
-                                                                                     g->n, g->kp, tiles_m, tiles_n);
+                                                                                     g->n, g->kp, tiles_m, tiles_n, g->alpha);
     return cudaGetLastError();
 }
 extern "C" cudaError_t tensor_gemm_launch5(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue;
-    return g->type == TG_BF16 ? launch5<__nv_bfloat16>(g, TG_MAPS(g)) : launch5<float>(g, TG_MAPS(g));
+    return g->type == TG_BF16  ? launch5<__nv_bfloat16>(g, TG_MAPS(g))
+           : g->type == TG_FP8 ? launch5<uint8_t>(g, TG_MAPS(g))
+                               : launch5<float>(g, TG_MAPS(g));
 }
 
 /* ---- versions 6 and 8: clusters of 2 blocks (2i, 2i+1) along x, as many pairs as can be
@@ -500,7 +521,8 @@ template <typename K> static cudaError_t launch_pairs(K kernel, int clusters, co
     int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = cluster_config(&attr, 2 * min(clusters, tiles_m * tiles_n / 2));
-    return cudaLaunchKernelEx(&cfg, kernel, p->a128, p->b128, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
+    return cudaLaunchKernelEx(&cfg, kernel, p->a128, p->b128, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n,
+                              g->alpha);
 }
 template <typename In> static cudaError_t launch6(const tg_gemm *g, const tg_maps *p)
 {
@@ -512,7 +534,9 @@ template <typename In> static cudaError_t launch6(const tg_gemm *g, const tg_map
 extern "C" cudaError_t tensor_gemm_launch6(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue;
-    return g->type == TG_BF16 ? launch6<__nv_bfloat16>(g, TG_MAPS(g)) : launch6<float>(g, TG_MAPS(g));
+    return g->type == TG_BF16  ? launch6<__nv_bfloat16>(g, TG_MAPS(g))
+           : g->type == TG_FP8 ? launch6<uint8_t>(g, TG_MAPS(g))
+                               : launch6<float>(g, TG_MAPS(g));
 }
 
 /* ---- version 7: as 5 */
@@ -523,13 +547,15 @@ template <typename In> static cudaError_t launch7(const tg_gemm *g, const tg_map
     if (allowed != cudaSuccess) return allowed;
     int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
     tensor_gemm_kernel7<In><<<min(sms, tiles_m * tiles_n), TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m,
-                                                                                     g->n, g->kp, tiles_m, tiles_n);
+                                                                                     g->n, g->kp, tiles_m, tiles_n, g->alpha);
     return cudaGetLastError();
 }
 extern "C" cudaError_t tensor_gemm_launch7(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue;
-    return g->type == TG_BF16 ? launch7<__nv_bfloat16>(g, TG_MAPS(g)) : launch7<float>(g, TG_MAPS(g));
+    return g->type == TG_BF16  ? launch7<__nv_bfloat16>(g, TG_MAPS(g))
+           : g->type == TG_FP8 ? launch7<uint8_t>(g, TG_MAPS(g))
+                               : launch7<float>(g, TG_MAPS(g));
 }
 
 /* ---- version 8: as 6 */
@@ -543,7 +569,9 @@ template <typename In> static cudaError_t launch8(const tg_gemm *g, const tg_map
 extern "C" cudaError_t tensor_gemm_launch8(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue;
-    return g->type == TG_BF16 ? launch8<__nv_bfloat16>(g, TG_MAPS(g)) : launch8<float>(g, TG_MAPS(g));
+    return g->type == TG_BF16  ? launch8<__nv_bfloat16>(g, TG_MAPS(g))
+           : g->type == TG_FP8 ? launch8<uint8_t>(g, TG_MAPS(g))
+                               : launch8<float>(g, TG_MAPS(g));
 }
 
 /* ---- version 9: as 5, with C's buffers after the ring (N a multiple of 4: the launcher's table
@@ -555,13 +583,15 @@ template <typename In> static cudaError_t launch9(const tg_gemm *g, const tg_map
     if (allowed != cudaSuccess) return allowed;
     int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
     tensor_gemm_kernel9<In><<<min(sms, tiles_m * tiles_n), TGW_THREADS, TGW_SMEM_TMA_STORE>>>(
-        p->a128, p->b256, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n);
+        p->a128, p->b256, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n, g->alpha);
     return cudaGetLastError();
 }
 extern "C" cudaError_t tensor_gemm_launch9(const tg_gemm *g)
 {
     if (!g->prepared || g->n % 4) return cudaErrorInvalidValue;
-    return g->type == TG_BF16 ? launch9<__nv_bfloat16>(g, TG_MAPS(g)) : launch9<float>(g, TG_MAPS(g));
+    return g->type == TG_BF16  ? launch9<__nv_bfloat16>(g, TG_MAPS(g))
+           : g->type == TG_FP8 ? launch9<uint8_t>(g, TG_MAPS(g))
+                               : launch9<float>(g, TG_MAPS(g));
 }
 extern "C" tg_shape tensor_gemm_shape9(tg_type type)
 {

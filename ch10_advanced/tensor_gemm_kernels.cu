@@ -164,6 +164,7 @@ __global__ void __launch_bounds__(256)
 /* version 1: a warp per 16 x 16 tile of C, 4 warps a block */
 static cudaError_t launch1(const tg_gemm *g)
 {
+    if (g->type == TG_FP8 || g->alpha != 1.0f) return cudaErrorInvalidValue; /* bf16 and tf32 only */
     dim3 grid((g->n + 31) / 32, (g->m + 31) / 32);
     if (g->type == TG_BF16)
         tensor_gemm_kernel1<__nv_bfloat16>
@@ -173,11 +174,12 @@ static cudaError_t launch1(const tg_gemm *g)
     return cudaGetLastError();
 }
 static tg_shape shape1(tg_type type) { return (tg_shape){32, 32, type == TG_BF16 ? 16 : 8, 128, 1, 0}; }
+static const char *no_fp8(tg_type type, int) { return type == TG_FP8 ? "bf16 and tf32 only (its wmma fragments are theirs)" : NULL; }
 
 /* version 2: a block per 128 x 128 tile of C; bf16 only (ldmatrix moves 16-bit elements) */
 static cudaError_t launch2(const tg_gemm *g)
 {
-    if (g->type != TG_BF16) return cudaErrorInvalidValue;
+    if (g->type != TG_BF16 || g->alpha != 1.0f) return cudaErrorInvalidValue;
     dim3 grid((g->n + TG2_BN - 1) / TG2_BN, (g->m + TG2_BM - 1) / TG2_BM);
     tensor_gemm_kernel2<<<grid, 256>>>((const __nv_bfloat16 *)g->a, (const __nv_bfloat16 *)g->b, g->c, g->m, g->n,
                                        g->kp);
@@ -197,7 +199,7 @@ static const struct {
     const char *(*unavailable)(tg_type type, int n);
 } launchers[] = {
     {NULL, NULL, NULL},
-    {launch1, shape1, NULL},
+    {launch1, shape1, no_fp8},
     {launch2, shape2, bf16_only},
     {tensor_gemm_launch3, tensor_gemm_shape3, tensor_gemm_hopper_unavailable},
     {tensor_gemm_launch4, tensor_gemm_shape_ws, tensor_gemm_hopper_unavailable},

@@ -1,10 +1,12 @@
 /* tensor_gemm_kernels.h - launchers for tensor_gemm_kernels.cu and tensor_gemm_hopper.cu (callable
  * from C).
  *
- * C = A B on the tensor cores: A is (M,K) row-major, B is (K,N) column-major (stored as N rows
- * of K), C is (M,N) row-major fp32. A and B are bf16 (or fp32 read as tf32) in zero-padded
- * buffers: A is (mp, kp), B is (np, kp), mp and np multiples of TENSOR_GEMM_PAD_MN, kp of
- * TENSOR_GEMM_PAD_K, so every kernel works on whole tiles and checks only its stores. */
+ * C = alpha A B on the tensor cores: A is (M,K) row-major, B is (K,N) column-major (stored as N
+ * rows of K), C is (M,N) row-major fp32. A and B are bf16 (or fp32 read as tf32, or fp8 e4m3
+ * codes) in zero-padded buffers: A is (mp, kp), B is (np, kp), mp and np multiples of
+ * TENSOR_GEMM_PAD_MN, kp of tensor_gemm_pad_k(type), so every kernel works on whole tiles and
+ * checks only its stores. alpha is 1 for bf16 and tf32; fp8's is the product of A's and B's
+ * per-tensor scales (each code stands for code x scale). */
 #ifndef TENSOR_GEMM_KERNELS_H
 #define TENSOR_GEMM_KERNELS_H
 #include <cuda_runtime_api.h>
@@ -17,16 +19,21 @@ extern "C" {
 #define TENSOR_GEMM_PAD_MN 256 /* two 128-row tiles (version 6 works on pairs), one 256-column tile */
 #define TENSOR_GEMM_PAD_K 64   /* one k tile of bf16: 64 x 2 bytes = one 128-byte swizzle row */
 
-typedef enum { TG_BF16 = 0, TG_TF32 = 1 } tg_type;
+typedef enum { TG_BF16 = 0, TG_TF32 = 1, TG_FP8 = 2 } tg_type;
+/* an input element's bytes, and K's padding: one k tile is 128 bytes of K (64 bf16, 32 tf32, 128
+ * fp8), and kp a whole number of them (tf32's 32 divide bf16's 64) */
+static inline int tensor_gemm_elem_bytes(tg_type type) { return type == TG_FP8 ? 1 : type == TG_BF16 ? 2 : 4; }
+static inline int tensor_gemm_pad_k(tg_type type) { return type == TG_FP8 ? 128 : TENSOR_GEMM_PAD_K; }
 
 /* One product: device buffers, sizes, and what tensor_gemm_prepare made for it. */
 typedef struct {
     tg_type type;
-    const void *a, *b; /* bf16 (uint16 bits) or fp32, padded as above */
+    const void *a, *b; /* bf16 (uint16 bits), fp32 or e4m3 codes (uint8), padded as above */
     float *c;          /* (m, n), row-major, not padded */
     int m, n, k;
     int mp, np, kp;
     void *prepared; /* versions 3-9's tensor maps (tensor_gemm_prepare), NULL before */
+    float alpha;    /* C = alpha A B: fp8's scales, 1 for bf16 and tf32 (versions 1 and 2 take 1 only) */
 } tg_gemm;
 
 /* Make the TMA tensor maps for versions 3-9 (through the driver's cuTensorMapEncodeTiled): once

@@ -386,6 +386,15 @@ __device__ __forceinline__ void wgmma_m64n256k8_tf32_ss(float d[128], uint64_t d
                  : LB_WG_D128
                  : "l"(da), "l"(db), "r"(1));
 }
+/* fp8 e4m3, 64 x 256 x 32 (tensor_gemm's tile on 1-byte inputs: 32 bytes of K, as the two above;
+ * 8-bit inputs have no transpose flags: K-major only) */
+__device__ __forceinline__ void wgmma_m64n256k32_e4m3_ss(float d[128], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {" LB_WG_R128 "}, %128, %129, p, 1, 1;\n}\n"
+                 : LB_WG_D128
+                 : "l"(da), "l"(db), "r"(1));
+}
 /* bf16, 64 x 128 x 16 and 64 x 64 x 16, A from registers, B transposed (attention's O += P V) */
 __device__ __forceinline__ void wgmma_m64n128k16_bf16_rs_bt(float d[64], const uint32_t a[4], uint64_t db)
 {

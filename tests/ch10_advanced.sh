@@ -165,7 +165,7 @@ fi
 bad_input 2 "unknown argument '--bogus'" ./tensor_gemm --bogus
 bad_input 0 'usage: tensor_gemm ' ./tensor_gemm --help
 bad_input 2 '--size must be positive (got 0)' ./tensor_gemm --size 0
-bad_input 2 "--type must be bf16 or tf32 (got 'fp16')" ./tensor_gemm --type fp16
+bad_input 2 "--type must be bf16, tf32 or fp8 (got 'fp16')" ./tensor_gemm --type fp16
 bad_input 2 "version '10' does not exist (0..9)" ./tensor_gemm 10
 no_gpu ./tensor_gemm
 # (the sanitizer runs 64, 100,200,16 and 1,300,64 in bf16, and 1,300,40 in tf32)
@@ -181,6 +181,18 @@ for s in 64 1000,1023,777; do
 done
 gpu_check_large ./tensor_gemm --size 512 --iters 2
 gpu_expect 2 'version 2 (mma.sync+ldmatrix, cp.async x2): bf16 only' ./tensor_gemm 2 --type tf32 --size 64
+# fp8 (e4m3, a power-of-two scale a tensor; version 0 is cuBLASLt's fp8 product): K of one tile,
+# K not a multiple of the 128-element k tile, M = 1, N = 1; and 4096^3 against cuBLASLt
+for s in 128 100,200,16 1,300,200; do
+    gpu_check ./tensor_gemm --check-only --size $s --type fp8
+done
+for s in 1000,1023,777 300,1,130; do
+    gpu_check_large ./tensor_gemm --check-only --size $s --type fp8
+done
+first gpu_check_large ./tensor_gemm --check-only --size 4096 --type fp8
+mutant "tensor_gemm fp8 applies the scales twice" tensor_gemm_hopper.cu \
+    's|for (int i = 0; i < 128; i++) d\[i\] \*= alpha;|for (int i = 0; i < 128; i++) d[i] *= alpha * alpha;|' \
+    ./tensor_gemm 9 --check-only --size 256 --type fp8
 first gpu_check_large ./tensor_gemm --check-only --size 8192
 # planted bugs: the wgmma versions skip the last 32 bytes of every k tile (one k16 step of bf16);
 # version 2 skips the second k16 step of its tiles; version 9 writes C to shared memory unswizzled
@@ -205,6 +217,16 @@ emu_check emu_tensor_gemm 256 256 128 bf16 3 4 5 7 9
 # 32 tiles on 3 blocks: the persistent versions' rings and version 9's buffers over many tiles
 EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 1000 1024 200 bf16 5 7 9
 EMU_ENV=EMU_SMS=2 emu_check emu_tensor_gemm 513 260 64 tf32 5 9
+# fp8: e4m3 codes, 128 of them a k tile (K 300 pads to 384, K 16 to 128), the scales' product
+# applied as C leaves; 1 and 2 listed as skipped
+emu_check emu_tensor_gemm 300 260 300 fp8 1 2 3 4 5 7 9
+emu_check emu_tensor_gemm 1 300 16 fp8 3 4 9
+EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 513 512 200 fp8 5 9
+emu_mutant "tensor_gemm fp8 applies the scales twice" tensor_gemm_hopper.cu \
+    's|for (int i = 0; i < 128; i++) d\[i\] \*= alpha;|for (int i = 0; i < 128; i++) d[i] *= alpha * alpha;|' \
+    emu_tensor_gemm 300 260 300 fp8 4
+emu_mutant "tensor_gemm 3 reads the fp8 codes as bf16 (the kernel of the wrong format)" tensor_gemm_hopper.cu \
+    's|g->type == TG_FP8 ? launch3<uint8_t>|g->type == TG_FP8 ? launch3<__nv_bfloat16>|' emu_tensor_gemm 300 260 300 fp8 3
 emu_mutant "tensor_gemm 3-9 skip a wgmma k step" tensor_gemm_hopper.cu \
     's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' emu_tensor_gemm 256 256 128 bf16 5
 emu_mutant "tensor_gemm 2 reads a k tile past the end of B" tensor_gemm_kernels.cu \

@@ -148,6 +148,14 @@ template <class T> inline std::vector<T> emu_guarded(size_t n)
     return v;
 }
 
+/* an fp8 e4m3 code's value (bias 7, 3 mantissa bits, no infinities, S.1111.111 NaN), written out
+ * here rather than taken from labbook.c's lb_e4m3_value, so that the two readings are independent */
+inline float emu_e4m3(uint8_t b)
+{
+    int e = (b >> 3) & 15, m = b & 7;
+    float v = e == 15 && m == 7 ? NAN : e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
+    return b & 0x80 ? -v : v;
+}
 /* ================================================================ warp-wide: shuffles, ldmatrix, mma.sync */
 
 template <typename T> inline T __shfl_xor_sync(unsigned, T v, int lane_mask)

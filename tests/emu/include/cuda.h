@@ -9,6 +9,7 @@ typedef uint64_t cuuint64_t;
 typedef uint32_t cuuint32_t;
 typedef int CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
     CUtensorMapFloatOOBfill;
+#define CU_TENSOR_MAP_DATA_TYPE_UINT8 0
 #define CU_TENSOR_MAP_DATA_TYPE_FLOAT32 7
 #define CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9
 #define CU_TENSOR_MAP_INTERLEAVE_NONE 0

@@ -211,7 +211,8 @@ inline void mbar_wait(uint64_t *bar, int parity)
 }
 
 /* Tensor maps: the encoder's arguments kept in the opaque 128 bytes. Only what the kernels use:
- * bf16 or fp32, 2 to 4 dimensions, boxes of 128-byte rows (one plane deep), the 128-byte swizzle. */
+ * bytes (fp8), bf16 or fp32, 2 to 4 dimensions, boxes of 128-byte rows (one plane deep), the
+ * 128-byte swizzle. */
 struct emu_map {
     uint8_t *base;
     uint64_t dims[4], strides[3]; /* elements (unused dimensions 1); bytes from one row (plane) to the next */
@@ -228,7 +229,10 @@ inline CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuu
                                  const cuuint32_t *elem_strides, CUtensorMapInterleave, CUtensorMapSwizzle swizzle,
                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill)
 {
-    uint32_t elem = type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 ? 2 : type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4 : 0;
+    uint32_t elem = type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 ? 2
+                    : type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4
+                    : type == CU_TENSOR_MAP_DATA_TYPE_UINT8   ? 1
+                                                              : 0;
     if (!elem || rank < 2 || rank > 4 || swizzle != CU_TENSOR_MAP_SWIZZLE_128B) return 1;
     emu_map e = {(uint8_t *)base, {1, 1, 1, 1}, {0, 0, 0}, {1, 1, 1, 1}, elem};
     for (cuuint32_t i = 0; i < rank; i++) {
@@ -318,11 +322,12 @@ inline emu_desc emu_decode(uint64_t d)
     }
     return {(uint32_t)(d & 0x3FFF) << 4, (uint32_t)((d >> 16) & 0x3FFF) << 4, (uint32_t)((d >> 32) & 0x3FFF) << 4};
 }
-/* an element of shared memory at a (logical) byte address, read through the swizzle: bf16 (2
- * bytes) or tf32 (4: an fp32 whose low 13 bits the tensor cores ignore) */
+/* an element of shared memory at a (logical) byte address, read through the swizzle: fp8 e4m3 (1
+ * byte), bf16 (2) or tf32 (4: an fp32 whose low 13 bits the tensor cores ignore) */
 inline float emu_smem_element(uint32_t addr, int bytes)
 {
     uint32_t a = emu_swizzle128(addr);
+    if (bytes == 1) return emu_e4m3(emu_blk->smem[a]);
     if (bytes == 2) {
         uint16_t v;
         memcpy(&v, emu_blk->smem + a, 2);
@@ -489,6 +494,7 @@ inline void wgmma_m64n128k16_bf16_ss_tt(float d[64], uint64_t da, uint64_t db, i
 }
 inline void wgmma_m64n256k16_bf16_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 2); }
 inline void wgmma_m64n256k8_tf32_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 4); }
+inline void wgmma_m64n256k32_e4m3_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 1); }
 inline void wgmma_m64n128k16_bf16_rs_bt(float d[64], const uint32_t a[4], uint64_t db) { emu_wgmma(d, 128, 0, a, db, 1, 1); }
 inline void wgmma_m64n64k16_bf16_rs_bt(float d[32], const uint32_t a[4], uint64_t db) { emu_wgmma(d, 64, 0, a, db, 1, 1); }
 /* the compiler's fence on the accumulators: nothing to hold back here */
