@@ -23,6 +23,7 @@
 #include "attention_device.cuh" /* pack_bf16 */
 #include "labbook.h"            /* lb_sm90a_unavailable */
 #include "lb_tensor_core.cuh"   /* wgmma, descriptors, fences */
+#include "attention_maps.cuh"   /* attention_heads_map */
 
 #include <cuda.h> /* CUtensorMap (a type only: no libcuda link) */
 #include <stdlib.h>
@@ -481,17 +482,6 @@ typedef struct {
     CUtensorMap q, k, v, d_o, dq_acc;
 } bwd_maps;
 
-/* Q, K, V and dO: a bf16 tensor of heads (rows as attention_rows_of(H, S, D, ld) says: (B, H, S, D)
- * contiguous or token rows) seen by the copy engine as (d, s, h, b) in boxes of `rows` x 64 (128
- * bytes) at (d, s, h, b): rows past S arrive as zeros */
-static cudaError_t make_map(CUtensorMap *map, const void *base, const attention_bwd_problem *p, int ld, int rows)
-{
-    attention_rows r = attention_rows_of(p->heads, p->seq, p->dim, ld);
-    cuuint64_t dims[4] = {(cuuint64_t)p->dim, (cuuint64_t)p->seq, (cuuint64_t)p->heads, (cuuint64_t)p->batch};
-    cuuint64_t strides[3] = {(cuuint64_t)r.row * 2, (cuuint64_t)r.head * 2, (cuuint64_t)r.batch * 2}; /* bytes */
-    cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1};
-    return lb_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, base, dims, strides, box, 1);
-}
 /* dq_acc: (B H, S, D) fp32, contiguous, in boxes of `rows` x 32 floats (128 bytes) at (d, s, head)
  * for the reduce-add: rows past S are not written */
 static cudaError_t make_acc_map(CUtensorMap *map, float *base, const attention_bwd_problem *p, int rows)
@@ -508,10 +498,11 @@ extern "C" cudaError_t attention_bwd_hopper_prepare(attention_bwd_problem *p)
     if (!m) return cudaErrorMemoryAllocation;
     p->prepared = m;
     int qt = p->dim == 128 ? bwd4_layout<128>::QT : bwd4_layout<64>::QT;
-    cudaError_t e = make_map(&m->q, p->q, p, p->ld_qkv, qt);
-    if (e == cudaSuccess) e = make_map(&m->d_o, p->d_o, p, p->ld_o, qt);
-    if (e == cudaSuccess) e = make_map(&m->k, p->k, p, p->ld_qkv, BWD4_KEYS);
-    if (e == cudaSuccess) e = make_map(&m->v, p->v, p, p->ld_qkv, BWD4_KEYS);
+    int B = p->batch, H = p->heads, S = p->seq, D = p->dim;
+    cudaError_t e = attention_heads_map(&m->q, p->q, B, H, S, D, p->ld_qkv, qt);
+    if (e == cudaSuccess) e = attention_heads_map(&m->d_o, p->d_o, B, H, S, D, p->ld_o, qt);
+    if (e == cudaSuccess) e = attention_heads_map(&m->k, p->k, B, H, S, D, p->ld_qkv, BWD4_KEYS);
+    if (e == cudaSuccess) e = attention_heads_map(&m->v, p->v, B, H, S, D, p->ld_qkv, BWD4_KEYS);
     if (e == cudaSuccess) e = make_acc_map(&m->dq_acc, p->dq_acc, p, 64);
     return e;
 }

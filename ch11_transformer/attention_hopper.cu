@@ -18,6 +18,7 @@
 #include "attention_device.cuh" /* bf16, last_key, online_rows, inverse_row_sums */
 #include "labbook.h"            /* lb_sm90a_unavailable */
 #include "lb_tensor_core.cuh"   /* mbarrier, TMA, wgmma, tensor maps */
+#include "attention_maps.cuh"   /* attention_heads_map */
 
 #include <cuda.h> /* CUtensorMap (a type only: no libcuda link) */
 #include <stdlib.h>
@@ -454,27 +455,15 @@ typedef struct {
     CUtensorMap q, k, v;
 } att_maps;
 
-/* A bf16 tensor of heads (rows as attention_rows_of(H, S, D, ld) says: (B, H, S, D) contiguous or
- * token rows) seen by the copy engine as (d, s, h, b), each dimension with its own stride, in
- * boxes of `rows` x 64 (128 bytes, swizzled) at (d, s, h, b): rows past S in a box arrive as
- * zeros, whatever the memory after them holds (the next token rows of another head) */
-static cudaError_t make_map(CUtensorMap *map, const void *base, const attention_problem *p, int ld, int rows)
-{
-    attention_rows r = attention_rows_of(p->heads, p->seq, p->dim, ld);
-    cuuint64_t dims[4] = {(cuuint64_t)p->dim, (cuuint64_t)p->seq, (cuuint64_t)p->heads, (cuuint64_t)p->batch};
-    cuuint64_t strides[3] = {(cuuint64_t)r.row * 2, (cuuint64_t)r.head * 2, (cuuint64_t)r.batch * 2}; /* bytes */
-    cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1};
-    return lb_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, base, dims, strides, box, 1);
-}
-
 extern "C" cudaError_t attention_hopper_prepare(attention_problem *p)
 {
     att_maps *m = (att_maps *)calloc(1, sizeof *m);
     if (!m) return cudaErrorMemoryAllocation;
     p->prepared = m;
-    cudaError_t e = make_map(&m->q, p->q, p, p->ld_qkv, ATT4_QUERIES);
-    if (e == cudaSuccess) e = make_map(&m->k, p->k, p, p->ld_qkv, ATT4_KEYS);
-    if (e == cudaSuccess) e = make_map(&m->v, p->v, p, p->ld_qkv, ATT4_KEYS);
+    int B = p->batch, H = p->heads, S = p->seq, D = p->dim;
+    cudaError_t e = attention_heads_map(&m->q, p->q, B, H, S, D, p->ld_qkv, ATT4_QUERIES);
+    if (e == cudaSuccess) e = attention_heads_map(&m->k, p->k, B, H, S, D, p->ld_qkv, ATT4_KEYS);
+    if (e == cudaSuccess) e = attention_heads_map(&m->v, p->v, B, H, S, D, p->ld_qkv, ATT4_KEYS);
     return e;
 }
 
