@@ -30,7 +30,7 @@ matmul)
     ;;
 attention)
     CHAPTER=ch11_transformer NEW=7 COUNT=ATTENTION_VERSIONS
-    FILES="Makefile attention.c attention_cpu.c attention_cpu.h attention_kernels.cu attention_hopper.cu attention_kernels.h attention_device.cuh row_reduce.cuh"
+    FILES="Makefile attention.c attention_cpu.c attention_cpu.h attention_kernels.cu attention_hopper.cu attention_kernels.h attention_device.cuh attention_maps.cuh row_reduce.cuh"
     MARK="^/\* Every version's launcher, and for Hopper's"
     CODE='/* version 7: version 1 once more */\nstatic cudaError_t launch7(const attention_problem *p) { return launch1(p); }\n'
     LAST_ROW='^    {attention_launch6, attention_hopper_unavailable},$'
