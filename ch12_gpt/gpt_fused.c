@@ -317,19 +317,21 @@ void gpt_backward_fused(gpt_gpu *g, const gpt_parts *parts, int B, int T)
         p = dw_product(g->d16, atty, GRAD(g, l, GPT_PROJ_W), N, C, C);
         bias_gradient(&p, parts, GRAD(g, l, GPT_PROJ_B));
         lt_run(g, &p);
-        if (token_rows(parts)) { /* dQ, dK, dV written into dqkv's rows; qkv's bias sums */
+        if (token_rows(parts)) { /* dO read, dQ, dK, dV written where the products have them */
             gpt_flash_backward_rows(g, l, B, T);
-            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part, g->column_count));
-        } else if (fast_rows(parts)) { /* dQ joined from its fp32 sum (no pass to bf16 between), qkv's bias sums */
-            CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, g->datty, B, T, C, H));
-            gpt_flash_backward(g, l, B, T, 1);
-            CUDA_CHECK(gpt_join_qkv_acc_bf16_launch(g->dqkv16, g->dq_acc, g->dk16, g->dv16, B, T, C, H));
-            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part, g->column_count));
         } else {
             CUDA_CHECK(gpt_unmerge_heads_bf16_launch(g->do16, g->datty, B, T, C, H));
-            gpt_flash_backward(g, l, B, T, 0);
-            CUDA_CHECK(gpt_join_qkv_bf16_bf16_launch(g->dqkv16, g->dq16, g->dk16, g->dv16, B, T, C, H));
+            if (fast_rows(parts)) { /* dQ joined from its fp32 sum: no pass to bf16 between */
+                gpt_flash_backward(g, l, B, T, 1);
+                CUDA_CHECK(gpt_join_qkv_acc_bf16_launch(g->dqkv16, g->dq_acc, g->dk16, g->dv16, B, T, C, H));
+            } else {
+                gpt_flash_backward(g, l, B, T, 0);
+                CUDA_CHECK(gpt_join_qkv_bf16_bf16_launch(g->dqkv16, g->dq16, g->dk16, g->dv16, B, T, C, H));
+            }
         }
+        if (fast_rows(parts)) /* qkv's bias gradient: the columns of dqkv (version 5: BGRADB below) */
+            CUDA_CHECK(gpt_bias_grad_bf16_launch(GRAD(g, l, GPT_QKV_B), g->dqkv16, NULL, N, 3 * C, g->column_part,
+                                                 g->column_count));
         p = dx_product(g->dqkv16, P16(g, l, GPT_QKV_W), g->dln, CUDA_R_32F, N, C, 3 * C);
         lt_run(g, &p);
         p = dw_product(g->dqkv16, ln1, GRAD(g, l, GPT_QKV_W), N, C, 3 * C);
