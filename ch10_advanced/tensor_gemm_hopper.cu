@@ -1,4 +1,4 @@
-/* tensor_gemm_hopper.cu - tensor_gemm's versions 3-9: wgmma with TMA on Hopper's tensor cores,
+/* tensor_gemm_hopper.cu - tensor_gemm's versions 3-10: wgmma with TMA on Hopper's tensor cores,
  * from one warpgroup and one stage to warp-specialised, persistent, clustered kernels. Their
  * instructions exist only in sm_90a, Hopper's own target, so this file is compiled for sm_90a
  * alone, whatever ARCH is (common/rules.mk): no later GPU runs sm_90a's machine code, and on any
@@ -173,13 +173,18 @@ template <int CLUSTER> __device__ __forceinline__ void tile_of(int item, int til
     *n0 = (within / height) * TGW_BN;
 }
 
-/* This block's tile for work item `item`: the grid's (one tile per block) or tile_of's, and in
- * a cluster the block of rank r takes the r-th of the tiles above each other. The producer and
- * the consumers walk the same items and call this alike. */
+/* This block's tile for work item `item`: the grid's (one tile per block), the host's list
+ * (version 10: order[item] is the item's row of tiles (of CLUSTER tiles each) << 16 | its column),
+ * or tile_of's; in a cluster the block of rank r takes the r-th of the tiles above each other.
+ * The producer and the consumers walk the same items and call this alike. */
 template <int PERSISTENT, int CLUSTER>
-__device__ __forceinline__ void tile_origin(int item, int tiles_m, int tiles_n, uint32_t rank, int *m0, int *n0)
+__device__ __forceinline__ void tile_origin(int item, int tiles_m, int tiles_n, const uint32_t *order, uint32_t rank,
+                                            int *m0, int *n0)
 {
-    if (PERSISTENT)
+    if (order) {
+        uint32_t cell = order[item];
+        *m0 = (int)(cell >> 16) * CLUSTER * TGW_BM, *n0 = (int)(cell & 0xFFFF) * TGW_BN;
+    } else if (PERSISTENT)
         tile_of<CLUSTER>(item, tiles_m, tiles_n, m0, n0);
     else
         *m0 = blockIdx.y * TGW_BM, *n0 = blockIdx.x * TGW_BN;
@@ -239,10 +244,12 @@ __device__ __forceinline__ void store_tile_tma(const CUtensorMap *mapC, uint8_t 
  *   CLUSTER 2: blocks 2i and 2i+1 take the tiles above each other; each loads its own A and
  *   half of the common B, multicast into both, so each B byte leaves L2 once per pair.
  *   TMA_STORE 1: C leaves through shared memory and mapC (store_tile_tma), else straight from
- *   the registers. */
+ *   the registers.
+ *   order: the host's list of work items (version 10), or NULL (tile_of's order). */
 template <typename In, int PERSISTENT, int CLUSTER, int INFLIGHT, int TMA_STORE>
 __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorMap *mapB, const CUtensorMap *mapC,
-                                        float *C, int M, int N, int kp, int tiles_m, int tiles_n, float alpha)
+                                        float *C, int M, int N, int kp, int tiles_m, int tiles_n, float alpha,
+                                        const uint32_t *order)
 {
     extern __shared__ uint8_t smem_raw[];
     uint8_t *stages = aligned_smem(smem_raw);
@@ -270,7 +277,7 @@ __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorM
             int u = 0; /* stage uses so far: stage u % STAGES, its (u / STAGES)-th use */
             for (int item = first; item < items; item += step) {
                 int m0, n0;
-                tile_origin<PERSISTENT, CLUSTER>(item, tiles_m, tiles_n, rank, &m0, &n0);
+                tile_origin<PERSISTENT, CLUSTER>(item, tiles_m, tiles_n, order, rank, &m0, &n0);
                 for (int t = 0; t < k_tiles; t++, u++) {
                     int s = u % TGW_STAGES, use = u / TGW_STAGES;
                     if (use > 0) mbar_wait(&empty[s], (use - 1) & 1); /* consumers released its last use */
@@ -293,7 +300,7 @@ __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorM
         int u = 0;
         for (int item = first; item < items; item += step) {
             int m0, n0;
-            tile_origin<PERSISTENT, CLUSTER>(item, tiles_m, tiles_n, rank, &m0, &n0);
+            tile_origin<PERSISTENT, CLUSTER>(item, tiles_m, tiles_n, order, rank, &m0, &n0);
             float d[128] = {};
             for (int t = 0; t < k_tiles; t++, u++) {
                 int s = u % TGW_STAGES;
@@ -324,12 +331,13 @@ __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorM
     if (CLUSTER > 1) cluster_sync(); /* no block leaves while its peer may still signal or write it */
 }
 
-/* ---------------------------------------------------------------- versions 4-9, each a kernel
- * over the body above: PERSISTENT, CLUSTER, INFLIGHT, TMA_STORE */
+/* ---------------------------------------------------------------- versions 4-10, each a kernel
+ * over the body above: PERSISTENT, CLUSTER, INFLIGHT, TMA_STORE (and 10's order) */
 #define TGW_PARAMS                                                                                          \
     const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB,                     \
-        const __grid_constant__ CUtensorMap mapC, float *C, int M, int N, int kp, int tiles_m, int tiles_n, float alpha
-#define TGW_ARGS &mapA, &mapB, &mapC, C, M, N, kp, tiles_m, tiles_n, alpha
+        const __grid_constant__ CUtensorMap mapC, float *C, int M, int N, int kp, int tiles_m, int tiles_n, \
+        float alpha, const uint32_t *order
+#define TGW_ARGS &mapA, &mapB, &mapC, C, M, N, kp, tiles_m, tiles_n, alpha, order
 
 /* version 4: a block per tile */
 template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_gemm_kernel4(TGW_PARAMS)
@@ -361,15 +369,23 @@ template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_
 {
     ws_body<In, 1, 1, 0, 1>(TGW_ARGS);
 }
+/* version 10: 6 and 9 together (clusters with B multicast, C out by TMA stores), walking the
+ * host's list of work items (a Hilbert curve) */
+template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_gemm_kernel10(TGW_PARAMS)
+{
+    ws_body<In, 1, 2, 0, 1>(TGW_ARGS);
+}
 
 /* ================================================================ launchers */
 
 /* the state bound to the buffers (tensor_gemm_prepare, once) */
 typedef struct {
     CUtensorMap a64, a128, b256, b128; /* A in boxes of 64 or 128 rows, B of 256 or 128 */
-    CUtensorMap c;                     /* version 9: C in boxes of 64 rows x 32 floats (N a multiple of 4) */
+    CUtensorMap c;                     /* versions 9-10: C in boxes of 64 rows x 32 floats (N a multiple of 4) */
+    uint32_t *order;                   /* version 10: the work items of pairs of tiles in Hilbert order (device) */
 } tg_maps;
 #define TG_MAPS(g) ((const tg_maps *)(g)->prepared)
+#define NO_ORDER ((const uint32_t *)NULL) /* versions 4-9: the kernel's own order */
 
 /* A (rows, kp) K-major matrix seen by the copy engine in boxes of box_rows x 128 bytes. */
 static cudaError_t make_map(CUtensorMap *map, const void *base, tg_type type, int rows, int kp, int box_rows)
@@ -394,6 +410,46 @@ static cudaError_t make_map_c(CUtensorMap *map, float *c, int m, int n)
     return lb_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, c, dims, strides, box, 0);
 }
 
+/* Cell d (0 <= d < side^2) of the Hilbert curve over a side x side square (side a power of two):
+ * its column *x and row *y. The curve visits the square's quarters in turn, each a smaller curve
+ * turned so that one ends next to where the next begins; reading d two bits at a time from the
+ * lowest, each step places the cell within a square of twice the size. */
+static void hilbert_cell(int side, int d, int *x, int *y)
+{
+    *x = *y = 0;
+    for (int s = 1; s < side; s *= 2, d /= 4) {
+        int rx = 1 & (d / 2), ry = 1 & (d ^ rx);
+        if (ry == 0) { /* the lower quarters: turned (and, on the right, mirrored) */
+            if (rx == 1) *x = s - 1 - *x, *y = s - 1 - *y;
+            int t = *x;
+            *x = *y, *y = t;
+        }
+        *x += s * rx, *y += s * ry;
+    }
+}
+/* Version 10's work items: the rows x cols grid of pairs of tiles (a pair: two 128 x 256 tiles
+ * above each other), in the order a Hilbert curve over the smallest power-of-two square that holds
+ * the grid visits them, each as row << 16 | col. The clusters take items first + k x clusters, so
+ * the items in flight at once are a stretch of the curve: a compact patch of C, whose rows of A
+ * and columns of B are read from L2 by several clusters. Made once, on the host. */
+static cudaError_t make_order(uint32_t **order, int rows, int cols)
+{
+    int side = 1;
+    while (side < rows || side < cols) side *= 2;
+    size_t items = (size_t)rows * cols, n = 0;
+    uint32_t *h = (uint32_t *)malloc(items * sizeof *h);
+    if (!h) return cudaErrorMemoryAllocation;
+    for (long d = 0; d < (long)side * side && n < items; d++) {
+        int x, y;
+        hilbert_cell(side, (int)d, &x, &y);
+        if (y < rows && x < cols) h[n++] = (uint32_t)y << 16 | (uint32_t)x;
+    }
+    cudaError_t e = cudaMalloc((void **)order, items * sizeof *h);
+    if (e == cudaSuccess) e = cudaMemcpy(*order, h, items * sizeof *h, cudaMemcpyHostToDevice);
+    free(h);
+    return e;
+}
+
 extern "C" cudaError_t tensor_gemm_hopper_prepare(tg_gemm *g)
 {
     tg_maps *p = (tg_maps *)calloc(1, sizeof *p);
@@ -404,7 +460,13 @@ extern "C" cudaError_t tensor_gemm_hopper_prepare(tg_gemm *g)
     if (e == cudaSuccess) e = make_map(&p->b256, g->b, g->type, g->np, g->kp, 256);
     if (e == cudaSuccess) e = make_map(&p->b128, g->b, g->type, g->np, g->kp, 128);
     if (e == cudaSuccess && g->n % 4 == 0) e = make_map_c(&p->c, g->c, g->m, g->n);
+    if (e == cudaSuccess) e = make_order(&p->order, g->mp / (2 * TGW_BM), g->np / TGW_BN);
     return e;
+}
+extern "C" void tensor_gemm_hopper_release(tg_gemm *g)
+{
+    tg_maps *p = (tg_maps *)g->prepared;
+    if (p) cudaFree(p->order); /* the release of what prepare made: its error is no one's to handle */
 }
 
 extern "C" const char *tensor_gemm_hopper_unavailable(tg_type, int) { return lb_sm90a_unavailable(1); }
@@ -459,7 +521,7 @@ template <typename In> static cudaError_t launch4(const tg_gemm *g, const tg_map
     if (allowed != cudaSuccess) return allowed;
     int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
     tensor_gemm_kernel4<In><<<dim3(tiles_n, tiles_m), TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m, g->n,
-                                                                                g->kp, tiles_m, tiles_n, g->alpha);
+                                                                                g->kp, tiles_m, tiles_n, g->alpha, NO_ORDER);
     return cudaGetLastError();
 }
 extern "C" cudaError_t tensor_gemm_launch4(const tg_gemm *g)
@@ -483,7 +545,7 @@ template <typename In> static cudaError_t launch5(const tg_gemm *g, const tg_map
     if (allowed != cudaSuccess) return allowed;
     int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
     tensor_gemm_kernel5<In><<<min(sms, tiles_m * tiles_n), TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m,
-                                                                                     g->n, g->kp, tiles_m, tiles_n, g->alpha);
+                                                                                     g->n, g->kp, tiles_m, tiles_n, g->alpha, NO_ORDER);
     return cudaGetLastError();
 }
 extern "C" cudaError_t tensor_gemm_launch5(const tg_gemm *g)
@@ -498,38 +560,40 @@ extern "C" cudaError_t tensor_gemm_launch5(const tg_gemm *g)
  * resident at once. Not simply SMs / 2: a cluster's blocks must sit in one GPC (a group of SMs),
  * and a GPC with an odd number of free SMs leaves one idle; a persistent grid larger than this
  * would run its last clusters after the others, in a second wave. */
-static cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, int blocks)
+static cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, int blocks, int smem)
 {
     cudaLaunchConfig_t cfg = {};
     attr->id = cudaLaunchAttributeClusterDimension;
     attr->val.clusterDim.x = 2, attr->val.clusterDim.y = 1, attr->val.clusterDim.z = 1;
-    cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(TGW_THREADS), cfg.dynamicSmemBytes = TGW_SMEM;
+    cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(TGW_THREADS), cfg.dynamicSmemBytes = smem;
     cfg.attrs = attr, cfg.numAttrs = 1;
     return cfg;
 }
-template <typename K> static int resident_clusters(K kernel)
+template <typename K> static int resident_clusters(K kernel, int smem)
 {
     cudaLaunchAttribute attr;
-    cudaLaunchConfig_t cfg = cluster_config(&attr, 2);
+    cudaLaunchConfig_t cfg = cluster_config(&attr, 2, smem);
     int clusters = 0;
     return cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess ? clusters : 0;
 }
 /* a pair works on the tiles above each other: tiles_m is even (mp is a multiple of 256) */
-template <typename K> static cudaError_t launch_pairs(K kernel, int clusters, const tg_gemm *g, const tg_maps *p)
+template <typename K>
+static cudaError_t launch_pairs(K kernel, int clusters, int smem, const uint32_t *order, const tg_gemm *g,
+                                const tg_maps *p)
 {
     if (clusters < 1) return cudaErrorInvalidConfiguration;
     int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
     cudaLaunchAttribute attr;
-    cudaLaunchConfig_t cfg = cluster_config(&attr, 2 * min(clusters, tiles_m * tiles_n / 2));
+    cudaLaunchConfig_t cfg = cluster_config(&attr, 2 * min(clusters, tiles_m * tiles_n / 2), smem);
     return cudaLaunchKernelEx(&cfg, kernel, p->a128, p->b128, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n,
-                              g->alpha);
+                              g->alpha, order);
 }
 template <typename In> static cudaError_t launch6(const tg_gemm *g, const tg_maps *p)
 {
     static const cudaError_t allowed = allow_smem(tensor_gemm_kernel6<In>, TGW_SMEM);
-    static const int clusters = resident_clusters(tensor_gemm_kernel6<In>); /* after the limit is raised */
+    static const int clusters = resident_clusters(tensor_gemm_kernel6<In>, TGW_SMEM); /* after the limit is raised */
     if (allowed != cudaSuccess) return allowed;
-    return launch_pairs(tensor_gemm_kernel6<In>, clusters, g, p);
+    return launch_pairs(tensor_gemm_kernel6<In>, clusters, TGW_SMEM, NO_ORDER, g, p);
 }
 extern "C" cudaError_t tensor_gemm_launch6(const tg_gemm *g)
 {
@@ -547,7 +611,7 @@ template <typename In> static cudaError_t launch7(const tg_gemm *g, const tg_map
     if (allowed != cudaSuccess) return allowed;
     int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
     tensor_gemm_kernel7<In><<<min(sms, tiles_m * tiles_n), TGW_THREADS, TGW_SMEM>>>(p->a128, p->b256, p->c, g->c, g->m,
-                                                                                     g->n, g->kp, tiles_m, tiles_n, g->alpha);
+                                                                                     g->n, g->kp, tiles_m, tiles_n, g->alpha, NO_ORDER);
     return cudaGetLastError();
 }
 extern "C" cudaError_t tensor_gemm_launch7(const tg_gemm *g)
@@ -562,9 +626,9 @@ extern "C" cudaError_t tensor_gemm_launch7(const tg_gemm *g)
 template <typename In> static cudaError_t launch8(const tg_gemm *g, const tg_maps *p)
 {
     static const cudaError_t allowed = allow_smem(tensor_gemm_kernel8<In>, TGW_SMEM);
-    static const int clusters = resident_clusters(tensor_gemm_kernel8<In>);
+    static const int clusters = resident_clusters(tensor_gemm_kernel8<In>, TGW_SMEM);
     if (allowed != cudaSuccess) return allowed;
-    return launch_pairs(tensor_gemm_kernel8<In>, clusters, g, p);
+    return launch_pairs(tensor_gemm_kernel8<In>, clusters, TGW_SMEM, NO_ORDER, g, p);
 }
 extern "C" cudaError_t tensor_gemm_launch8(const tg_gemm *g)
 {
@@ -583,7 +647,7 @@ template <typename In> static cudaError_t launch9(const tg_gemm *g, const tg_map
     if (allowed != cudaSuccess) return allowed;
     int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
     tensor_gemm_kernel9<In><<<min(sms, tiles_m * tiles_n), TGW_THREADS, TGW_SMEM_TMA_STORE>>>(
-        p->a128, p->b256, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n, g->alpha);
+        p->a128, p->b256, p->c, g->c, g->m, g->n, g->kp, tiles_m, tiles_n, g->alpha, NO_ORDER);
     return cudaGetLastError();
 }
 extern "C" cudaError_t tensor_gemm_launch9(const tg_gemm *g)
@@ -598,4 +662,21 @@ extern "C" tg_shape tensor_gemm_shape9(tg_type type)
     tg_shape s = tensor_gemm_shape_ws(type);
     s.smem_bytes += TGW_C_BYTES;
     return s;
+}
+
+/* ---- version 10: as 6, with 9's shared memory for C, walking make_order's list (N a multiple
+ * of 4, as 9) */
+template <typename In> static cudaError_t launch10(const tg_gemm *g, const tg_maps *p)
+{
+    static const cudaError_t allowed = allow_smem(tensor_gemm_kernel10<In>, TGW_SMEM_TMA_STORE);
+    static const int clusters = resident_clusters(tensor_gemm_kernel10<In>, TGW_SMEM_TMA_STORE);
+    if (allowed != cudaSuccess) return allowed;
+    return launch_pairs(tensor_gemm_kernel10<In>, clusters, TGW_SMEM_TMA_STORE, p->order, g, p);
+}
+extern "C" cudaError_t tensor_gemm_launch10(const tg_gemm *g)
+{
+    if (!g->prepared || g->n % 4) return cudaErrorInvalidValue;
+    return g->type == TG_BF16  ? launch10<__nv_bfloat16>(g, TG_MAPS(g))
+           : g->type == TG_FP8 ? launch10<uint8_t>(g, TG_MAPS(g))
+                               : launch10<float>(g, TG_MAPS(g));
 }

@@ -395,6 +395,16 @@ __device__ __forceinline__ void wgmma_m64n256k32_e4m3_ss(float d[128], uint64_t 
                  : LB_WG_D128
                  : "l"(da), "l"(db), "r"(1));
 }
+/* fp8 e5m2 (5 exponent bits, 2 of mantissa: more range, less precision, the format gradients
+ * use), the same shape; the codes of one format read as the other are wrong values, which is what
+ * tensor_gemm's mutant "reads the e4m3 codes as e5m2" plants */
+__device__ __forceinline__ void wgmma_m64n256k32_e5m2_ss(float d[128], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2 {" LB_WG_R128 "}, %128, %129, p, 1, 1;\n}\n"
+                 : LB_WG_D128
+                 : "l"(da), "l"(db), "r"(1));
+}
 /* bf16, 64 x 128 x 16 and 64 x 64 x 16, A from registers, B transposed (attention's O += P V) */
 __device__ __forceinline__ void wgmma_m64n128k16_bf16_rs_bt(float d[64], const uint32_t a[4], uint64_t db)
 {

@@ -166,7 +166,7 @@ bad_input 2 "unknown argument '--bogus'" ./tensor_gemm --bogus
 bad_input 0 'usage: tensor_gemm ' ./tensor_gemm --help
 bad_input 2 '--size must be positive (got 0)' ./tensor_gemm --size 0
 bad_input 2 "--type must be bf16, tf32 or fp8 (got 'fp16')" ./tensor_gemm --type fp16
-bad_input 2 "version '10' does not exist (0..9)" ./tensor_gemm 10
+bad_input 2 "version '11' does not exist (0..10)" ./tensor_gemm 11
 no_gpu ./tensor_gemm
 # (the sanitizer runs 64, 100,200,16 and 1,300,64 in bf16, and 1,300,40 in tf32)
 for s in 64 100,200,16 1,300,64; do
@@ -193,10 +193,13 @@ first gpu_check_large ./tensor_gemm --check-only --size 4096 --type fp8
 mutant "tensor_gemm fp8 applies the scales twice" tensor_gemm_hopper.cu \
     's|for (int i = 0; i < 128; i++) d\[i\] \*= alpha;|for (int i = 0; i < 128; i++) d[i] *= alpha * alpha;|' \
     ./tensor_gemm 9 --check-only --size 256 --type fp8
+mutant "tensor_gemm fp8 reads the e4m3 codes as e5m2" tensor_gemm_hopper.cu \
+    's|wgmma_m64n256k32_e4m3_ss(d, da, db)|wgmma_m64n256k32_e5m2_ss(d, da, db)|' \
+    ./tensor_gemm 9 --check-only --size 256 --type fp8
 first gpu_check_large ./tensor_gemm --check-only --size 8192
 # planted bugs: the wgmma versions skip the last 32 bytes of every k tile (one k16 step of bf16);
 # version 2 skips the second k16 step of its tiles; version 9 writes C to shared memory unswizzled
-mutant "tensor_gemm 3-9 skip a wgmma k step" tensor_gemm_hopper.cu \
+mutant "tensor_gemm 3-10 skip a wgmma k step" tensor_gemm_hopper.cu \
     's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' ./tensor_gemm 8 --check-only --size 256
 mutant "tensor_gemm 2 skips half of each k tile" tensor_gemm_kernels.cu \
     's|for (int kk = 0; kk < TG2_BK; kk += 16)|for (int kk = 0; kk < TG2_BK / 2; kk += 16)|' ./tensor_gemm 2 --check-only --size 256
@@ -205,6 +208,12 @@ mutant "tensor_gemm 2 skips half of each k tile" tensor_gemm_kernels.cu \
 # fails; without the guard it read the allocator's padding and added 0
 mutant "tensor_gemm 2 reads a k tile past the end of B" tensor_gemm_kernels.cu \
     's|int tiles = kp / TG2_BK;|int tiles = kp / TG2_BK + 1;|' ./tensor_gemm 2 --check-only --size 1,256,64
+# version 10's list of tiles with row and column swapped: a square grid of pairs is walked
+# transposed (still every tile), a tall one (4 pairs of rows, one column) names tiles past N and
+# leaves most of C unwritten
+mutant "tensor_gemm 10's tile list swaps rows and columns" tensor_gemm_hopper.cu \
+    's|h\[n++\] = (uint32_t)y << 16 \| (uint32_t)x;|h[n++] = (uint32_t)x << 16 \| (uint32_t)y;|' \
+    ./tensor_gemm 10 --check-only --size 1024,256,128
 mutant "tensor_gemm 9 writes C's chunks unswizzled" tensor_gemm_hopper.cu \
     's|uint32_t r = row + 8 \* h, swizzled = r \* 128 + (col_bytes ^ ((r % 8) << 4));|uint32_t r = row + 8 * h, swizzled = r * 128 + col_bytes;|' \
     ./tensor_gemm 9 --check-only --size 256
@@ -225,9 +234,11 @@ EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 513 512 200 fp8 5 9
 emu_mutant "tensor_gemm fp8 applies the scales twice" tensor_gemm_hopper.cu \
     's|for (int i = 0; i < 128; i++) d\[i\] \*= alpha;|for (int i = 0; i < 128; i++) d[i] *= alpha * alpha;|' \
     emu_tensor_gemm 300 260 300 fp8 4
+emu_mutant "tensor_gemm fp8 reads the e4m3 codes as e5m2" tensor_gemm_hopper.cu \
+    's|wgmma_m64n256k32_e4m3_ss(d, da, db)|wgmma_m64n256k32_e5m2_ss(d, da, db)|' emu_tensor_gemm 300 260 300 fp8 4
 emu_mutant "tensor_gemm 3 reads the fp8 codes as bf16 (the kernel of the wrong format)" tensor_gemm_hopper.cu \
     's|g->type == TG_FP8 ? launch3<uint8_t>|g->type == TG_FP8 ? launch3<__nv_bfloat16>|' emu_tensor_gemm 300 260 300 fp8 3
-emu_mutant "tensor_gemm 3-9 skip a wgmma k step" tensor_gemm_hopper.cu \
+emu_mutant "tensor_gemm 3-10 skip a wgmma k step" tensor_gemm_hopper.cu \
     's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' emu_tensor_gemm 256 256 128 bf16 5
 emu_mutant "tensor_gemm 2 reads a k tile past the end of B" tensor_gemm_kernels.cu \
     's|int tiles = kp / TG2_BK;|int tiles = kp / TG2_BK + 1;|' emu_tensor_gemm 1 256 64 bf16 2

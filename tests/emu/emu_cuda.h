@@ -156,6 +156,13 @@ inline float emu_e4m3(uint8_t b)
     float v = e == 15 && m == 7 ? NAN : e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
     return b & 0x80 ? -v : v;
 }
+/* an fp8 e5m2 code's value (bias 15, 2 mantissa bits, S.11111.00 infinity, S.11111.xx NaN) */
+inline float emu_e5m2(uint8_t b)
+{
+    int e = (b >> 2) & 31, m = b & 3;
+    float v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexpf((float)m, -16) : ldexpf((float)(4 + m), e - 17);
+    return b & 0x80 ? -v : v;
+}
 /* ================================================================ warp-wide: shuffles, ldmatrix, mma.sync */
 
 template <typename T> inline T __shfl_xor_sync(unsigned, T v, int lane_mask)

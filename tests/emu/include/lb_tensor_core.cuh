@@ -323,11 +323,11 @@ inline emu_desc emu_decode(uint64_t d)
     return {(uint32_t)(d & 0x3FFF) << 4, (uint32_t)((d >> 16) & 0x3FFF) << 4, (uint32_t)((d >> 32) & 0x3FFF) << 4};
 }
 /* an element of shared memory at a (logical) byte address, read through the swizzle: fp8 e4m3 (1
- * byte), bf16 (2) or tf32 (4: an fp32 whose low 13 bits the tensor cores ignore) */
-inline float emu_smem_element(uint32_t addr, int bytes)
+ * byte; e5m2 when asked), bf16 (2) or tf32 (4: an fp32 whose low 13 bits the tensor cores ignore) */
+inline float emu_smem_element(uint32_t addr, int bytes, int e5m2 = 0)
 {
     uint32_t a = emu_swizzle128(addr);
-    if (bytes == 1) return emu_e4m3(emu_blk->smem[a]);
+    if (bytes == 1) return e5m2 ? emu_e5m2(emu_blk->smem[a]) : emu_e4m3(emu_blk->smem[a]);
     if (bytes == 2) {
         uint16_t v;
         memcpy(&v, emu_blk->smem + a, 2);
@@ -338,9 +338,9 @@ inline float emu_smem_element(uint32_t addr, int bytes)
     return __uint_as_float(u & 0xFFFFE000u);
 }
 /* K-major (K contiguous): element (row, k) of a rows x K operand; rows in groups of 8 at SBO */
-inline float emu_kmajor(emu_desc d, int row, int k, int bytes)
+inline float emu_kmajor(emu_desc d, int row, int k, int bytes, int e5m2 = 0)
 {
-    return emu_smem_element(d.start + (row / 8) * d.sbo + (row % 8) * 128 + bytes * k, bytes);
+    return emu_smem_element(d.start + (row / 8) * d.sbo + (row % 8) * 128 + bytes * k, bytes, e5m2);
 }
 /* MN-major (N contiguous, wgmma's transpose flag; bf16): element (k, n) of a 16 x N operand; 64
  * columns a 128-byte row, the next 64 at LBO; k in groups of 8 rows at SBO */
@@ -363,7 +363,7 @@ inline float emu_mnmajor(emu_desc d, int k, int n)
  * it. Wgmma on the same d in flight chain, as the tensor cores chain them. */
 struct emu_wgmma_op {
     float *d;
-    int N, accumulate, chained, mn_major_a, mn_major_b, bytes;
+    int N, accumulate, chained, mn_major_a, mn_major_b, bytes, e5m2;
     uint64_t desc_a, desc_b;
     bool reg_a;
     uint32_t a[32][4];       /* register A: this thread's warp's lanes (its rows are theirs) */
@@ -394,12 +394,12 @@ inline bool emu_wgmma_in_flight_after(const emu_wgmma_op &op)
     return false;
 }
 inline void emu_wgmma(float *d, int N, uint64_t desc_a, const uint32_t *a, uint64_t desc_b, int mn_major_b,
-                      int accumulate, int bytes = 2, int mn_major_a = 0)
+                      int accumulate, int bytes = 2, int mn_major_a = 0, int e5m2 = 0)
 {
     int wg = emu_tid / 128, t = emu_tid % 128, w = t / 32;
     emu_wgmma_op op;
     op.d = d, op.N = N, op.accumulate = accumulate, op.mn_major_b = mn_major_b, op.bytes = bytes;
-    op.mn_major_a = mn_major_a;
+    op.mn_major_a = mn_major_a, op.e5m2 = e5m2;
     op.desc_a = desc_a, op.desc_b = desc_b, op.reg_a = a != nullptr;
     op.chained = accumulate && emu_wgmma_in_flight(d);
     if (accumulate && !op.chained) op.base.assign(d, d + N / 2);
@@ -441,8 +441,8 @@ inline void emu_wgmma_land(const emu_wgmma_op &op)
             for (int k = 0; k < K; k++) {
                 float av = op.reg_a        ? emu_half(op.a[emu_a_lane(row, k)][emu_a_reg(row, k)], k % 2)
                            : op.mn_major_a ? emu_mnmajor(A, k, row) /* A read transposed: M contiguous */
-                                           : emu_kmajor(A, row, k, op.bytes);
-                float bv = op.mn_major_b ? emu_mnmajor(B, k, col) : emu_kmajor(B, col, k, op.bytes);
+                                           : emu_kmajor(A, row, k, op.bytes, op.e5m2);
+                float bv = op.mn_major_b ? emu_mnmajor(B, k, col) : emu_kmajor(B, col, k, op.bytes, op.e5m2);
                 s += av * bv;
             }
             out[4 * j + e] = s;
@@ -495,6 +495,7 @@ inline void wgmma_m64n128k16_bf16_ss_tt(float d[64], uint64_t da, uint64_t db, i
 inline void wgmma_m64n256k16_bf16_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 2); }
 inline void wgmma_m64n256k8_tf32_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 4); }
 inline void wgmma_m64n256k32_e4m3_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 1); }
+inline void wgmma_m64n256k32_e5m2_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 1, 0, 1); }
 inline void wgmma_m64n128k16_bf16_rs_bt(float d[64], const uint32_t a[4], uint64_t db) { emu_wgmma(d, 128, 0, a, db, 1, 1); }
 inline void wgmma_m64n64k16_bf16_rs_bt(float d[32], const uint32_t a[4], uint64_t db) { emu_wgmma(d, 64, 0, a, db, 1, 1); }
 /* the compiler's fence on the accumulators: nothing to hold back here */
