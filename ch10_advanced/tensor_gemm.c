@@ -2,7 +2,7 @@
  *
  *   A is (M,K) row-major, B is (K,N) column-major, C is (M,N) row-major; A and B bf16 (or fp32
  *   used as tf32 with --type tf32, or fp8 e4m3 with per-tensor scales with --type fp8),
- *   accumulated and written in fp32. Default M = N = K = 4096.
+ *   accumulated in fp32 and written in fp32 (bf16 for fp8). Default M = N = K = 4096.
  *   build: make ch10      run: ./tensor_gemm [version] [--size N | --size M,N,K] [--type tf32|fp8]
  *
  * versions: the table versions[] below (0 cuBLAS, 1 wmma, 2 mma.sync, 3 wgmma + TMA, 4 warp-
@@ -25,7 +25,8 @@
  * s_B (codes A)(codes B). The CPU multiplies the same values (code x s, exact in float), so again
  * only the sums differ, but the tensor cores add fp8 products in a narrower accumulator than
  * fp32 (DeepSeek-V3's report: about 14 bits kept on Hopper): the tolerance is fp8's own
- * (fp8_abs_tol). Version 0 is then cuBLASLt's fp8 product with the same scales.
+ * (fp8_abs_tol), and C is bf16, rounded once as it leaves (REL_TOL_BF16_OUT). Version 0 is then
+ * cuBLASLt's fp8 product with the same scales and a bf16 D.
  */
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -64,6 +65,10 @@ static double abs_tol(int K) { return K * 9.5367431640625e-07; } /* K 2^-20 */
  * measure against the GPU before trusting it (NOTES). */
 static double fp8_abs_tol(int K) { return sqrt(K / 32.0) * 0x1p-13 * 1.25 * K / 4.0; }
 static double tol_abs(tg_type type, int K) { return type == TG_FP8 ? fp8_abs_tol(K) : abs_tol(K); }
+/* fp8's C is bf16: rounding to nearest moves a value by at most 2^-9 of it (8 bits of mantissa);
+ * 2^-8 leaves room for a sum the accumulation already moved across a rounding boundary */
+#define REL_TOL_BF16_OUT 3.90625e-03 /* 2^-8 */
+static double tol_rel(tg_type type) { return type == TG_FP8 ? REL_TOL_BF16_OUT : REL_TOL; }
 
 /* ---------------------------------------------------------------- the versions */
 
@@ -85,7 +90,7 @@ typedef struct {
     tg_lt lt;    /* --type fp8's version 0 */
 } tg_job;
 
-/* fp8: the same TN product by cuBLASLt, A and B e4m3 with their scales' pointers, fp32 out; fast
+/* fp8: the same TN product by cuBLASLt, A and B e4m3 with their scales' pointers, bf16 out; fast
  * accumulation (each wgmma's sums kept in the tensor cores' fp8 accumulator, as our kernels keep
  * them) so that both sides add the same way */
 static void lt_fp8_setup(tg_lt *l, const tg_gemm *g, float scale_a, float scale_b)
@@ -107,7 +112,7 @@ static void lt_fp8_setup(tg_lt *l, const tg_gemm *g, float scale_a, float scale_
      * transposed; our A its kp x M B; our C (M rows of N) its N x M D */
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->a, CUDA_R_8F_E4M3, g->k, g->n, g->kp));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->b, CUDA_R_8F_E4M3, g->k, g->m, g->kp));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->c, CUDA_R_32F, g->n, g->m, g->n));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->c, CUDA_R_16BF, g->n, g->m, g->n));
     l->workspace_bytes = (size_t)32 << 20;
     CUDA_CHECK(cudaMalloc(&l->workspace, l->workspace_bytes));
     cublasLtMatmulPreference_t pref;
@@ -232,6 +237,16 @@ static void *upload_padded(const float *h, int rows, int cols, int rows_p, int c
 
 static int round_up(int x, int to) { return (x + to - 1) / to * to; }
 
+/* C as the GPU wrote it (fp32, or bf16 for fp8) into floats for the checks */
+static void c_to_float(float *dst, const void *src, size_t n, tg_type type)
+{
+    if (tensor_gemm_out_bytes(type) == 4) {
+        memcpy(dst, src, sizeof(float) * n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) dst[i] = lb_bf16_value(((const uint16_t *)src)[i]);
+}
+
 /* ---------------------------------------------------------------- checking */
 
 /* A kernel's C against cuBLAS's (both carry rounding error: twice the tolerance), and against
@@ -239,9 +254,9 @@ static int round_up(int x, int to) { return (x + to - 1) / to * to; }
 static lb_check check_version(const char *name, const float *got, const float *h_cublas, const float *h_cpu, size_t c_n,
                               tg_type type, int K, int quiet)
 {
-    double tol = tol_abs(type, K);
-    lb_check c = lb_check_f32(name, got, h_cublas, c_n, 2 * tol, 2 * REL_TOL, quiet);
-    if (h_cpu) c.n_bad += lb_check_f32("vs CPU", got, h_cpu, c_n, tol, REL_TOL, quiet).n_bad;
+    double tol = tol_abs(type, K), rel = tol_rel(type);
+    lb_check c = lb_check_f32(name, got, h_cublas, c_n, 2 * tol, 2 * rel, quiet);
+    if (h_cpu) c.n_bad += lb_check_f32("vs CPU", got, h_cpu, c_n, tol, rel, quiet).n_bad;
     return c;
 }
 
@@ -249,11 +264,11 @@ static lb_check check_version(const char *name, const float *got, const float *h
 
 static const lb_program program_template = {
     .name = "tensor_gemm",
-    .synopsis = "C = A B on the tensor cores (bf16, tf32 or fp8 in, fp32 out): wmma, mma.sync, wgmma + TMA vs cuBLAS",
+    .synopsis = "C = A B on the tensor cores (bf16, tf32 or fp8 in, fp32 out; bf16 for fp8): wmma, mma.sync, wgmma + TMA vs cuBLAS",
     .details = "--size is N (square) or M,N,K. A is row-major, B column-major (both K-major), C row-major.\n"
                "Versions 3-10 use sm_90a's wgmma and TMA: they need an H100/H200 (the sm_90 above) and a build\n"
                "for it; a build for any other GPU, a newer one too, leaves them out. 2 is bf16 only.\n"
-               "--type fp8: e4m3 inputs with a power-of-two scale a tensor, versions 0 (cuBLASLt) and 3-10.\n",
+               "--type fp8: e4m3 inputs with a power-of-two scale a tensor, C in bf16, versions 0 (cuBLASLt) and 3-10.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .versions = versions,
     .n_versions = TENSOR_GEMM_VERSIONS,
@@ -291,15 +306,16 @@ int main(int argc, char **argv)
     job.g.mp = round_up(M, TENSOR_GEMM_PAD_MN), job.g.np = round_up(N, TENSOR_GEMM_PAD_MN);
     job.g.kp = round_up(K, tensor_gemm_pad_k(type));
     size_t elem = (size_t)tensor_gemm_elem_bytes(type), c_n = (size_t)M * N;
-    lb_require_device_memory(elem * ((size_t)job.g.mp + job.g.np) * job.g.kp + sizeof(float) * c_n, "the matrices");
+    size_t c_bytes = (size_t)tensor_gemm_out_bytes(type) * c_n;
+    lb_require_device_memory(elem * ((size_t)job.g.mp + job.g.np) * job.g.kp + c_bytes, "the matrices");
     CUBLAS_CHECK(cublasCreate(&job.handle));
     if (!args.quiet)
-        printf("tensor_gemm: C = A B, %s in, fp32 accumulate and out, M=%d N=%d K=%d, %s (%s), seed %llu\n", type_arg,
-               M, N, K, gpu.prop.name, gpu.sm, args.seed);
+        printf("tensor_gemm: C = A B, %s in, fp32 accumulate, %s out, M=%d N=%d K=%d, %s (%s), seed %llu\n", type_arg,
+               type == TG_FP8 ? "bf16" : "fp32", M, N, K, gpu.prop.name, gpu.sm, args.seed);
 
     if (!args.quiet) {
         tg_shape w = tensor_gemm_shape(4, type);
-        printf("versions 4-9: %dx%dx%d block tiles, %d threads, %d stages (%d KiB of shared memory); inputs padded "
+        printf("versions 4-10: %dx%dx%d block tiles, %d threads, %d stages (%d KiB of shared memory); inputs padded "
                "to %dx%dx%d\n",
                w.tile_m, w.tile_n, w.tile_k, w.threads, w.stages, w.smem_bytes / 1024, job.g.mp, job.g.np, job.g.kp);
     }
@@ -312,9 +328,10 @@ int main(int argc, char **argv)
     job.g.b = upload_padded(h_b, N, K, job.g.np, job.g.kp, type, scale_b);
     job.g.alpha = scale_a * scale_b; /* a power of two: exact */
     if (type == TG_FP8) lt_fp8_setup(&job.lt, &job.g, scale_a, scale_b);
-    CUDA_CHECK(cudaMalloc((void **)&job.g.c, sizeof(float) * c_n));
+    CUDA_CHECK(cudaMalloc(&job.g.c, c_bytes));
     CUDA_CHECK(tensor_gemm_prepare(&job.g)); /* tensor maps: made once, outside the timing */
     float *h_cublas = lb_host_alloc(sizeof(float) * c_n, "cuBLAS's C"), *h_c = lb_host_alloc(sizeof(float) * c_n, "C");
+    void *h_out = lb_host_alloc(c_bytes, "C as the GPU wrote it");
     lb_gemm gemm = {h_a, h_b, M, N, K, LB_B_N_BY_K};
     float *h_cpu = lb_gemm_reference(&gemm); /* NULL when too large */
 
@@ -328,11 +345,12 @@ int main(int argc, char **argv)
     for (int v = 0; v < TENSOR_GEMM_VERSIONS; v++) {
         if (v > 0 && !lb_version_runs(&program, &args, &gpu, v, tensor_gemm_unavailable(v, type, N))) continue;
         job.version = v;
-        lb_poison_device(job.g.c, sizeof(float) * c_n); /* NaN: an element never written fails */
+        lb_poison_device(job.g.c, c_bytes); /* NaN (fp32 and bf16 alike): an element never written fails */
         CUDA_CHECK(versions[v].run(&job));
-        CUDA_CHECK(cudaMemcpy(v == 0 ? h_cublas : h_c, job.g.c, sizeof(float) * c_n, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(h_out, job.g.c, c_bytes, cudaMemcpyDeviceToHost));
+        c_to_float(v == 0 ? h_cublas : h_c, h_out, c_n, type);
         lb_check c = v == 0
-                         ? lb_gemm_check("cublas vs CPU", h_cublas, &gemm, h_cpu, tol_abs(type, K), REL_TOL, &rng, args.quiet)
+                         ? lb_gemm_check("cublas vs CPU", h_cublas, &gemm, h_cpu, tol_abs(type, K), tol_rel(type), &rng, args.quiet)
                          : check_version(versions[v].name, h_c, h_cublas, h_cpu, c_n, type, K, args.quiet);
         float ms = args.check_only ? 0.0f : lb_time_ms(versions[v].run, &job, 2, args.iters);
         char verdict[96];
@@ -350,6 +368,7 @@ int main(int argc, char **argv)
     free(h_b);
     free(h_cublas);
     free(h_c);
+    free(h_out);
     free(h_cpu);
     return lb_report_finish(&rep);
 }

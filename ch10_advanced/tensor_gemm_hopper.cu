@@ -57,6 +57,14 @@ template <> __device__ __forceinline__ void wgmma_256<uint8_t>(float d[128], uin
     wgmma_m64n256k32_e4m3_ss(d, da, db); /* uint8_t: fp8 e4m3 codes */
 }
 
+/* C's element: fp32, or bf16 when the inputs are fp8 (tensor_gemm_out_bytes) */
+template <typename In> struct tg_out {
+    typedef float type;
+};
+template <> struct tg_out<uint8_t> {
+    typedef __nv_bfloat16 type;
+};
+
 /* One k tile for one warpgroup: 4 wgmma, each 32 bytes further along K in both tiles, started
  * as one group; they run while the warps go on. */
 template <typename In> __device__ __forceinline__ void wgmma_issue(float d[128], const uint8_t *a, const uint8_t *b)
@@ -74,8 +82,10 @@ __device__ __forceinline__ void scale_tile(float d[128], float alpha)
 #pragma unroll
     for (int i = 0; i < 128; i++) d[i] *= alpha;
 }
-/* A consumer warpgroup's 64 x 256 accumulators into C at rows m0.., columns n0.. */
-__device__ __forceinline__ void store_wgmma_tile(float *C, int M, int N, int m0, int n0, const float d[128])
+/* A consumer warpgroup's 64 x 256 accumulators into C at rows m0.., columns n0.. (Out: float or
+ * bf16, store_pair's two forms) */
+template <typename Out>
+__device__ __forceinline__ void store_wgmma_tile(Out *C, int M, int N, int m0, int n0, const float d[128])
 {
     int warp = (threadIdx.x % TG_WG_THREADS) / 32, lane = threadIdx.x % 32;
     int r = m0 + warp * 16 + lane / 4;
@@ -109,7 +119,7 @@ template <int CLUSTER> __device__ __forceinline__ void release_stage(uint64_t *e
  * tensor cores take turns instead of overlapping. */
 template <typename In>
 __global__ void __launch_bounds__(TG_WG_THREADS)
-    tensor_gemm_kernel3(const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB, float *C,
+    tensor_gemm_kernel3(const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB, void *C,
                         int M, int N, int kp, float alpha)
 {
     extern __shared__ uint8_t smem_raw[];
@@ -136,7 +146,7 @@ __global__ void __launch_bounds__(TG_WG_THREADS)
         __syncthreads(); /* all four warps are done with the tile before thread 0 refills it */
     }
     scale_tile(d, alpha);
-    store_wgmma_tile(C, M, N, m0, n0, d);
+    store_wgmma_tile((typename tg_out<In>::type *)C, M, N, m0, n0, d);
 }
 
 /* ---------------------------------------------------------------- versions 4-6 */
@@ -200,37 +210,50 @@ __device__ __forceinline__ void consumer_sync(int c)
         bar_sync<2, 128>();
 }
 
+/* Two neighbouring accumulators into shared memory as C's element: a float2, or (bf16 C) the
+ * pair rounded into one 4-byte bf16x2 */
+__device__ __forceinline__ void put_pair(uint8_t *p, float v0, float v1, float *)
+{
+    *reinterpret_cast<float2 *>(p) = make_float2(v0, v1);
+}
+__device__ __forceinline__ void put_pair(uint8_t *p, float v0, float v1, __nv_bfloat16 *)
+{
+    *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(v0, v1);
+}
+
 /* Version 9's epilogue: a consumer's 64 x 256 accumulators (rows m0.., columns n0..) leave
- * through shared memory, 32 columns (8 KiB) at a time, in two buffers taken in turn. For each
- * chunk: the thread that issues the stores waits until the store of two chunks ago has read
- * its buffer, the consumer's threads write the chunk into it (in the 128-byte swizzle the map
- * reads, float2 stores a warp spreads over all 32 banks), make the writes visible to the copy
- * engine, and one thread starts the TMA store and goes on. The stores finish while the
- * consumer waits for its next tile's first stage and multiplies it. */
+ * through shared memory, 128 bytes of a row (32 fp32 columns, or 64 bf16) and 8 KiB at a time,
+ * in two buffers taken in turn. For each chunk: the thread that issues the stores waits until
+ * the store of two chunks ago has read its buffer, the consumer's threads write the chunk into
+ * it (in the 128-byte swizzle the map reads; a warp's pair stores spread over all 32 banks),
+ * make the writes visible to the copy engine, and one thread starts the TMA store and goes on.
+ * The stores finish while the consumer waits for its next tile's first stage and multiplies it. */
+template <typename Out>
 __device__ __forceinline__ void store_tile_tma(const CUtensorMap *mapC, uint8_t *buffers, int c, int m0, int n0,
                                                const float d[128])
 {
+    const int cols = 128 / sizeof(Out); /* a chunk's columns: one 128-byte swizzle row */
     int t = threadIdx.x % TG_WG_THREADS, lane = t % 32;
     int row = (t / 32) * 16 + lane / 4; /* this thread's rows: row and row + 8 */
 #pragma unroll
-    for (int q = 0; q < TGW_BN / 32; q++) {
+    for (int q = 0; q < TGW_BN / cols; q++) {
         uint8_t *buf = buffers + (q % 2) * TGW_C_CHUNK_BYTES;
         if (t == 0) bulk_wait_read<1>(); /* the store of chunk q - 2 is done with buf */
         consumer_sync(c);
 #pragma unroll
-        for (int jj = 0; jj < 4; jj++) { /* the chunk's 8-column groups: accumulators 4j.. */
-            int j = 4 * q + jj;
-            uint32_t col_bytes = (8 * jj + 2 * (lane % 4)) * 4;
+        for (int jj = 0; jj < cols / 8; jj++) { /* the chunk's 8-column groups: accumulators 4j.. */
+            int j = cols / 8 * q + jj;
+            uint32_t col_bytes = (8 * jj + 2 * (lane % 4)) * sizeof(Out);
 #pragma unroll
             for (int h = 0; h < 2; h++) { /* rows row and row + 8 */
                 uint32_t r = row + 8 * h, swizzled = r * 128 + (col_bytes ^ ((r % 8) << 4));
-                *reinterpret_cast<float2 *>(buf + swizzled) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                put_pair(buf + swizzled, d[4 * j + 2 * h], d[4 * j + 2 * h + 1], (Out *)nullptr);
             }
         }
         fence_proxy_async_shared();
         consumer_sync(c);
         if (t == 0) {
-            tma_store_2d(mapC, buf, n0 + 32 * q, m0);
+            tma_store_2d(mapC, buf, n0 + cols * q, m0);
             bulk_commit();
         }
     }
@@ -248,7 +271,7 @@ __device__ __forceinline__ void store_tile_tma(const CUtensorMap *mapC, uint8_t 
  *   order: the host's list of work items (version 10), or NULL (tile_of's order). */
 template <typename In, int PERSISTENT, int CLUSTER, int INFLIGHT, int TMA_STORE>
 __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorMap *mapB, const CUtensorMap *mapC,
-                                        float *C, int M, int N, int kp, int tiles_m, int tiles_n, float alpha,
+                                        void *C, int M, int N, int kp, int tiles_m, int tiles_n, float alpha,
                                         const uint32_t *order)
 {
     extern __shared__ uint8_t smem_raw[];
@@ -321,10 +344,10 @@ __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorM
             }
             scale_tile(d, alpha);
             if (TMA_STORE)
-                store_tile_tma(mapC, stages + TGW_STAGES * TGW_STAGE_BYTES + c * 2 * TGW_C_CHUNK_BYTES, c, m0 + c * 64,
+                store_tile_tma<typename tg_out<In>::type>(mapC, stages + TGW_STAGES * TGW_STAGE_BYTES + c * 2 * TGW_C_CHUNK_BYTES, c, m0 + c * 64,
                                n0, d);
             else
-                store_wgmma_tile(C, M, N, m0 + c * 64, n0, d);
+                store_wgmma_tile((typename tg_out<In>::type *)C, M, N, m0 + c * 64, n0, d);
         }
         if (TMA_STORE && threadIdx.x % TG_WG_THREADS == 0) bulk_wait<0>(); /* C written before the block ends */
     }
@@ -335,7 +358,7 @@ __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorM
  * over the body above: PERSISTENT, CLUSTER, INFLIGHT, TMA_STORE (and 10's order) */
 #define TGW_PARAMS                                                                                          \
     const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB,                     \
-        const __grid_constant__ CUtensorMap mapC, float *C, int M, int N, int kp, int tiles_m, int tiles_n, \
+        const __grid_constant__ CUtensorMap mapC, void *C, int M, int N, int kp, int tiles_m, int tiles_n, \
         float alpha, const uint32_t *order
 #define TGW_ARGS &mapA, &mapB, &mapC, C, M, N, kp, tiles_m, tiles_n, alpha, order
 
@@ -381,7 +404,7 @@ template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_
 /* the state bound to the buffers (tensor_gemm_prepare, once) */
 typedef struct {
     CUtensorMap a64, a128, b256, b128; /* A in boxes of 64 or 128 rows, B of 256 or 128 */
-    CUtensorMap c;                     /* versions 9-10: C in boxes of 64 rows x 32 floats (N a multiple of 4) */
+    CUtensorMap c;                     /* versions 9-10: C in boxes of 64 rows x 128 bytes (make_map_c) */
     uint32_t *order;                   /* version 10: the work items of pairs of tiles in Hilbert order (device) */
 } tg_maps;
 #define TG_MAPS(g) ((const tg_maps *)(g)->prepared)
@@ -400,14 +423,17 @@ static cudaError_t make_map(CUtensorMap *map, const void *base, tg_type type, in
     return lb_tensor_map(map, t, 2, base, dims, strides, box, 1);
 }
 
-/* C (m, n) fp32 row-major, as version 9's stores see it: boxes of 64 rows x 32 floats (128 bytes,
- * swizzled). The copy engine needs rows 16-byte aligned: n a multiple of 4 (else version 9 is
- * not offered: tensor_gemm_tma_store_unavailable). */
-static cudaError_t make_map_c(CUtensorMap *map, float *c, int m, int n)
+/* C (m, n) row-major, fp32 or (fp8's) bf16, as versions 9-10's stores see it: boxes of 64 rows x
+ * 128 bytes (32 floats or 64 bf16, swizzled). The copy engine needs rows 16-byte aligned: n a
+ * multiple of 4 (8 for bf16; else 9 and 10 are not offered: tensor_gemm_tma_store_unavailable). */
+static int tma_store_n_multiple(tg_type type) { return 16 / tensor_gemm_out_bytes(type); }
+static cudaError_t make_map_c(CUtensorMap *map, void *c, tg_type type, int m, int n)
 {
-    cuuint64_t dims[2] = {(cuuint64_t)n, (cuuint64_t)m}, strides[1] = {(cuuint64_t)n * 4};
-    cuuint32_t box[2] = {32, 64};
-    return lb_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, c, dims, strides, box, 0);
+    cuuint32_t elem = (cuuint32_t)tensor_gemm_out_bytes(type);
+    cuuint64_t dims[2] = {(cuuint64_t)n, (cuuint64_t)m}, strides[1] = {(cuuint64_t)n * elem};
+    cuuint32_t box[2] = {128 / elem, 64};
+    return lb_tensor_map(map, elem == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, c,
+                         dims, strides, box, 0);
 }
 
 /* Cell d (0 <= d < side^2) of the Hilbert curve over a side x side square (side a power of two):
@@ -459,7 +485,7 @@ extern "C" cudaError_t tensor_gemm_hopper_prepare(tg_gemm *g)
     if (e == cudaSuccess) e = make_map(&p->a128, g->a, g->type, g->mp, g->kp, 128);
     if (e == cudaSuccess) e = make_map(&p->b256, g->b, g->type, g->np, g->kp, 256);
     if (e == cudaSuccess) e = make_map(&p->b128, g->b, g->type, g->np, g->kp, 128);
-    if (e == cudaSuccess && g->n % 4 == 0) e = make_map_c(&p->c, g->c, g->m, g->n);
+    if (e == cudaSuccess && g->n % tma_store_n_multiple(g->type) == 0) e = make_map_c(&p->c, g->c, g->type, g->m, g->n);
     if (e == cudaSuccess) e = make_order(&p->order, g->mp / (2 * TGW_BM), g->np / TGW_BN);
     return e;
 }
@@ -474,7 +500,9 @@ extern "C" const char *tensor_gemm_tma_store_unavailable(tg_type type, int n)
 {
     const char *why = tensor_gemm_hopper_unavailable(type, n);
     if (why) return why;
-    return n % 4 ? "TMA stores need C's rows 16-byte aligned: N a multiple of 4" : NULL;
+    if (n % tma_store_n_multiple(type) == 0) return NULL;
+    return type == TG_FP8 ? "TMA stores need C's rows 16-byte aligned: N a multiple of 8 (C is bf16)"
+                          : "TMA stores need C's rows 16-byte aligned: N a multiple of 4";
 }
 
 /* a kernel's shared memory past the default 48 KiB: each launcher asks once, at its kernel's
@@ -652,7 +680,7 @@ template <typename In> static cudaError_t launch9(const tg_gemm *g, const tg_map
 }
 extern "C" cudaError_t tensor_gemm_launch9(const tg_gemm *g)
 {
-    if (!g->prepared || g->n % 4) return cudaErrorInvalidValue;
+    if (!g->prepared || g->n % tma_store_n_multiple(g->type)) return cudaErrorInvalidValue;
     return g->type == TG_BF16  ? launch9<__nv_bfloat16>(g, TG_MAPS(g))
            : g->type == TG_FP8 ? launch9<uint8_t>(g, TG_MAPS(g))
                                : launch9<float>(g, TG_MAPS(g));
@@ -675,7 +703,7 @@ template <typename In> static cudaError_t launch10(const tg_gemm *g, const tg_ma
 }
 extern "C" cudaError_t tensor_gemm_launch10(const tg_gemm *g)
 {
-    if (!g->prepared || g->n % 4) return cudaErrorInvalidValue;
+    if (!g->prepared || g->n % tma_store_n_multiple(g->type)) return cudaErrorInvalidValue;
     return g->type == TG_BF16  ? launch10<__nv_bfloat16>(g, TG_MAPS(g))
            : g->type == TG_FP8 ? launch10<uint8_t>(g, TG_MAPS(g))
                                : launch10<float>(g, TG_MAPS(g));

@@ -1,7 +1,7 @@
 /* tensor_gemm_kernels.cu - C = A B on the tensor cores, from wmma to warp-specialised wgmma.
  *
  *   A is (M,K) row-major, B is (K,N) column-major, C is (M,N) row-major fp32; A and B bf16 (or
- *   fp32 read as tf32) in zero-padded buffers (tensor_gemm_kernels.h). Both operands are
+ *   fp32 read as tf32; fp8 for 3-10, whose C is then bf16) in zero-padded buffers (tensor_gemm_kernels.h). Both operands are
  *   "K-major" (K is the contiguous index): the layout mma.sync's row.col form and wgmma's
  *   descriptors read without a transpose, and the only one wgmma accepts for tf32.
  *
@@ -170,9 +170,9 @@ static cudaError_t launch1(const tg_gemm *g)
     dim3 grid((g->n + 31) / 32, (g->m + 31) / 32);
     if (g->type == TG_BF16)
         tensor_gemm_kernel1<__nv_bfloat16>
-            <<<grid, 128>>>((const __nv_bfloat16 *)g->a, (const __nv_bfloat16 *)g->b, g->c, g->m, g->n, g->kp);
+            <<<grid, 128>>>((const __nv_bfloat16 *)g->a, (const __nv_bfloat16 *)g->b, (float *)g->c, g->m, g->n, g->kp);
     else
-        tensor_gemm_kernel1<float><<<grid, 128>>>((const float *)g->a, (const float *)g->b, g->c, g->m, g->n, g->kp);
+        tensor_gemm_kernel1<float><<<grid, 128>>>((const float *)g->a, (const float *)g->b, (float *)g->c, g->m, g->n, g->kp);
     return cudaGetLastError();
 }
 static tg_shape shape1(tg_type type) { return (tg_shape){32, 32, type == TG_BF16 ? 16 : 8, 128, 1, 0}; }
@@ -183,7 +183,7 @@ static cudaError_t launch2(const tg_gemm *g)
 {
     if (g->type != TG_BF16 || g->alpha != 1.0f) return cudaErrorInvalidValue;
     dim3 grid((g->n + TG2_BN - 1) / TG2_BN, (g->m + TG2_BM - 1) / TG2_BM);
-    tensor_gemm_kernel2<<<grid, 256>>>((const __nv_bfloat16 *)g->a, (const __nv_bfloat16 *)g->b, g->c, g->m, g->n,
+    tensor_gemm_kernel2<<<grid, 256>>>((const __nv_bfloat16 *)g->a, (const __nv_bfloat16 *)g->b, (float *)g->c, g->m, g->n,
                                        g->kp);
     return cudaGetLastError();
 }

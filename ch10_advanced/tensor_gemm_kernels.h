@@ -2,8 +2,8 @@
  * from C).
  *
  * C = alpha A B on the tensor cores: A is (M,K) row-major, B is (K,N) column-major (stored as N
- * rows of K), C is (M,N) row-major fp32. A and B are bf16 (or fp32 read as tf32, or fp8 e4m3
- * codes) in zero-padded buffers: A is (mp, kp), B is (np, kp), mp and np multiples of
+ * rows of K), C is (M,N) row-major fp32 (bf16 for fp8 inputs: tensor_gemm_out_bytes). A and B
+ * are bf16 (or fp32 read as tf32, or fp8 e4m3 codes) in zero-padded buffers: A is (mp, kp), B is (np, kp), mp and np multiples of
  * TENSOR_GEMM_PAD_MN, kp of tensor_gemm_pad_k(type), so every kernel works on whole tiles and
  * checks only its stores. alpha is 1 for bf16 and tf32; fp8's is the product of A's and B's
  * per-tensor scales (each code stands for code x scale). */
@@ -24,12 +24,15 @@ typedef enum { TG_BF16 = 0, TG_TF32 = 1, TG_FP8 = 2 } tg_type;
  * fp8), and kp a whole number of them (tf32's 32 divide bf16's 64) */
 static inline int tensor_gemm_elem_bytes(tg_type type) { return type == TG_FP8 ? 1 : type == TG_BF16 ? 2 : 4; }
 static inline int tensor_gemm_pad_k(tg_type type) { return type == TG_FP8 ? 128 : TENSOR_GEMM_PAD_K; }
+/* an element of C: fp32, or bf16 for fp8 inputs (fp8 products go on into bf16 layers, and half
+ * the bytes out matter when the tensor cores run twice as fast) */
+static inline int tensor_gemm_out_bytes(tg_type type) { return type == TG_FP8 ? 2 : 4; }
 
 /* One product: device buffers, sizes, and what tensor_gemm_prepare made for it. */
 typedef struct {
     tg_type type;
     const void *a, *b; /* bf16 (uint16 bits), fp32 or e4m3 codes (uint8), padded as above */
-    float *c;          /* (m, n), row-major, not padded */
+    void *c;           /* (m, n), row-major, not padded: fp32, or bf16 for fp8 (tensor_gemm_out_bytes) */
     int m, n, k;
     int mp, np, kp;
     void *prepared; /* versions 3-10's tensor maps and 10's tile order (tensor_gemm_prepare), NULL before */

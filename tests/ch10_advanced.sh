@@ -228,7 +228,7 @@ EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 1000 1024 200 bf16 5 7 9
 EMU_ENV=EMU_SMS=2 emu_check emu_tensor_gemm 513 260 64 tf32 5 9
 # fp8: e4m3 codes, 128 of them a k tile (K 300 pads to 384, K 16 to 128), the scales' product
 # applied as C leaves; 1 and 2 listed as skipped
-emu_check emu_tensor_gemm 300 260 300 fp8 1 2 3 4 5 7 9
+emu_check emu_tensor_gemm 300 264 300 fp8 1 2 3 4 5 7 9  # N a multiple of 8: 9 stores bf16 rows by TMA
 emu_check emu_tensor_gemm 1 300 16 fp8 3 4 9
 EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 513 512 200 fp8 5 9
 emu_mutant "tensor_gemm fp8 applies the scales twice" tensor_gemm_hopper.cu \

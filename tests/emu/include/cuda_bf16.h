@@ -18,3 +18,8 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f) /* round to nearest, ties to e
     return b;
 }
 inline uint16_t __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x; }
+/* a pair (low element first in memory, as on the GPU) and its rounding from two floats */
+struct __nv_bfloat162 {
+    __nv_bfloat16 x, y;
+};
+inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {__float2bfloat16_rn(a), __float2bfloat16_rn(b)}; }
