@@ -236,8 +236,8 @@ emu_mutant "tensor_gemm fp8 applies the scales twice" tensor_gemm_hopper.cu \
     emu_tensor_gemm 300 260 300 fp8 4
 emu_mutant "tensor_gemm fp8 reads the e4m3 codes as e5m2" tensor_gemm_hopper.cu \
     's|wgmma_m64n256k32_e4m3_ss(d, da, db)|wgmma_m64n256k32_e5m2_ss(d, da, db)|' emu_tensor_gemm 300 260 300 fp8 4
-emu_mutant "tensor_gemm 3 reads the fp8 codes as bf16 (the kernel of the wrong format)" tensor_gemm_hopper.cu \
-    's|g->type == TG_FP8 ? launch3<uint8_t>|g->type == TG_FP8 ? launch3<__nv_bfloat16>|' emu_tensor_gemm 300 260 300 fp8 3
+emu_mutant "tensor_gemm fp8 runs bf16's wgmma on the codes" tensor_gemm_hopper.cu \
+    's|wgmma_m64n256k32_e4m3_ss(d, da, db); /\* uint8_t|wgmma_m64n256k16_bf16_ss(d, da, db); /* uint8_t|' emu_tensor_gemm 300 264 300 fp8 3
 emu_mutant "tensor_gemm 3-10 skip a wgmma k step" tensor_gemm_hopper.cu \
     's|ks < TG_TILE_K_BYTES / 32; ks++|ks < TG_TILE_K_BYTES / 32 - 1; ks++|' emu_tensor_gemm 256 256 128 bf16 5
 emu_mutant "tensor_gemm 2 reads a k tile past the end of B" tensor_gemm_kernels.cu \
