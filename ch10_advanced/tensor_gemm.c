@@ -90,6 +90,15 @@ typedef struct {
     tg_lt lt;    /* --type fp8's version 0 */
 } tg_job;
 
+/* D = A B + 0 x C by cuBLASLt with algorithm algo: reads no C, so none is passed (NULL, as PyTorch's
+ * fp8 product passes it); D is our C */
+static cublasStatus_t lt_fp8_matmul(const tg_lt *l, const tg_gemm *g, const cublasLtMatmulAlgo_t *algo)
+{
+    const float one = 1.0f, zero = 0.0f;
+    return cublasLtMatmul(l->lt, l->desc, &one, g->b, l->a, g->a, l->b, &zero, NULL, l->c, g->c, l->c, algo,
+                          l->workspace, l->workspace_bytes, 0);
+}
+
 /* fp8: the same TN product by cuBLASLt, A and B e4m3 with their scales' pointers, bf16 out; fast
  * accumulation (each wgmma's sums kept in the tensor cores' fp8 accumulator, as our kernels keep
  * them) so that both sides add the same way */
@@ -134,9 +143,7 @@ static void lt_fp8_setup(tg_lt *l, const tg_gemm *g, float scale_a, float scale_
     if (count < 1) lb_die(LB_EXIT_CUDA, "tensor_gemm: cuBLASLt offers no fp8 algorithm for %dx%dx%d", g->m, g->n, g->k);
     cublasStatus_t first = CUBLAS_STATUS_SUCCESS;
     for (int i = 0; i < count; i++) {
-        const float one = 1.0f, zero = 0.0f;
-        cublasStatus_t st = cublasLtMatmul(l->lt, l->desc, &one, g->b, l->a, g->a, l->b, &zero, NULL, l->c, g->c, l->c,
-                                           &found[i].algo, l->workspace, l->workspace_bytes, 0);
+        cublasStatus_t st = lt_fp8_matmul(l, g, &found[i].algo);
         if (st == CUBLAS_STATUS_SUCCESS) {
             CUDA_CHECK(cudaDeviceSynchronize());
             l->algo = found[i].algo;
@@ -158,13 +165,9 @@ static void lt_fp8_free(tg_lt *l)
     CUDA_CHECK(cudaFree(l->scale_a));
     CUDA_CHECK(cudaFree(l->scale_b));
 }
-/* D = A B + 0 x C reads no C, so none is passed (NULL, as PyTorch's fp8 product passes it); D is
- * our C */
 static cudaError_t run_cublaslt_fp8(tg_job *j)
 {
-    const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasLtMatmul(j->lt.lt, j->lt.desc, &one, j->g.b, j->lt.a, j->g.a, j->lt.b, &zero, NULL, j->lt.c,
-                                j->g.c, j->lt.c, &j->lt.algo, j->lt.workspace, j->lt.workspace_bytes, 0));
+    CUBLAS_CHECK(lt_fp8_matmul(&j->lt, &j->g, &j->lt.algo));
     return cudaGetLastError();
 }
 
