@@ -1,4 +1,4 @@
-/* tensor_gemm_hopper.cu - tensor_gemm's versions 3-10: wgmma with TMA on Hopper's tensor cores,
+/* tensor_gemm_hopper.cu - tensor_gemm's versions 3-11: wgmma with TMA on Hopper's tensor cores,
  * from one warpgroup and one stage to warp-specialised, persistent, clustered kernels. Their
  * instructions exist only in sm_90a, Hopper's own target, so this file is compiled for sm_90a
  * alone, whatever ARCH is (common/rules.mk): no later GPU runs sm_90a's machine code, and on any
@@ -259,13 +259,85 @@ __device__ __forceinline__ void store_tile_tma(const CUtensorMap *mapC, uint8_t 
     }
 }
 
+/* The ring's two sides, for one piece of work: k tiles k0..k1-1 of the block's tile at (m0, n0).
+ * u counts the stage uses so far (stage u % STAGES, its (u / STAGES)-th use); the producer and
+ * each consumer keep their own count and walk the same pieces, so theirs agree.
+ * The producer (one thread): wait until the consumers released a stage's last use, then start
+ * its copies. In a cluster each block loads its own A and its half of B's rows, multicast into
+ * both blocks (the pair's tiles are above each other: the same B). */
+template <int CLUSTER>
+__device__ __forceinline__ void produce(const CUtensorMap *mapA, const CUtensorMap *mapB, uint8_t *stages,
+                                        uint64_t *full, uint64_t *empty, int tile_k, int m0, int n0, int k0,
+                                        int k1, uint32_t rank, int &u)
+{
+    for (int t = k0; t < k1; t++, u++) {
+        int s = u % TGW_STAGES, use = u / TGW_STAGES;
+        if (use > 0) mbar_wait(&empty[s], (use - 1) & 1); /* consumers released its last use */
+        uint8_t *sA = stages + s * TGW_STAGE_BYTES, *sB = sA + TGW_A_BYTES;
+        mbar_arrive_expect(&full[s], TGW_STAGE_BYTES);
+        tma_load(sA, mapA, t * tile_k, m0, &full[s]);
+        if (CLUSTER == 1) {
+            tma_load(sB, mapB, t * tile_k, n0, &full[s]);
+        } else { /* my half of B's rows, into both blocks */
+            int half = TGW_BN / CLUSTER;
+            tma_load_multicast(sB + rank * half * TG_TILE_K_BYTES, mapB, t * tile_k, n0 + rank * half, &full[s],
+                               (uint16_t)((1u << CLUSTER) - 1));
+        }
+    }
+}
+/* Consumer c (rows 64c..64c+63 of the tile): d += its rows of A times B over the piece's k
+ * tiles, each stage released once its wgmma are done reading it. */
+template <typename In, int CLUSTER, int INFLIGHT>
+__device__ __forceinline__ void consume(float d[128], uint8_t *stages, uint64_t *full, uint64_t *empty, int c,
+                                        int k0, int k1, int &u)
+{
+    for (int t = k0; t < k1; t++, u++) {
+        int s = u % TGW_STAGES;
+        mbar_wait(&full[s], (u / TGW_STAGES) & 1);
+        uint8_t *sA = stages + s * TGW_STAGE_BYTES, *sB = sA + TGW_A_BYTES;
+        wgmma_issue<In>(d, sA + c * 64 * TG_TILE_K_BYTES, sB);
+        if (INFLIGHT) { /* tile t's wgmma keep running; wait for t-1's and release its stage */
+            wgmma_wait<1>();
+            if (t > k0) release_stage<CLUSTER>(&empty[(u - 1) % TGW_STAGES]);
+        } else { /* wait for tile t's wgmma and release its stage */
+            wgmma_wait<0>();
+            release_stage<CLUSTER>(&empty[s]);
+        }
+    }
+    if (INFLIGHT && k1 > k0) {
+        wgmma_wait<0>();
+        release_stage<CLUSTER>(&empty[(u - 1) % TGW_STAGES]);
+    }
+}
+/* The ring's barriers: full[s] completes when stage s has landed (the producer's arrive and the
+ * bytes), empty[s] when both consumers of every block of the cluster are done with it. */
+template <int CLUSTER> __device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty)
+{
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < TGW_STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 2 * CLUSTER);
+        }
+        mbar_fence_init();
+    }
+    if (CLUSTER > 1)
+        cluster_sync(); /* the peer's barriers exist before anyone signals them */
+    else
+        __syncthreads();
+}
+/* consumer c's shared memory for C on its way out (versions 9-11), after the ring */
+__device__ __forceinline__ uint8_t *c_buffers(uint8_t *stages, int c)
+{
+    return stages + TGW_STAGES * TGW_STAGE_BYTES + c * 2 * TGW_C_CHUNK_BYTES;
+}
+
 /* Warp-specialised: warpgroup 0 produces, warpgroups 1 and 2 consume. The producer (one
- * thread) fills a ring of TGW_STAGES stages; full[s] completes when stage s has landed,
- * empty[s] when both consumers (in both blocks of a cluster) are done with it. setmaxnreg
- * moves registers from the producer, which needs few, to the consumers' 128 accumulators.
+ * thread) fills a ring of TGW_STAGES stages (produce, consume above). setmaxnreg moves
+ * registers from the producer, which needs few, to the consumers' 128 accumulators.
  *   PERSISTENT 0: one tile per block; 1: gridDim.x blocks walk all tiles (tile_of's order).
  *   CLUSTER 2: blocks 2i and 2i+1 take the tiles above each other; each loads its own A and
  *   half of the common B, multicast into both, so each B byte leaves L2 once per pair.
+ *   INFLIGHT 1: the next k tile's wgmma are issued before waiting for the last one's.
  *   TMA_STORE 1: C leaves through shared memory and mapC (store_tile_tma), else straight from
  *   the registers.
  *   order: the host's list of work items (version 10), or NULL (tile_of's order). */
@@ -279,73 +351,30 @@ __device__ __forceinline__ void ws_body(const CUtensorMap *mapA, const CUtensorM
     __shared__ uint64_t full[TGW_STAGES], empty[TGW_STAGES];
     const int tile_k = TG_TILE_K_BYTES / sizeof(In), k_tiles = kp / tile_k;
     const uint32_t rank = CLUSTER > 1 ? cluster_rank() : 0;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < TGW_STAGES; s++) {
-            mbar_init(&full[s], 1);            /* the producer's arrive (+ the bytes) */
-            mbar_init(&empty[s], 2 * CLUSTER); /* one arrive per consumer warpgroup, per block */
-        }
-        mbar_fence_init();
-    }
-    if (CLUSTER > 1)
-        cluster_sync(); /* the peer's barriers exist before anyone signals them */
-    else
-        __syncthreads();
+    ring_init<CLUSTER>(full, empty);
 
     int items = PERSISTENT ? tiles_m * tiles_n / CLUSTER : 1;
     int first = PERSISTENT ? blockIdx.x / CLUSTER : 0, step = PERSISTENT ? gridDim.x / CLUSTER : 1;
-    int wg = threadIdx.x / TG_WG_THREADS;
+    int wg = threadIdx.x / TG_WG_THREADS, u = 0;
     if (wg == 0) {
         setmaxnreg_dec<40>(); /* the producer gives registers back */
-        if (threadIdx.x == 0) {
-            int u = 0; /* stage uses so far: stage u % STAGES, its (u / STAGES)-th use */
+        if (threadIdx.x == 0)
             for (int item = first; item < items; item += step) {
                 int m0, n0;
                 tile_origin<PERSISTENT, CLUSTER>(item, tiles_m, tiles_n, order, rank, &m0, &n0);
-                for (int t = 0; t < k_tiles; t++, u++) {
-                    int s = u % TGW_STAGES, use = u / TGW_STAGES;
-                    if (use > 0) mbar_wait(&empty[s], (use - 1) & 1); /* consumers released its last use */
-                    uint8_t *sA = stages + s * TGW_STAGE_BYTES, *sB = sA + TGW_A_BYTES;
-                    mbar_arrive_expect(&full[s], TGW_STAGE_BYTES);
-                    tma_load(sA, mapA, t * tile_k, m0, &full[s]);
-                    if (CLUSTER == 1) {
-                        tma_load(sB, mapB, t * tile_k, n0, &full[s]);
-                    } else { /* my half of B's rows, into both blocks */
-                        int half = TGW_BN / CLUSTER;
-                        tma_load_multicast(sB + rank * half * TG_TILE_K_BYTES, mapB, t * tile_k, n0 + rank * half,
-                                           &full[s], (uint16_t)((1u << CLUSTER) - 1));
-                    }
-                }
+                produce<CLUSTER>(mapA, mapB, stages, full, empty, tile_k, m0, n0, 0, k_tiles, rank, u);
             }
-        }
     } else {
         setmaxnreg_inc<232>(); /* the consumers take them */
         int c = wg - 1;        /* rows 64c..64c+63 of the block's tile */
-        int u = 0;
         for (int item = first; item < items; item += step) {
             int m0, n0;
             tile_origin<PERSISTENT, CLUSTER>(item, tiles_m, tiles_n, order, rank, &m0, &n0);
             float d[128] = {};
-            for (int t = 0; t < k_tiles; t++, u++) {
-                int s = u % TGW_STAGES;
-                mbar_wait(&full[s], (u / TGW_STAGES) & 1);
-                uint8_t *sA = stages + s * TGW_STAGE_BYTES, *sB = sA + TGW_A_BYTES;
-                wgmma_issue<In>(d, sA + c * 64 * TG_TILE_K_BYTES, sB);
-                if (INFLIGHT) { /* tile t's wgmma keep running; wait for t-1's and release its stage */
-                    wgmma_wait<1>();
-                    if (t > 0) release_stage<CLUSTER>(&empty[(u - 1) % TGW_STAGES]);
-                } else { /* wait for tile t's wgmma and release its stage */
-                    wgmma_wait<0>();
-                    release_stage<CLUSTER>(&empty[s]);
-                }
-            }
-            if (INFLIGHT) {
-                wgmma_wait<0>();
-                release_stage<CLUSTER>(&empty[(u - 1) % TGW_STAGES]);
-            }
+            consume<In, CLUSTER, INFLIGHT>(d, stages, full, empty, c, 0, k_tiles, u);
             scale_tile(d, alpha);
             if (TMA_STORE)
-                store_tile_tma<typename tg_out<In>::type>(mapC, stages + TGW_STAGES * TGW_STAGE_BYTES + c * 2 * TGW_C_CHUNK_BYTES, c, m0 + c * 64,
-                               n0, d);
+                store_tile_tma<typename tg_out<In>::type>(mapC, c_buffers(stages, c), c, m0 + c * 64, n0, d);
             else
                 store_wgmma_tile((typename tg_out<In>::type *)C, M, N, m0 + c * 64, n0, d);
         }
@@ -399,13 +428,155 @@ template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_
     ws_body<In, 1, 2, 0, 1>(TGW_ARGS);
 }
 
+/* ---------------------------------------------------------------- version 11: stream-K
+ * Version 9's blocks deal whole tiles, a wave of gridDim.x at a time; when the count is not a
+ * multiple of the grid the last wave is partly idle (4096^3: 512 tiles on 132 SMs are 3.88 waves,
+ * and the time is that of 4). Version 11 deals the whole waves as 9 does, and splits the tiles
+ * of the last wave along K: its (tile, k tile) units are cut into gridDim.x equal runs, one a
+ * block. A tile cut in two or more runs is a "part" in every run but the one holding its last
+ * k tile, the "last" piece: a part's consumers leave their sums in global memory (partials, a
+ * slot a block and consumer) and raise a flag; the last piece's consumers wait for the flags of
+ * the runs before theirs, add those sums and store C. Each block walks its run from its end,
+ * so its one part (the tile its run ends inside) comes first and its last piece last: the sums
+ * it waits for were made at the start of the other runs. A block waits only for blocks with a
+ * lower index, which never wait for it: no cycle, and every block of the grid is resident (one
+ * a multiprocessor, at most as many as there are). */
+struct sk_piece {
+    int item, k0, k1;  /* tile item, its k tiles k0..k1-1 */
+    long long start;   /* the piece's first unit */
+};
+/* The last piece of the units [lo, end): the part of end - 1's tile that lies in them */
+__device__ __forceinline__ sk_piece last_piece(long long lo, long long end, int k_tiles)
+{
+    sk_piece p;
+    p.item = (int)((end - 1) / k_tiles);
+    long long tile0 = (long long)p.item * k_tiles;
+    p.start = lo > tile0 ? lo : tile0;
+    p.k0 = (int)(p.start - tile0), p.k1 = (int)(end - tile0);
+    return p;
+}
+/* block b's run of the stream-K units: [run_start(b), run_start(b + 1)) */
+__device__ __forceinline__ long long run_start(int b, int blocks, long long first, long long units)
+{
+    return first + (long long)b * units / blocks;
+}
+/* A consumer's 64 x 256 sums to or from its slot: thread t's accumulators 4i..4i+3 as the float4
+ * at i x 128 + t, so that a warp moves 512 contiguous bytes at a time. The slot is read where
+ * another multiprocessor wrote it: from L2 (__ldcg), not through this one's L1. */
+__device__ __forceinline__ void put_partial(float *slot, const float d[128])
+{
+    float4 *s = reinterpret_cast<float4 *>(slot) + threadIdx.x % TG_WG_THREADS;
+#pragma unroll
+    for (int i = 0; i < 32; i++) s[i * TG_WG_THREADS] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+}
+__device__ __forceinline__ void add_partial(float d[128], const float *slot)
+{
+    const float4 *s = reinterpret_cast<const float4 *>(slot) + threadIdx.x % TG_WG_THREADS;
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        float4 v = __ldcg(s + i * TG_WG_THREADS);
+        d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
+    }
+}
+/* The part's sums are out: each thread's stores made visible to the whole GPU, then (after all
+ * 128 have) one thread raises the flag. */
+__device__ __forceinline__ void raise_flag(int *flag, int c)
+{
+    __threadfence();
+    consumer_sync(c);
+    if (threadIdx.x % TG_WG_THREADS == 0) atomicExch(flag, 1);
+}
+/* Wait until the flag is raised, and lower it in the same step (0 again for the next launch);
+ * the fence and the consumer's barrier order the 128 threads' reads of the sums after it. */
+__device__ __forceinline__ void take_flag(int *flag, int c)
+{
+    if (threadIdx.x % TG_WG_THREADS == 0) {
+        while (atomicCAS(flag, 1, 0) != 1) {
+        }
+        __threadfence();
+    }
+    consumer_sync(c);
+}
+
+#define SK_SLOT_FLOATS (64 * TGW_BN) /* one consumer's sums */
+
+template <typename In>
+__global__ void __launch_bounds__(TGW_THREADS, 1)
+    tensor_gemm_kernel11(const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB,
+                         const __grid_constant__ CUtensorMap mapC, int kp, int tiles_m, int tiles_n, float alpha,
+                         float *partials, int *flags)
+{
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *stages = aligned_smem(smem_raw);
+    __shared__ uint64_t full[TGW_STAGES], empty[TGW_STAGES];
+    const int tile_k = TG_TILE_K_BYTES / sizeof(In), k_tiles = kp / tile_k;
+    ring_init<1>(full, empty);
+
+    const int b = blockIdx.x, blocks = gridDim.x, tiles = tiles_m * tiles_n;
+    const int whole = tiles / blocks * blocks; /* tiles dealt whole, in full waves */
+    const long long first = (long long)whole * k_tiles, units = (long long)(tiles - whole) * k_tiles;
+    const long long lo = run_start(b, blocks, first, units), hi = run_start(b + 1, blocks, first, units);
+    int wg = threadIdx.x / TG_WG_THREADS, u = 0, m0, n0;
+    if (wg == 0) {
+        setmaxnreg_dec<40>();
+        if (threadIdx.x == 0) {
+            for (int item = b; item < whole; item += blocks) {
+                tile_of<1>(item, tiles_m, tiles_n, &m0, &n0);
+                produce<1>(&mapA, &mapB, stages, full, empty, tile_k, m0, n0, 0, k_tiles, 0, u);
+            }
+            for (long long end = hi; end > lo;) {
+                sk_piece p = last_piece(lo, end, k_tiles);
+                tile_of<1>(p.item, tiles_m, tiles_n, &m0, &n0);
+                produce<1>(&mapA, &mapB, stages, full, empty, tile_k, m0, n0, p.k0, p.k1, 0, u);
+                end = p.start;
+            }
+        }
+    } else {
+        setmaxnreg_inc<232>();
+        int c = wg - 1;
+        typedef typename tg_out<In>::type Out;
+        for (int item = b; item < whole; item += blocks) {
+            tile_of<1>(item, tiles_m, tiles_n, &m0, &n0);
+            float d[128] = {};
+            consume<In, 1, 0>(d, stages, full, empty, c, 0, k_tiles, u);
+            scale_tile(d, alpha);
+            store_tile_tma<Out>(&mapC, c_buffers(stages, c), c, m0 + c * 64, n0, d);
+        }
+        for (long long end = hi; end > lo;) {
+            sk_piece p = last_piece(lo, end, k_tiles);
+            tile_of<1>(p.item, tiles_m, tiles_n, &m0, &n0);
+            float d[128] = {};
+            consume<In, 1, 0>(d, stages, full, empty, c, p.k0, p.k1, u);
+            if (p.k1 < k_tiles) { /* a part: its sums for the block that holds the tile's last k tile */
+                put_partial(partials + (size_t)(2 * b + c) * SK_SLOT_FLOATS, d);
+                raise_flag(&flags[2 * b + c], c);
+            } else {
+                /* the last piece: add the parts of the runs before this one that reach into the tile */
+                long long tile0 = (long long)p.item * k_tiles;
+                for (int q = b - 1; q >= 0 && run_start(q + 1, blocks, first, units) > tile0; q--) {
+                    if (run_start(q, blocks, first, units) == run_start(q + 1, blocks, first, units)) continue; /* an empty run */
+                    take_flag(&flags[2 * q + c], c);
+                    add_partial(d, partials + (size_t)(2 * q + c) * SK_SLOT_FLOATS);
+                }
+                scale_tile(d, alpha);
+                store_tile_tma<Out>(&mapC, c_buffers(stages, c), c, m0 + c * 64, n0, d);
+            }
+            end = p.start;
+        }
+        if (threadIdx.x % TG_WG_THREADS == 0) bulk_wait<0>(); /* C written before the block ends */
+    }
+}
+
 /* ================================================================ launchers */
 
 /* the state bound to the buffers (tensor_gemm_prepare, once) */
 typedef struct {
     CUtensorMap a64, a128, b256, b128; /* A in boxes of 64 or 128 rows, B of 256 or 128 */
-    CUtensorMap c;                     /* versions 9-10: C in boxes of 64 rows x 128 bytes (make_map_c) */
+    CUtensorMap c;                     /* versions 9-11: C in boxes of 64 rows x 128 bytes (make_map_c) */
     uint32_t *order;                   /* version 10: the work items of pairs of tiles in Hilbert order (device) */
+    float *partials;                   /* version 11: a slot of 64 x 256 sums for each consumer of its blocks */
+    int *flags;                        /* version 11: a slot's flag, 1 while its sums wait to be added */
+    int sk_blocks;                     /* version 11: its grid at most (the slots' blocks: one a multiprocessor) */
 } tg_maps;
 #define TG_MAPS(g) ((const tg_maps *)(g)->prepared)
 #define NO_ORDER ((const uint32_t *)NULL) /* versions 4-9: the kernel's own order */
@@ -423,9 +594,9 @@ static cudaError_t make_map(CUtensorMap *map, const void *base, tg_type type, in
     return lb_tensor_map(map, t, 2, base, dims, strides, box, 1);
 }
 
-/* C (m, n) row-major, fp32 or (fp8's) bf16, as versions 9-10's stores see it: boxes of 64 rows x
+/* C (m, n) row-major, fp32 or (fp8's) bf16, as versions 9-11's stores see it: boxes of 64 rows x
  * 128 bytes (32 floats or 64 bf16, swizzled). The copy engine needs rows 16-byte aligned: n a
- * multiple of 4 (8 for bf16; else 9 and 10 are not offered: tensor_gemm_tma_store_unavailable). */
+ * multiple of 4 (8 for bf16; else 9-11 are not offered: tensor_gemm_tma_store_unavailable). */
 static int tma_store_n_multiple(tg_type type) { return 16 / tensor_gemm_out_bytes(type); }
 static cudaError_t make_map_c(CUtensorMap *map, void *c, tg_type type, int m, int n)
 {
@@ -476,6 +647,19 @@ static cudaError_t make_order(uint32_t **order, int rows, int cols)
     return e;
 }
 
+/* Version 11's slots for the sums of split tiles: two (one a consumer) for each block of a grid of
+ * one block a multiprocessor (16.5 MiB on 132 SMs), and their flags, all lowered. */
+static cudaError_t make_stream_k_slots(tg_maps *p)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&p->sk_blocks, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&p->partials, (size_t)2 * p->sk_blocks * SK_SLOT_FLOATS * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&p->flags, (size_t)2 * p->sk_blocks * sizeof(int));
+    if (e == cudaSuccess) e = cudaMemset(p->flags, 0, (size_t)2 * p->sk_blocks * sizeof(int));
+    return e;
+}
+
 extern "C" cudaError_t tensor_gemm_hopper_prepare(tg_gemm *g)
 {
     tg_maps *p = (tg_maps *)calloc(1, sizeof *p);
@@ -487,12 +671,16 @@ extern "C" cudaError_t tensor_gemm_hopper_prepare(tg_gemm *g)
     if (e == cudaSuccess) e = make_map(&p->b128, g->b, g->type, g->np, g->kp, 128);
     if (e == cudaSuccess && g->n % tma_store_n_multiple(g->type) == 0) e = make_map_c(&p->c, g->c, g->type, g->m, g->n);
     if (e == cudaSuccess) e = make_order(&p->order, g->mp / (2 * TGW_BM), g->np / TGW_BN);
+    if (e == cudaSuccess) e = make_stream_k_slots(p);
     return e;
 }
 extern "C" void tensor_gemm_hopper_release(tg_gemm *g)
 {
     tg_maps *p = (tg_maps *)g->prepared;
-    if (p) cudaFree(p->order); /* the release of what prepare made: its error is no one's to handle */
+    if (!p) return;
+    cudaFree(p->order); /* the release of what prepare made: its errors are no one's to handle */
+    cudaFree(p->partials);
+    cudaFree(p->flags);
 }
 
 extern "C" const char *tensor_gemm_hopper_unavailable(tg_type, int) { return lb_sm90a_unavailable(1); }
@@ -707,4 +895,23 @@ extern "C" cudaError_t tensor_gemm_launch10(const tg_gemm *g)
     return g->type == TG_BF16  ? launch10<__nv_bfloat16>(g, TG_MAPS(g))
            : g->type == TG_FP8 ? launch10<uint8_t>(g, TG_MAPS(g))
                                : launch10<float>(g, TG_MAPS(g));
+}
+
+/* ---- version 11: as 9 (a block a multiprocessor, at most one a tile), the last wave's tiles split
+ * along K (N a multiple of 4, as 9) */
+template <typename In> static cudaError_t launch11(const tg_gemm *g, const tg_maps *p)
+{
+    static const cudaError_t allowed = allow_smem(tensor_gemm_kernel11<In>, TGW_SMEM_TMA_STORE);
+    if (allowed != cudaSuccess) return allowed;
+    int tiles_m = g->mp / TGW_BM, tiles_n = g->np / TGW_BN;
+    tensor_gemm_kernel11<In><<<min(p->sk_blocks, tiles_m * tiles_n), TGW_THREADS, TGW_SMEM_TMA_STORE>>>(
+        p->a128, p->b256, p->c, g->kp, tiles_m, tiles_n, g->alpha, p->partials, p->flags);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t tensor_gemm_launch11(const tg_gemm *g)
+{
+    if (!g->prepared || g->n % tma_store_n_multiple(g->type)) return cudaErrorInvalidValue;
+    return g->type == TG_BF16  ? launch11<__nv_bfloat16>(g, TG_MAPS(g))
+           : g->type == TG_FP8 ? launch11<uint8_t>(g, TG_MAPS(g))
+                               : launch11<float>(g, TG_MAPS(g));
 }

@@ -166,7 +166,7 @@ bad_input 2 "unknown argument '--bogus'" ./tensor_gemm --bogus
 bad_input 0 'usage: tensor_gemm ' ./tensor_gemm --help
 bad_input 2 '--size must be positive (got 0)' ./tensor_gemm --size 0
 bad_input 2 "--type must be bf16, tf32 or fp8 (got 'fp16')" ./tensor_gemm --type fp16
-bad_input 2 "version '11' does not exist (0..10)" ./tensor_gemm 11
+bad_input 2 "version '12' does not exist (0..11)" ./tensor_gemm 12
 no_gpu ./tensor_gemm
 # (the sanitizer runs 64, 100,200,16 and 1,300,64 in bf16, and 1,300,40 in tf32)
 for s in 64 100,200,16 1,300,64; do

@@ -130,6 +130,13 @@ inline float __expf(float x) { return expf(x); }
 inline float atomicAdd(float *p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
 inline int atomicAdd(int *p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }
 inline unsigned atomicAdd(unsigned *p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_add(v); }
+inline int atomicExch(int *p, int v) { return std::atomic_ref<int>(*p).exchange(v); }
+/* the old value: compare_exchange leaves it in `compare` when it differs, and it is `compare` when not */
+inline int atomicCAS(int *p, int compare, int v)
+{
+    std::atomic_ref<int>(*p).compare_exchange_strong(compare, v);
+    return compare;
+}
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 template <typename T> inline T __ldcg(const T *p) { return *p; }
 
