@@ -81,6 +81,7 @@ typedef struct {
     void *workspace;
     size_t workspace_bytes;
     float *scale_a, *scale_b; /* device, one allocation each; cuBLASLt's A is our B (see run_cublas) */
+    void *d_padded;           /* where N is not a multiple of 8: D with rows of np, copied into C */
 } tg_lt;
 
 typedef struct {
@@ -91,12 +92,20 @@ typedef struct {
 } tg_job;
 
 /* D = A B + 0 x C by cuBLASLt with algorithm algo: reads no C, so none is passed (NULL, as PyTorch's
- * fp8 product passes it); D is our C */
+ * fp8 product passes it). D is our C, or (N not a multiple of 8) a padded D whose rows are copied
+ * into C after it: cuBLASLt's fp8 kernels refuse D rows that are not 16-byte aligned (seen on an
+ * H100: CUBLAS_STATUS_NOT_SUPPORTED from the heuristic at N = 1023 and N = 1). */
 static cublasStatus_t lt_fp8_matmul(const tg_lt *l, const tg_gemm *g, const cublasLtMatmulAlgo_t *algo)
 {
     const float one = 1.0f, zero = 0.0f;
-    return cublasLtMatmul(l->lt, l->desc, &one, g->b, l->a, g->a, l->b, &zero, NULL, l->c, g->c, l->c, algo,
-                          l->workspace, l->workspace_bytes, 0);
+    void *d = l->d_padded ? l->d_padded : g->c;
+    cublasStatus_t st = cublasLtMatmul(l->lt, l->desc, &one, g->b, l->a, g->a, l->b, &zero, NULL, l->c, d, l->c, algo,
+                                       l->workspace, l->workspace_bytes, 0);
+    if (st != CUBLAS_STATUS_SUCCESS || !l->d_padded) return st;
+    size_t row = (size_t)g->n * 2, padded_row = (size_t)g->np * 2; /* bf16 */
+    return cudaMemcpy2DAsync(g->c, row, l->d_padded, padded_row, row, g->m, cudaMemcpyDeviceToDevice, 0) == cudaSuccess
+               ? CUBLAS_STATUS_SUCCESS
+               : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 /* fp8: the same TN product by cuBLASLt, A and B e4m3 with their scales' pointers, bf16 out; fast
@@ -125,7 +134,9 @@ static void lt_fp8_setup(tg_lt *l, const tg_gemm *g, float scale_a, float scale_
      * transposed; our A its kp x M B; our C (M rows of N) its N x M D */
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->a, CUDA_R_8F_E4M3, g->k, g->n, g->kp));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->b, CUDA_R_8F_E4M3, g->k, g->m, g->kp));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->c, CUDA_R_16BF, g->n, g->m, g->n));
+    int ldd = g->n % 8 ? g->np : g->n; /* bf16 rows of a multiple of 16 bytes */
+    if (ldd != g->n) CUDA_CHECK(cudaMalloc(&l->d_padded, (size_t)ldd * g->m * 2));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->c, CUDA_R_16BF, g->n, g->m, ldd));
     l->workspace_bytes = (size_t)32 << 20;
     CUDA_CHECK(cudaMalloc(&l->workspace, l->workspace_bytes));
     cublasLtMatmulPreference_t pref;
@@ -164,6 +175,7 @@ static void lt_fp8_free(tg_lt *l)
     CUDA_CHECK(cudaFree(l->workspace));
     CUDA_CHECK(cudaFree(l->scale_a));
     CUDA_CHECK(cudaFree(l->scale_b));
+    CUDA_CHECK(cudaFree(l->d_padded));
 }
 static cudaError_t run_cublaslt_fp8(tg_job *j)
 {

@@ -25,8 +25,8 @@
  *  10  6 and 9 together (clusters with B multicast, C out by TMA stores), the pairs of tiles
  *      walked in the order of a Hilbert curve that the host computes once (N a multiple of 4)
  *  11  9, stream-K: the whole waves of tiles as 9 deals them, the last, partial wave's tiles
- *      cut along K into equal runs, one a block; a split tile's sums meet in global memory
- *      (N a multiple of 4)
+ *      (when it is at most three quarters full) cut along K into equal runs, one a block; a
+ *      split tile's sums meet in global memory (N a multiple of 4)
  */
 #include "tensor_gemm_kernels.h"
 #include "tensor_gemm_device.cuh" /* store_pair (shared with tensor_gemm_hopper.cu) */

@@ -180,6 +180,11 @@ for s in 64 1000,1023,777; do
     gpu_check_large ./tensor_gemm --check-only --size $s --type tf32
 done
 gpu_check_large ./tensor_gemm --size 512 --iters 2
+# version 11's split tiles: 16 x 17 tiles of 128 x 256 on 132 SMs leave 8 past the whole waves,
+# 5 k tiles each (K 300): 40 units in 132 runs, most of one unit or none, each tile summed by 5 blocks
+for t in bf16 tf32 fp8; do
+    gpu_check_large ./tensor_gemm 11 --check-only --size 2048,4352,300 --type $t
+done
 gpu_expect 2 'version 2 (mma.sync+ldmatrix, cp.async x2): bf16 only' ./tensor_gemm 2 --type tf32 --size 64
 # fp8 (e4m3, a power-of-two scale a tensor; version 0 is cuBLASLt's fp8 product): K of one tile,
 # K not a multiple of the 128-element k tile, M = 1, N = 1; and 4096^3 against cuBLASLt
@@ -214,23 +219,33 @@ mutant "tensor_gemm 2 reads a k tile past the end of B" tensor_gemm_kernels.cu \
 mutant "tensor_gemm 10's tile list swaps rows and columns" tensor_gemm_hopper.cu \
     's|h\[n++\] = (uint32_t)y << 16 \| (uint32_t)x;|h[n++] = (uint32_t)x << 16 \| (uint32_t)y;|' \
     ./tensor_gemm 10 --check-only --size 1024,256,128
+mutant "tensor_gemm 11 leaves out the parts of its split tiles" tensor_gemm_hopper.cu \
+    's|add_partial(d, partials + (size_t)(2 \* q + c) \* SK_SLOT_FLOATS);|(void)partials;|' \
+    ./tensor_gemm 11 --check-only --size 2048,4352,300
 mutant "tensor_gemm 9 writes C's chunks unswizzled" tensor_gemm_hopper.cu \
     's|uint32_t r = row + 8 \* h, swizzled = r \* 128 + (col_bytes ^ ((r % 8) << 4));|uint32_t r = row + 8 * h, swizzled = r * 128 + col_bytes;|' \
     ./tensor_gemm 9 --check-only --size 256
 # the same kernels on CPU threads (tests/emu), GPU or not: every version but the clusters' (6,
 # 8: a cluster's blocks would have to run at once), bf16 and tf32, whole tiles and not
-emu_check emu_tensor_gemm 100 200 16 bf16 1 2 3 4 5 7 9
-emu_check emu_tensor_gemm 300 1 16 bf16 1 2 3 4 5 7 9  # 9 skipped: N = 1 is no multiple of 4
-emu_check emu_tensor_gemm 1 300 40 tf32 1 3 4 5 7 9
-emu_check emu_tensor_gemm 256 256 128 bf16 3 4 5 7 9
-# 32 tiles on 3 blocks: the persistent versions' rings and version 9's buffers over many tiles
-EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 1000 1024 200 bf16 5 7 9
-EMU_ENV=EMU_SMS=2 emu_check emu_tensor_gemm 513 260 64 tf32 5 9
+emu_check emu_tensor_gemm 100 200 16 bf16 1 2 3 4 5 7 9 11
+emu_check emu_tensor_gemm 300 1 16 bf16 1 2 3 4 5 7 9 11  # 9, 11 skipped: N = 1 is no multiple of 4
+emu_check emu_tensor_gemm 1 300 40 tf32 1 3 4 5 7 9 11
+emu_check emu_tensor_gemm 256 256 128 bf16 3 4 5 7 9 11
+# 32 tiles on 3 blocks: the persistent versions' rings and version 9's buffers over many tiles;
+# version 11's last 2 tiles (4 k tiles each) cut in 3 runs, in 5 (a tile from three blocks), and
+# in 13 (runs of one unit or none)
+EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 1000 1024 200 bf16 5 7 9 11
+EMU_ENV=EMU_SMS=5 emu_check emu_tensor_gemm 1000 1024 200 bf16 11
+EMU_ENV=EMU_SMS=13 emu_check emu_tensor_gemm 1000 1024 200 bf16 11
+EMU_ENV=EMU_SMS=2 emu_check emu_tensor_gemm 513 260 64 tf32 5 9 11
 # fp8: e4m3 codes, 128 of them a k tile (K 300 pads to 384, K 16 to 128), the scales' product
 # applied as C leaves; 1 and 2 listed as skipped
 emu_check emu_tensor_gemm 300 264 300 fp8 1 2 3 4 5 7 9  # N a multiple of 8: 9 stores bf16 rows by TMA
 emu_check emu_tensor_gemm 1 300 16 fp8 3 4 9
-EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 513 512 200 fp8 5 9
+EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 513 512 200 fp8 5 9 11
+EMU_ENV=EMU_SMS=5 emu_mutant "tensor_gemm 11 leaves out the parts of its split tiles" tensor_gemm_hopper.cu \
+    's|add_partial(d, partials + (size_t)(2 \* q + c) \* SK_SLOT_FLOATS);|(void)partials;|' \
+    emu_tensor_gemm 1000 1024 200 bf16 11
 emu_mutant "tensor_gemm fp8 applies the scales twice" tensor_gemm_hopper.cu \
     's|for (int i = 0; i < 128; i++) d\[i\] \*= alpha;|for (int i = 0; i < 128; i++) d[i] *= alpha * alpha;|' \
     emu_tensor_gemm 300 260 300 fp8 4
