@@ -92,9 +92,10 @@ typedef struct {
 } tg_job;
 
 /* D = A B + 0 x C by cuBLASLt with algorithm algo: reads no C, so none is passed (NULL, as PyTorch's
- * fp8 product passes it). D is our C, or (N not a multiple of 8) a padded D whose rows are copied
- * into C after it: cuBLASLt's fp8 kernels refuse D rows that are not 16-byte aligned (seen on an
- * H100: CUBLAS_STATUS_NOT_SUPPORTED from the heuristic at N = 1023 and N = 1). */
+ * fp8 product passes it). D is our C, or (N not a multiple of 8) the product over all np rows of
+ * the padded B (its rows past N are zeros) into a padded D, whose first N columns are then copied
+ * into C: on an H100 cuBLASLt's heuristic refused fp8 at N = 1023 and N = 1
+ * (CUBLAS_STATUS_NOT_SUPPORTED), with D's rows padded as well, and accepted N = 200, 300, 1016. */
 static cublasStatus_t lt_fp8_matmul(const tg_lt *l, const tg_gemm *g, const cublasLtMatmulAlgo_t *algo)
 {
     const float one = 1.0f, zero = 0.0f;
@@ -132,11 +133,11 @@ static void lt_fp8_setup(tg_lt *l, const tg_gemm *g, float scale_a, float scale_
                                                 sizeof l->scale_a));
     /* column-major, as cuBLASLt sees our row-major buffers: our B (N rows of kp) is its kp x N A,
      * transposed; our A its kp x M B; our C (M rows of N) its N x M D */
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->a, CUDA_R_8F_E4M3, g->k, g->n, g->kp));
+    int width = g->n % 8 ? g->np : g->n; /* the padded width where N is not a multiple of 8 */
+    if (width != g->n) CUDA_CHECK(cudaMalloc(&l->d_padded, (size_t)width * g->m * 2));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->a, CUDA_R_8F_E4M3, g->k, width, g->kp));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->b, CUDA_R_8F_E4M3, g->k, g->m, g->kp));
-    int ldd = g->n % 8 ? g->np : g->n; /* bf16 rows of a multiple of 16 bytes */
-    if (ldd != g->n) CUDA_CHECK(cudaMalloc(&l->d_padded, (size_t)ldd * g->m * 2));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->c, CUDA_R_16BF, g->n, g->m, ldd));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l->c, CUDA_R_16BF, width, g->m, width));
     l->workspace_bytes = (size_t)32 << 20;
     CUDA_CHECK(cudaMalloc(&l->workspace, l->workspace_bytes));
     cublasLtMatmulPreference_t pref;
