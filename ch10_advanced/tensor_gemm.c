@@ -9,7 +9,7 @@
  * specialised, 5 persistent, 6 clusters with TMA multicast, 7 wgmma kept queued, 8 both 6 and
  * 7, 9 C out through shared memory by TMA stores, 10 both 6 and 9 in a Hilbert curve's order),
  * listed by ./tensor_gemm --help; the kernels, in the same order, are in tensor_gemm_kernels.cu
- * and tensor_gemm_hopper.cu. 3-11 need an H100/H200 and a
+ * and tensor_gemm_hopper.cu. 3-12 need an H100/H200 and a
  * build for sm_90 (the default without a GPU, or on one).
  *
  * The inputs are drawn in [-1, 1) and rounded to bf16 (or tf32) here, so the GPU multiplies
@@ -207,7 +207,7 @@ static cudaError_t run_kernel(void *ctx)
     return tensor_gemm_launch(j->version, &j->g);
 }
 
-/* Every version, once (tensor_gemm_kernels.cu has 1-2, tensor_gemm_hopper.cu 3-11, in the same
+/* Every version, once (tensor_gemm_kernels.cu has 1-2, tensor_gemm_hopper.cu 3-12, in the same
  * order). To add one: its kernel and launcher with a row in tensor_gemm_kernels.cu's
  * launchers[], TENSOR_GEMM_VERSIONS, and a row here. */
 static const lb_version versions[] = {
@@ -223,6 +223,7 @@ static const lb_version versions[] = {
     {9, "tma_store", "5, C out by TMA stores", 90, run_kernel},
     {10, "hilbert_mcast", "6 + 9, Hilbert order of tiles", 90, run_kernel},
     {11, "stream_k", "9, last wave split along K", 90, run_kernel},
+    {12, "pingpong", "consumers' own 128x128 tiles, in turn", 90, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == TENSOR_GEMM_VERSIONS,
                "one row in versions[] per version: TENSOR_GEMM_VERSIONS in tensor_gemm_kernels.h");
@@ -307,9 +308,9 @@ static const lb_program program_template = {
     .name = "tensor_gemm",
     .synopsis = "C = A B on the tensor cores (bf16, tf32 or fp8 in, fp32 out; bf16 for fp8): wmma, mma.sync, wgmma + TMA vs cuBLAS",
     .details = "--size is N (square) or M,N,K. A is row-major, B column-major (both K-major), C row-major.\n"
-               "Versions 3-11 use sm_90a's wgmma and TMA: they need an H100/H200 (the sm_90 above) and a build\n"
+               "Versions 3-12 use sm_90a's wgmma and TMA: they need an H100/H200 (the sm_90 above) and a build\n"
                "for it; a build for any other GPU, a newer one too, leaves them out. 2 is bf16 only.\n"
-               "--type fp8: e4m3 inputs with a power-of-two scale a tensor, C in bf16, versions 0 (cuBLASLt) and 3-11.\n",
+               "--type fp8: e4m3 inputs with a power-of-two scale a tensor, C in bf16, versions 0 (cuBLASLt) and 3-12.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .versions = versions,
     .n_versions = TENSOR_GEMM_VERSIONS,

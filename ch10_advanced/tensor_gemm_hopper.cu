@@ -1,4 +1,4 @@
-/* tensor_gemm_hopper.cu - tensor_gemm's versions 3-11: wgmma with TMA on Hopper's tensor cores,
+/* tensor_gemm_hopper.cu - tensor_gemm's versions 3-12: wgmma with TMA on Hopper's tensor cores,
  * from one warpgroup and one stage to warp-specialised, persistent, clustered kernels. Their
  * instructions exist only in sm_90a, Hopper's own target, so this file is compiled for sm_90a
  * alone, whatever ARCH is (common/rules.mk): no later GPU runs sm_90a's machine code, and on any
@@ -81,6 +81,11 @@ __device__ __forceinline__ void scale_tile(float d[128], float alpha)
 {
 #pragma unroll
     for (int i = 0; i < 128; i++) d[i] *= alpha;
+}
+__device__ __forceinline__ void scale_tile64(float d[64], float alpha) /* version 12's halves */
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++) d[i] *= alpha;
 }
 /* A consumer warpgroup's 64 x 256 accumulators into C at rows m0.., columns n0.. (Out: float or
  * bf16, store_pair's two forms) */
@@ -173,14 +178,15 @@ __global__ void __launch_bounds__(TG_WG_THREADS)
 /* The tile (m0, n0) that work item `item` covers: one tile, or (CLUSTER = 2) the pair of tiles
  * above each other, in groups of TGW_GROUP tile rows walked column by column, so that the
  * tiles in flight at once reuse a few columns of B and rows of A from L2. */
-template <int CLUSTER> __device__ __forceinline__ void tile_of(int item, int tiles_m, int tiles_n, int *m0, int *n0)
+template <int CLUSTER, int BN = TGW_BN>
+__device__ __forceinline__ void tile_of(int item, int tiles_m, int tiles_n, int *m0, int *n0)
 {
     int rows = tiles_m / CLUSTER; /* work-item rows */
     int group = item / (TGW_GROUP * tiles_n), first = group * TGW_GROUP;
     int height = min(TGW_GROUP, rows - first);
     int within = item - group * TGW_GROUP * tiles_n;
     *m0 = (first + within % height) * CLUSTER * TGW_BM;
-    *n0 = (within / height) * TGW_BN;
+    *n0 = (within / height) * BN;
 }
 
 /* This block's tile for work item `item`: the grid's (one tile per block), the host's list
@@ -228,15 +234,15 @@ __device__ __forceinline__ void put_pair(uint8_t *p, float v0, float v1, __nv_bf
  * it (in the 128-byte swizzle the map reads; a warp's pair stores spread over all 32 banks),
  * make the writes visible to the copy engine, and one thread starts the TMA store and goes on.
  * The stores finish while the consumer waits for its next tile's first stage and multiplies it. */
-template <typename Out>
+template <typename Out, int N_TILE = TGW_BN> /* N_TILE: the accumulators' columns (256, or 128: d[64]) */
 __device__ __forceinline__ void store_tile_tma(const CUtensorMap *mapC, uint8_t *buffers, int c, int m0, int n0,
-                                               const float d[128])
+                                               const float *d)
 {
     const int cols = 128 / sizeof(Out); /* a chunk's columns: one 128-byte swizzle row */
     int t = threadIdx.x % TG_WG_THREADS, lane = t % 32;
     int row = (t / 32) * 16 + lane / 4; /* this thread's rows: row and row + 8 */
 #pragma unroll
-    for (int q = 0; q < TGW_BN / cols; q++) {
+    for (int q = 0; q < N_TILE / cols; q++) {
         uint8_t *buf = buffers + (q % 2) * TGW_C_CHUNK_BYTES;
         if (t == 0) bulk_wait_read<1>(); /* the store of chunk q - 2 is done with buf */
         consumer_sync(c);
@@ -571,12 +577,135 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
     }
 }
 
+/* ---------------------------------------------------------------- version 12: ping-pong
+ * In versions 4-11 both consumers work on one tile and finish it together: while they store C
+ * (and their next tile's first wgmma wait for them) the tensor cores idle. In version 12 each
+ * consumer has tiles of its own, 128 x 128 (two m64n128 wgmma a k step, 128 accumulators a
+ * thread as before), the block's tiles taken in turn: consumer 0 the 1st, 3rd, ..., consumer 1
+ * the 2nd, 4th, ... The producer loads them in that order into one ring of 32 KiB stages, each
+ * stage used by one consumer (its empty barrier counts one arrival). A consumer starts a
+ * tile's main loop only once the other has finished the main loop of the tile before it (a
+ * named barrier each way), so the main loops take turns, and each consumer's epilogue runs
+ * under the other's main loop. The turn also keeps a consumer from waiting on a stage's
+ * barrier more than one phase ahead of it (a wait is on the phase's parity: two phases ahead
+ * would look done). */
+#define TGP_BM 128
+#define TGP_BN 128
+#define TGP_A_BYTES (TGP_BM * TG_TILE_K_BYTES)
+#define TGP_B_BYTES (TGP_BN * TG_TILE_K_BYTES)
+#define TGP_STAGE_BYTES (TGP_A_BYTES + TGP_B_BYTES) /* 32 KiB */
+#define TGP_STAGES 6
+#define TGP_SMEM (TGP_STAGES * TGP_STAGE_BYTES + 1024 + TGW_C_BYTES)
+
+/* d (64 x 128, fp32) += A (64 x k) B (k x 128): bf16 k16, tf32 k8, fp8 e4m3 k32 */
+template <typename In> __device__ __forceinline__ void wgmma_128(float d[64], uint64_t da, uint64_t db);
+template <> __device__ __forceinline__ void wgmma_128<__nv_bfloat16>(float d[64], uint64_t da, uint64_t db)
+{
+    wgmma_m64n128k16_bf16_ss(d, da, db, 1);
+}
+template <> __device__ __forceinline__ void wgmma_128<float>(float d[64], uint64_t da, uint64_t db)
+{
+    wgmma_m64n128k8_tf32_ss(d, da, db);
+}
+template <> __device__ __forceinline__ void wgmma_128<uint8_t>(float d[64], uint64_t da, uint64_t db)
+{
+    wgmma_m64n128k32_e4m3_ss(d, da, db);
+}
+
+/* the turn of consumer c's main loop: wait for the other's last one; after its own, let the other go */
+__device__ __forceinline__ void wait_turn(int c)
+{
+    if (c == 0)
+        bar_sync<3, 256>();
+    else
+        bar_sync<4, 256>();
+}
+__device__ __forceinline__ void give_turn(int c)
+{
+    if (c == 0)
+        bar_arrive<4, 256>();
+    else
+        bar_arrive<3, 256>();
+}
+
+template <typename In>
+__global__ void __launch_bounds__(TGW_THREADS, 1)
+    tensor_gemm_kernel12(const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB,
+                         const __grid_constant__ CUtensorMap mapC, int kp, int tiles_m, int tiles_n, float alpha)
+{
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *stages = aligned_smem(smem_raw);
+    __shared__ uint64_t full[TGP_STAGES], empty[TGP_STAGES];
+    const int tile_k = TG_TILE_K_BYTES / sizeof(In), k_tiles = kp / tile_k;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < TGP_STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 1); /* the one consumer of this use */
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    const int tiles = tiles_m * tiles_n, step = gridDim.x;
+    int wg = threadIdx.x / TG_WG_THREADS, m0, n0;
+    if (wg == 0) {
+        setmaxnreg_dec<40>();
+        if (threadIdx.x == 0) {
+            int u = 0; /* stage uses: tile j of this block holds uses j k_tiles .. (j + 1) k_tiles - 1 */
+            for (int item = blockIdx.x; item < tiles; item += step) {
+                tile_of<1, TGP_BN>(item, tiles_m, tiles_n, &m0, &n0);
+                for (int t = 0; t < k_tiles; t++, u++) {
+                    int s = u % TGP_STAGES, use = u / TGP_STAGES;
+                    if (use > 0) mbar_wait(&empty[s], (use - 1) & 1);
+                    uint8_t *sA = stages + s * TGP_STAGE_BYTES, *sB = sA + TGP_A_BYTES;
+                    mbar_arrive_expect(&full[s], TGP_STAGE_BYTES);
+                    tma_load(sA, &mapA, t * tile_k, m0, &full[s]);
+                    tma_load(sB, &mapB, t * tile_k, n0, &full[s]);
+                }
+            }
+        }
+    } else {
+        setmaxnreg_inc<232>();
+        int c = wg - 1;
+        typedef typename tg_out<In>::type Out;
+        uint8_t *c_buf = stages + TGP_STAGES * TGP_STAGE_BYTES + c * 2 * TGW_C_CHUNK_BYTES; /* after the ring */
+        int j = c; /* this block's tile count: consumer c takes j = c, c + 2, ... */
+        for (int item = blockIdx.x + c * step; item < tiles; item += 2 * step, j += 2) {
+            tile_of<1, TGP_BN>(item, tiles_m, tiles_n, &m0, &n0);
+            if (j > 0) wait_turn(c);
+            float d[2][64] = {};
+            for (int t = 0; t < k_tiles; t++) {
+                int u = j * k_tiles + t, s = u % TGP_STAGES;
+                mbar_wait(&full[s], (u / TGP_STAGES) & 1);
+                const uint8_t *sA = stages + s * TGP_STAGE_BYTES, *sB = sA + TGP_A_BYTES;
+                wgmma_fence();
+#pragma unroll
+                for (int ks = 0; ks < TG_TILE_K_BYTES / 32; ks++) {
+                    uint64_t db = wgmma_desc(sB + 32 * ks);
+                    wgmma_128<In>(d[0], wgmma_desc(sA + 32 * ks), db);
+                    wgmma_128<In>(d[1], wgmma_desc(sA + 64 * TG_TILE_K_BYTES + 32 * ks), db);
+                }
+                wgmma_commit();
+                wgmma_wait<0>();
+                if (threadIdx.x % TG_WG_THREADS == 0) mbar_arrive(&empty[s]);
+            }
+            if (item + step < tiles) give_turn(c); /* the other consumer has the next tile */
+#pragma unroll /* d[h] stays in registers only where h is known when compiling */
+            for (int h = 0; h < 2; h++) {
+                scale_tile64(d[h], alpha);
+                store_tile_tma<Out, TGP_BN>(&mapC, c_buf, c, m0 + 64 * h, n0, d[h]);
+            }
+        }
+        if (threadIdx.x % TG_WG_THREADS == 0) bulk_wait<0>();
+    }
+}
+
 /* ================================================================ launchers */
 
 /* the state bound to the buffers (tensor_gemm_prepare, once) */
 typedef struct {
     CUtensorMap a64, a128, b256, b128; /* A in boxes of 64 or 128 rows, B of 256 or 128 */
-    CUtensorMap c;                     /* versions 9-11: C in boxes of 64 rows x 128 bytes (make_map_c) */
+    CUtensorMap c;                     /* versions 9-12: C in boxes of 64 rows x 128 bytes (make_map_c) */
     uint32_t *order;                   /* version 10: the work items of pairs of tiles in Hilbert order (device) */
     float *partials;                   /* version 11: a slot of 64 x 256 sums for each consumer of its blocks */
     int *flags;                        /* version 11: a slot's flag, 1 while its sums wait to be added */
@@ -598,9 +727,9 @@ static cudaError_t make_map(CUtensorMap *map, const void *base, tg_type type, in
     return lb_tensor_map(map, t, 2, base, dims, strides, box, 1);
 }
 
-/* C (m, n) row-major, fp32 or (fp8's) bf16, as versions 9-11's stores see it: boxes of 64 rows x
+/* C (m, n) row-major, fp32 or (fp8's) bf16, as versions 9-12's stores see it: boxes of 64 rows x
  * 128 bytes (32 floats or 64 bf16, swizzled). The copy engine needs rows 16-byte aligned: n a
- * multiple of 4 (8 for bf16; else 9-11 are not offered: tensor_gemm_tma_store_unavailable). */
+ * multiple of 4 (8 for bf16; else 9-12 are not offered: tensor_gemm_tma_store_unavailable). */
 static int tma_store_n_multiple(tg_type type) { return 16 / tensor_gemm_out_bytes(type); }
 static cudaError_t make_map_c(CUtensorMap *map, void *c, tg_type type, int m, int n)
 {
@@ -918,4 +1047,30 @@ extern "C" cudaError_t tensor_gemm_launch11(const tg_gemm *g)
     return g->type == TG_BF16  ? launch11<__nv_bfloat16>(g, TG_MAPS(g))
            : g->type == TG_FP8 ? launch11<uint8_t>(g, TG_MAPS(g))
                                : launch11<float>(g, TG_MAPS(g));
+}
+
+/* ---- version 12: a block a multiprocessor, at most one per two tiles of 128 x 128 (N a multiple
+ * of 4, as 9) */
+template <typename In> static cudaError_t launch12(const tg_gemm *g, const tg_maps *p)
+{
+    static const cudaError_t allowed = allow_smem(tensor_gemm_kernel12<In>, TGP_SMEM);
+    static const int sms = sm_count();
+    if (allowed != cudaSuccess) return allowed;
+    int tiles_m = g->mp / TGP_BM, tiles_n = g->np / TGP_BN;
+    tensor_gemm_kernel12<In><<<min(sms, (tiles_m * tiles_n + 1) / 2), TGW_THREADS, TGP_SMEM>>>(
+        p->a128, p->b128, p->c, g->kp, tiles_m, tiles_n, g->alpha);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t tensor_gemm_launch12(const tg_gemm *g)
+{
+    if (!g->prepared || g->n % tma_store_n_multiple(g->type)) return cudaErrorInvalidValue;
+    return g->type == TG_BF16  ? launch12<__nv_bfloat16>(g, TG_MAPS(g))
+           : g->type == TG_FP8 ? launch12<uint8_t>(g, TG_MAPS(g))
+                               : launch12<float>(g, TG_MAPS(g));
+}
+extern "C" tg_shape tensor_gemm_shape12(tg_type type)
+{
+    tg_shape s = tensor_gemm_shape_ws(type);
+    s.tile_n = TGP_BN, s.stages = TGP_STAGES, s.smem_bytes = TGP_STAGES * TGP_STAGE_BYTES + TGW_C_BYTES;
+    return s;
 }

@@ -1,14 +1,14 @@
 /* tensor_gemm_kernels.cu - C = A B on the tensor cores, from wmma to warp-specialised wgmma.
  *
  *   A is (M,K) row-major, B is (K,N) column-major, C is (M,N) row-major fp32; A and B bf16 (or
- *   fp32 read as tf32; fp8 for 3-11, whose C is then bf16) in zero-padded buffers (tensor_gemm_kernels.h). Both operands are
+ *   fp32 read as tf32; fp8 for 3-12, whose C is then bf16) in zero-padded buffers (tensor_gemm_kernels.h). Both operands are
  *   "K-major" (K is the contiguous index): the layout mma.sync's row.col form and wgmma's
  *   descriptors read without a transpose, and the only one wgmma accepts for tf32.
  *
  * versions (tensor_gemm.c's table):
  *   1  wmma: one warp per 16x16 tile of C, fragments loaded straight from global memory
  *   2  mma.sync m16n8k16 + ldmatrix: 128x128 block tile, 8 warps of 64x32, cp.async double buffer
- *   (3-11 are Hopper's own, in tensor_gemm_hopper.cu)
+ *   (3-12 are Hopper's own, in tensor_gemm_hopper.cu)
  *   3  wgmma m64n256k16 (sm_90a): one warpgroup, 64x256 tile, TMA loads, 128-byte swizzle, one
  *      stage, mbarrier waits
  *   4  warp-specialised: a producer warpgroup issues TMA, two consumer warpgroups (setmaxnreg)
@@ -27,6 +27,9 @@
  *  11  9, stream-K: the whole waves of tiles as 9 deals them, the last, partial wave's tiles
  *      (when it is at most three quarters full) cut along K into equal runs, one a block; a
  *      split tile's sums meet in global memory (N a multiple of 4)
+ *  12  ping-pong: each consumer its own 128x128 tiles, taken in turn, the main loops
+ *      alternating, so that one consumer's epilogue runs under the other's main loop; 6 stages
+ *      of 32 KiB, C out by TMA stores (N a multiple of 4)
  */
 #include "tensor_gemm_kernels.h"
 #include "tensor_gemm_device.cuh" /* store_pair (shared with tensor_gemm_hopper.cu) */
@@ -194,7 +197,7 @@ static tg_shape shape2(tg_type) { return (tg_shape){TG2_BM, TG2_BN, TG2_BK, 256,
 static const char *bf16_only(tg_type type, int) { return type == TG_BF16 ? NULL : "bf16 only (ldmatrix moves 16-bit elements)"; }
 
 /* Every version's launcher, the shape of its work, and what it cannot run (NULL: anything the
- * program gives it); 3-11 are in tensor_gemm_hopper.cu. Version 0 is cuBLAS, in tensor_gemm.c. To
+ * program gives it); 3-12 are in tensor_gemm_hopper.cu. Version 0 is cuBLAS, in tensor_gemm.c. To
  * add a version: its kernel, launcher and shape (here, or in tensor_gemm_hopper.cu for sm_90a's
  * instructions), a row here, TENSOR_GEMM_VERSIONS in tensor_gemm_kernels.h, and a row in
  * tensor_gemm.c's versions[]. */
@@ -215,6 +218,7 @@ static const struct {
     {tensor_gemm_launch9, tensor_gemm_shape9, tensor_gemm_tma_store_unavailable},
     {tensor_gemm_launch10, tensor_gemm_shape9, tensor_gemm_tma_store_unavailable},
     {tensor_gemm_launch11, tensor_gemm_shape9, tensor_gemm_tma_store_unavailable},
+    {tensor_gemm_launch12, tensor_gemm_shape12, tensor_gemm_tma_store_unavailable},
 };
 static_assert(sizeof launchers / sizeof launchers[0] == TENSOR_GEMM_VERSIONS,
               "one row in launchers[] per version: TENSOR_GEMM_VERSIONS in tensor_gemm_kernels.h");

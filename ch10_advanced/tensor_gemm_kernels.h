@@ -14,8 +14,8 @@
 extern "C" {
 #endif
 
-/* Versions 0 (cuBLAS, in tensor_gemm.c) .. 11; tensor_gemm.c's version table has one row for each. */
-#define TENSOR_GEMM_VERSIONS 12
+/* Versions 0 (cuBLAS, in tensor_gemm.c) .. 12; tensor_gemm.c's version table has one row for each. */
+#define TENSOR_GEMM_VERSIONS 13
 #define TENSOR_GEMM_PAD_MN 256 /* two 128-row tiles (version 6 works on pairs), one 256-column tile */
 #define TENSOR_GEMM_PAD_K 64   /* one k tile of bf16: 64 x 2 bytes = one 128-byte swizzle row */
 
@@ -35,11 +35,11 @@ typedef struct {
     void *c;           /* (m, n), row-major, not padded: fp32, or bf16 for fp8 (tensor_gemm_out_bytes) */
     int m, n, k;
     int mp, np, kp;
-    void *prepared; /* versions 3-11's tensor maps, 10's tile order and 11's slots (tensor_gemm_prepare), NULL before */
+    void *prepared; /* versions 3-12's tensor maps, 10's tile order and 11's slots (tensor_gemm_prepare), NULL before */
     float alpha;    /* C = alpha A B: fp8's scales, 1 for bf16 and tf32 (versions 1 and 2 take 1 only) */
 } tg_gemm;
 
-/* Make the TMA tensor maps for versions 3-11 (through the driver's cuTensorMapEncodeTiled) and
+/* Make the TMA tensor maps for versions 3-12 (through the driver's cuTensorMapEncodeTiled) and
  * version 10's list of tiles and 11's slots: once per set of buffers, outside any timing. Where they cannot run
  * it does nothing. tensor_gemm_release frees what it made. */
 cudaError_t tensor_gemm_prepare(tg_gemm *g);
@@ -60,7 +60,7 @@ typedef struct {
 } tg_shape;
 tg_shape tensor_gemm_shape(int version, tg_type type);
 
-/* tensor_gemm_hopper.cu: versions 3-11 (sm_90a), for tensor_gemm_kernels.cu's table of
+/* tensor_gemm_hopper.cu: versions 3-12 (sm_90a), for tensor_gemm_kernels.cu's table of
  * launchers; a program calls tensor_gemm_launch, _prepare, _unavailable and _shape above */
 cudaError_t tensor_gemm_launch3(const tg_gemm *g);
 cudaError_t tensor_gemm_launch4(const tg_gemm *g);
@@ -71,13 +71,15 @@ cudaError_t tensor_gemm_launch8(const tg_gemm *g);
 cudaError_t tensor_gemm_launch9(const tg_gemm *g);
 cudaError_t tensor_gemm_launch10(const tg_gemm *g);
 cudaError_t tensor_gemm_launch11(const tg_gemm *g);
+cudaError_t tensor_gemm_launch12(const tg_gemm *g);
 tg_shape tensor_gemm_shape3(tg_type type);
 tg_shape tensor_gemm_shape_ws(tg_type type); /* versions 4-8 */
 tg_shape tensor_gemm_shape9(tg_type type); /* versions 9, 10 and 11 */
+tg_shape tensor_gemm_shape12(tg_type type);
 cudaError_t tensor_gemm_hopper_prepare(tg_gemm *g);                 /* the tensor maps of A, B and C */
 void tensor_gemm_hopper_release(tg_gemm *g);                        /* frees version 10's list, 11's slots */
 const char *tensor_gemm_hopper_unavailable(tg_type type, int n);    /* lb_sm90a_unavailable's answer */
-const char *tensor_gemm_tma_store_unavailable(tg_type type, int n); /* and versions 9-11's N */
+const char *tensor_gemm_tma_store_unavailable(tg_type type, int n); /* and versions 9-12's N */
 
 #ifdef __cplusplus
 }

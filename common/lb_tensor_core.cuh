@@ -395,6 +395,22 @@ __device__ __forceinline__ void wgmma_m64n256k32_e4m3_ss(float d[128], uint64_t 
                  : LB_WG_D128
                  : "l"(da), "l"(db), "r"(1));
 }
+/* tf32, 64 x 128 x 8, and fp8 e4m3, 64 x 128 x 32 (tensor_gemm's ping-pong tile of 128 columns;
+ * K-major only, as the 256-column forms) */
+__device__ __forceinline__ void wgmma_m64n128k8_tf32_ss(float d[64], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" LB_WG_R64 "}, %64, %65, p, 1, 1;\n}\n"
+                 : LB_WG_D64
+                 : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wgmma_m64n128k32_e4m3_ss(float d[64], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {" LB_WG_R64 "}, %64, %65, p, 1, 1;\n}\n"
+                 : LB_WG_D64
+                 : "l"(da), "l"(db), "r"(1));
+}
 /* fp8 e5m2 (5 exponent bits, 2 of mantissa: more range, less precision, the format gradients
  * use), the same shape; the codes of one format read as the other are wrong values, which is what
  * tensor_gemm's mutant "reads the e4m3 codes as e5m2" plants */

@@ -41,16 +41,16 @@ attention)
     CHECK="./attention 7 --check-only --size 200 --batch 1 --heads 2 --dim 64 --causal"
     ;;
 tensor_gemm)
-    CHAPTER=ch10_advanced NEW=12 COUNT=TENSOR_GEMM_VERSIONS
+    CHAPTER=ch10_advanced NEW=13 COUNT=TENSOR_GEMM_VERSIONS
     FILES="Makefile tensor_gemm.c tensor_gemm_kernels.cu tensor_gemm_hopper.cu tensor_gemm_kernels.h tensor_gemm_device.cuh"
     MARK="^/\* Every version's launcher, the shape of its work"
-    CODE='/* version 12: version 1 once more */\nstatic cudaError_t launch12(const tg_gemm *g) { return launch1(g); }\n'
-    LAST_ROW='^    {tensor_gemm_launch11, tensor_gemm_shape9, tensor_gemm_tma_store_unavailable},$'
-    ROW_EDIT='/^    {tensor_gemm_launch11, tensor_gemm_shape9, tensor_gemm_tma_store_unavailable},$/a\    {launch12, shape1, NULL},'
-    LAST_VERSION='^    {11, "stream_k"'
-    NEW_VERSION='    {12, "wmma_again", "version 1 once more", 80, run_kernel},'
-    HELP='^ +12  wmma_again +version 1 once more'
-    CHECK="./tensor_gemm 12 --check-only --size 100,37,65"
+    CODE='/* version 13: version 1 once more */\nstatic cudaError_t launch13(const tg_gemm *g) { return launch1(g); }\n'
+    LAST_ROW='^    {tensor_gemm_launch12, tensor_gemm_shape12, tensor_gemm_tma_store_unavailable},$'
+    ROW_EDIT='/^    {tensor_gemm_launch12, tensor_gemm_shape12, tensor_gemm_tma_store_unavailable},$/a\    {launch13, shape1, NULL},'
+    LAST_VERSION='^    {12, "pingpong"'
+    NEW_VERSION='    {13, "wmma_again", "version 1 once more", 80, run_kernel},'
+    HELP='^ +13  wmma_again +version 1 once more'
+    CHECK="./tensor_gemm 13 --check-only --size 100,37,65"
     ;;
 *) fail "no such program (matmul, attention, tensor_gemm)" ;;
 esac

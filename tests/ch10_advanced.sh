@@ -166,7 +166,7 @@ bad_input 2 "unknown argument '--bogus'" ./tensor_gemm --bogus
 bad_input 0 'usage: tensor_gemm ' ./tensor_gemm --help
 bad_input 2 '--size must be positive (got 0)' ./tensor_gemm --size 0
 bad_input 2 "--type must be bf16, tf32 or fp8 (got 'fp16')" ./tensor_gemm --type fp16
-bad_input 2 "version '12' does not exist (0..11)" ./tensor_gemm 12
+bad_input 2 "version '13' does not exist (0..12)" ./tensor_gemm 13
 no_gpu ./tensor_gemm
 # (the sanitizer runs 64, 100,200,16 and 1,300,64 in bf16, and 1,300,40 in tf32)
 for s in 64 100,200,16 1,300,64; do
@@ -229,25 +229,31 @@ mutant "tensor_gemm 9 writes C's chunks unswizzled" tensor_gemm_hopper.cu \
     ./tensor_gemm 9 --check-only --size 256
 # the same kernels on CPU threads (tests/emu), GPU or not: every version but the clusters' (6,
 # 8: a cluster's blocks would have to run at once), bf16 and tf32, whole tiles and not
-emu_check emu_tensor_gemm 100 200 16 bf16 1 2 3 4 5 7 9 11
-emu_check emu_tensor_gemm 300 1 16 bf16 1 2 3 4 5 7 9 11  # 9, 11 skipped: N = 1 is no multiple of 4
-emu_check emu_tensor_gemm 1 300 40 tf32 1 3 4 5 7 9 11
-emu_check emu_tensor_gemm 256 256 128 bf16 3 4 5 7 9 11
+emu_check emu_tensor_gemm 100 200 16 bf16 1 2 3 4 5 7 9 11 12
+emu_check emu_tensor_gemm 300 1 16 bf16 1 2 3 4 5 7 9 11 12  # 9, 11, 12 skipped: N = 1 is no multiple of 4
+emu_check emu_tensor_gemm 1 300 40 tf32 1 3 4 5 7 9 11 12
+emu_check emu_tensor_gemm 256 256 128 bf16 3 4 5 7 9 11 12
 # 32 tiles on 3 blocks: the persistent versions' rings and version 9's buffers over many tiles;
 # version 11's last 2 tiles (4 k tiles each) cut in 3 runs, in 5 (a tile from three blocks), and
 # in 13 (runs of one unit or none)
-EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 1000 1024 200 bf16 5 7 9 11
+EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 1000 1024 200 bf16 5 7 9 11 12
 EMU_ENV=EMU_SMS=5 emu_check emu_tensor_gemm 1000 1024 200 bf16 11
 EMU_ENV=EMU_SMS=13 emu_check emu_tensor_gemm 1000 1024 200 bf16 11
-EMU_ENV=EMU_SMS=2 emu_check emu_tensor_gemm 513 260 64 tf32 5 9 11
+EMU_ENV=EMU_SMS=2 emu_check emu_tensor_gemm 513 260 64 tf32 5 9 11 12
+# version 12: 16 k tiles a tile, more than twice its 6 stages, so that a consumer a tile ahead
+# would wait on a stage two phases on (its turns keep it from that)
+EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 512 512 1000 bf16 12
 # fp8: e4m3 codes, 128 of them a k tile (K 300 pads to 384, K 16 to 128), the scales' product
 # applied as C leaves; 1 and 2 listed as skipped
-emu_check emu_tensor_gemm 300 264 300 fp8 1 2 3 4 5 7 9  # N a multiple of 8: 9 stores bf16 rows by TMA
+emu_check emu_tensor_gemm 300 264 300 fp8 1 2 3 4 5 7 9 12  # N a multiple of 8: 9 stores bf16 rows by TMA
 emu_check emu_tensor_gemm 1 300 16 fp8 3 4 9
-EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 513 512 200 fp8 5 9 11
+EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 513 512 200 fp8 5 9 11 12
 EMU_ENV=EMU_SMS=5 emu_mutant "tensor_gemm 11 leaves out the parts of its split tiles" tensor_gemm_hopper.cu \
     's|add_partial(d, partials + (size_t)(2 \* q + c) \* SK_SLOT_FLOATS);|(void)partials;|' \
     emu_tensor_gemm 1000 1024 200 bf16 11
+EMU_ENV=EMU_SMS=3 emu_mutant "tensor_gemm 12's consumers do not take turns" tensor_gemm_hopper.cu \
+    's|            if (j > 0) wait_turn(c);|            (void)j;|; s|            if (item + step < tiles) give_turn(c);|            (void)step;|' \
+    emu_tensor_gemm 512 512 1000 bf16 12
 emu_mutant "tensor_gemm fp8 applies the scales twice" tensor_gemm_hopper.cu \
     's|for (int i = 0; i < 128; i++) d\[i\] \*= alpha;|for (int i = 0; i < 128; i++) d[i] *= alpha * alpha;|' \
     emu_tensor_gemm 300 260 300 fp8 4

@@ -496,6 +496,8 @@ inline void wgmma_m64n256k16_bf16_ss(float d[128], uint64_t da, uint64_t db) { e
 inline void wgmma_m64n256k8_tf32_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 4); }
 inline void wgmma_m64n256k32_e4m3_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 1); }
 inline void wgmma_m64n256k32_e5m2_ss(float d[128], uint64_t da, uint64_t db) { emu_wgmma(d, 256, da, nullptr, db, 0, 1, 1, 0, 1); }
+inline void wgmma_m64n128k8_tf32_ss(float d[64], uint64_t da, uint64_t db) { emu_wgmma(d, 128, da, nullptr, db, 0, 1, 4); }
+inline void wgmma_m64n128k32_e4m3_ss(float d[64], uint64_t da, uint64_t db) { emu_wgmma(d, 128, da, nullptr, db, 0, 1, 1); }
 inline void wgmma_m64n128k16_bf16_rs_bt(float d[64], const uint32_t a[4], uint64_t db) { emu_wgmma(d, 128, 0, a, db, 1, 1); }
 inline void wgmma_m64n64k16_bf16_rs_bt(float d[32], const uint32_t a[4], uint64_t db) { emu_wgmma(d, 64, 0, a, db, 1, 1); }
 /* the compiler's fence on the accumulators: nothing to hold back here */
