@@ -224,6 +224,9 @@ mutant "tensor_gemm 10's tile list swaps rows and columns" tensor_gemm_hopper.cu
 mutant "tensor_gemm 11 leaves out the parts of its split tiles" tensor_gemm_hopper.cu \
     's|add_partial(d, partials + (size_t)(2 \* q + c) \* SK_SLOT_FLOATS);|(void)partials;|' \
     ./tensor_gemm 11 --check-only --size 2048,4352,300
+mutant "tensor_gemm 12's two halves read the same rows of A" tensor_gemm_hopper.cu \
+    's|wgmma_128<In>(d\[1\], wgmma_desc(sA + 64 \* TG_TILE_K_BYTES + 32 \* ks), db);|wgmma_128<In>(d[1], wgmma_desc(sA + 32 * ks), db);|' \
+    ./tensor_gemm 12 --check-only --size 256
 mutant "tensor_gemm 9 writes C's chunks unswizzled" tensor_gemm_hopper.cu \
     's|uint32_t r = row + 8 \* h, swizzled = r \* 128 + (col_bytes ^ ((r % 8) << 4));|uint32_t r = row + 8 * h, swizzled = r * 128 + col_bytes;|' \
     ./tensor_gemm 9 --check-only --size 256
@@ -251,8 +254,9 @@ EMU_ENV=EMU_SMS=3 emu_check emu_tensor_gemm 513 512 200 fp8 5 9 11 12
 EMU_ENV=EMU_SMS=5 emu_mutant "tensor_gemm 11 leaves out the parts of its split tiles" tensor_gemm_hopper.cu \
     's|add_partial(d, partials + (size_t)(2 \* q + c) \* SK_SLOT_FLOATS);|(void)partials;|' \
     emu_tensor_gemm 1000 1024 200 bf16 11
-EMU_ENV=EMU_SMS=3 emu_mutant "tensor_gemm 12's consumers do not take turns" tensor_gemm_hopper.cu \
-    's|            if (j > 0) wait_turn(c);|            (void)j;|; s|            if (item + step < tiles) give_turn(c);|            (void)step;|' \
+# version 12's second half of each tile multiplies the first half's rows of A
+EMU_ENV=EMU_SMS=3 emu_mutant "tensor_gemm 12's two halves read the same rows of A" tensor_gemm_hopper.cu \
+    's|wgmma_128<In>(d\[1\], wgmma_desc(sA + 64 \* TG_TILE_K_BYTES + 32 \* ks), db);|wgmma_128<In>(d[1], wgmma_desc(sA + 32 * ks), db);|' \
     emu_tensor_gemm 512 512 1000 bf16 12
 emu_mutant "tensor_gemm fp8 applies the scales twice" tensor_gemm_hopper.cu \
     's|for (int i = 0; i < 128; i++) d\[i\] \*= alpha;|for (int i = 0; i < 128; i++) d[i] *= alpha * alpha;|' \
