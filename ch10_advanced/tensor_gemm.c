@@ -7,10 +7,10 @@
  *
  * versions: the table versions[] below (0 cuBLAS, 1 wmma, 2 mma.sync, 3 wgmma + TMA, 4 warp-
  * specialised, 5 persistent, 6 clusters with TMA multicast, 7 wgmma kept queued, 8 both 6 and
- * 7, 9 C out through shared memory by TMA stores, 10 both 6 and 9 in a Hilbert curve's order),
- * listed by ./tensor_gemm --help; the kernels, in the same order, are in tensor_gemm_kernels.cu
- * and tensor_gemm_hopper.cu. 3-12 need an H100/H200 and a
- * build for sm_90 (the default without a GPU, or on one).
+ * 7, 9 C out through shared memory by TMA stores, 10 both 6 and 9 in a Hilbert curve's order,
+ * 11 stream-K over the last wave, 12 ping-pong consumers), listed by ./tensor_gemm --help; the
+ * kernels, in the same order, are in tensor_gemm_kernels.cu and tensor_gemm_hopper.cu. 3-12 need
+ * an H100/H200 and a build for sm_90 (the default without a GPU, or on one).
  *
  * The inputs are drawn in [-1, 1) and rounded to bf16 (or tf32) here, so the GPU multiplies
  * exactly the numbers the CPU reference does and every product is exact in fp32: what differs
