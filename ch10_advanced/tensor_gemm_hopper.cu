@@ -438,8 +438,9 @@ template <typename In> __global__ void __launch_bounds__(TGW_THREADS, 1) tensor_
  * Version 9's blocks deal whole tiles, a wave of gridDim.x at a time; when the count is not a
  * multiple of the grid the last wave is partly idle (8192^3: 2048 tiles on 132 SMs are 15.5 waves,
  * and the time is that of 16). Version 11 deals the whole waves as 9 does, and (when the last
- * wave is at most three quarters full) splits the tiles of the last wave along K: its (tile, k tile) units are cut into gridDim.x equal runs, one a
- * block. A tile cut in two or more runs is a "part" in every run but the one holding its last
+ * wave is at most three quarters full) splits the tiles of the last wave along K: its (tile, k
+ * tile) units are cut into gridDim.x equal runs, one a block. A tile cut in two or more runs is
+ * a "part" in every run but the one holding its last
  * k tile, the "last" piece: a part's consumers leave their sums in global memory (partials, a
  * slot a block and consumer) and raise a flag; the last piece's consumers wait for the flags of
  * the runs before theirs, add those sums and store C. Each block walks its run from its end,
@@ -564,7 +565,8 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
                 /* the last piece: add the parts of the runs before this one that reach into the tile */
                 long long tile0 = (long long)p.item * k_tiles;
                 for (int q = b - 1; q >= 0 && run_start(q + 1, blocks, first, units) > tile0; q--) {
-                    if (run_start(q, blocks, first, units) == run_start(q + 1, blocks, first, units)) continue; /* an empty run */
+                    long long q_end = run_start(q + 1, blocks, first, units);
+                    if (run_start(q, blocks, first, units) == q_end) continue; /* an empty run: no part */
                     take_flag(&flags[2 * q + c], c);
                     add_partial(d, partials + (size_t)(2 * q + c) * SK_SLOT_FLOATS);
                 }
@@ -787,9 +789,10 @@ static cudaError_t make_stream_k_slots(tg_maps *p)
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&p->sk_blocks, cudaDevAttrMultiProcessorCount, dev);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&p->partials, (size_t)2 * p->sk_blocks * SK_SLOT_FLOATS * sizeof(float));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&p->flags, (size_t)2 * p->sk_blocks * sizeof(int));
-    if (e == cudaSuccess) e = cudaMemset(p->flags, 0, (size_t)2 * p->sk_blocks * sizeof(int));
+    size_t slots = (size_t)2 * p->sk_blocks;
+    if (e == cudaSuccess) e = cudaMalloc((void **)&p->partials, slots * SK_SLOT_FLOATS * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&p->flags, slots * sizeof(int));
+    if (e == cudaSuccess) e = cudaMemset(p->flags, 0, slots * sizeof(int));
     return e;
 }
 
