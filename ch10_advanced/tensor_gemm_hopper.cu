@@ -316,13 +316,15 @@ __device__ __forceinline__ void consume(float d[128], uint8_t *stages, uint64_t 
     }
 }
 /* The ring's barriers: full[s] completes when stage s has landed (the producer's arrive and the
- * bytes), empty[s] when both consumers of every block of the cluster are done with it. */
-template <int CLUSTER> __device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty)
+ * bytes), empty[s] when the consumers that read it (both, or version 12's one) in every block of
+ * the cluster are done with it. */
+template <int CLUSTER, int STAGES = TGW_STAGES, int READERS = 2>
+__device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty)
 {
     if (threadIdx.x == 0) {
-        for (int s = 0; s < TGW_STAGES; s++) {
+        for (int s = 0; s < STAGES; s++) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 2 * CLUSTER);
+            mbar_init(&empty[s], READERS * CLUSTER);
         }
         mbar_fence_init();
     }
@@ -639,14 +641,7 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
     uint8_t *stages = aligned_smem(smem_raw);
     __shared__ uint64_t full[TGP_STAGES], empty[TGP_STAGES];
     const int tile_k = TG_TILE_K_BYTES / sizeof(In), k_tiles = kp / tile_k;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < TGP_STAGES; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 1); /* the one consumer of this use */
-        }
-        mbar_fence_init();
-    }
-    __syncthreads();
+    ring_init<1, TGP_STAGES, 1>(full, empty); /* a stage's one reader: the consumer of its tile */
 
     const int tiles = tiles_m * tiles_n, step = gridDim.x;
     int wg = threadIdx.x / TG_WG_THREADS, m0, n0;
