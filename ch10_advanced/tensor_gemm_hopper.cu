@@ -683,9 +683,15 @@ __global__ void __launch_bounds__(TGW_THREADS, 1)
                     wgmma_128<In>(d[1], wgmma_desc(sA + 64 * TG_TILE_K_BYTES + 32 * ks), db);
                 }
                 wgmma_commit();
-                wgmma_wait<0>();
-                if (threadIdx.x % TG_WG_THREADS == 0) mbar_arrive(&empty[s]);
+                /* one consumer multiplies at a time: waiting here for this stage's wgmma would
+                 * leave the tensor cores idle until the next are issued, so keep them queued and
+                 * wait for (and release) the stage before */
+                wgmma_wait<1>();
+                if (t > 0 && threadIdx.x % TG_WG_THREADS == 0) mbar_arrive(&empty[(u - 1) % TGP_STAGES]);
             }
+            wgmma_wait<0>();
+            if (k_tiles > 0 && threadIdx.x % TG_WG_THREADS == 0)
+                mbar_arrive(&empty[(j * k_tiles + k_tiles - 1) % TGP_STAGES]);
             if (item + step < tiles) give_turn(c); /* the other consumer has the next tile */
 #pragma unroll /* d[h] stays in registers only where h is known when compiling */
             for (int h = 0; h < 2; h++) {
