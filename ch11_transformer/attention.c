@@ -10,9 +10,9 @@
  *          [--heads H] [--dim D] [--causal]
  *
  * versions: the table versions[] below (0 cuBLAS + our softmax, 1 naive, 2 flash in fp32 on the
- * CUDA cores, 3 mma.sync, 4 wgmma with TMA, 5 FlashAttention-3's schedule, 6 5 persistent), listed by
+ * CUDA cores, 3 mma.sync, 4 wgmma with TMA, 5 FlashAttention-3's schedule, 6 5 persistent, 7 5 with three consumers at D = 64), listed by
  * ./attention --help; the kernels are in
- * attention_kernels.cu (0-3) and attention_hopper.cu (4-6, sm_90a). TFLOP/s counts 4 B H S^2 D, halved when causal (the products a causal
+ * attention_kernels.cu (0-3) and attention_hopper.cu (4-7, sm_90a). TFLOP/s counts 4 B H S^2 D, halved when causal (the products a causal
  * attention needs), for every version alike.
  * Checked: rows of O (all of them when the CPU can afford it, else a random row in every band
  * of 64 queries of every head, and each head's first row) against the CPU in double, within a
@@ -82,6 +82,7 @@ static const lb_version versions[] = {
     {4, "flash_wgmma", "flash, wgmma + TMA, warp-specialised", 90, run_kernel},
     {5, "flash_fa3", "4, FA3's schedule: ping-pong turns", 90, run_kernel},
     {6, "flash_persist", "5, persistent: a block an SM", 90, run_kernel},
+    {7, "flash_3wg", "5, three consumers at D = 64", 90, run_kernel},
 };
 _Static_assert(sizeof versions / sizeof versions[0] == ATTENTION_VERSIONS,
                "one row in versions[] per version: ATTENTION_VERSIONS in attention_kernels.h");
@@ -91,7 +92,7 @@ _Static_assert(sizeof versions / sizeof versions[0] == ATTENTION_VERSIONS,
 /* The CPU's rows of O: every row when that costs at most ~2^29 multiply-adds; else, in every
  * head, one random row in each band of ATT_CHECK_BAND queries, and the head's first row
  * (causal, that row sees one key: O is V's first row). 64 queries is the smallest block of any
- * version (2 and 3; versions 4-6 take 128, a consumer warpgroup 64), so every block of every
+ * version (2 and 3; versions 4-7 take 128 or 192, a consumer warpgroup 64), so every block of every
  * version holds a checked row: a block lost, skipped or dealt to the wrong head fails, as
  * lb_check_rows_cols makes sure for a GEMM's tiles. Computed ATT_GROUP rows at a time. */
 #define ATT_CHECK_BAND 64
@@ -247,7 +248,7 @@ static const lb_program program_template = {
                 "FlashAttention on CUDA cores, mma.sync and wgmma",
     .details =
         "--size is S, the sequence length (default 4096, at most 65536). B x H x S x D bf16 for each of Q, K, V, O.\n"
-        "Version 0 writes B H S^2 scores (4 + 2 bytes each): large S needs memory. Versions 4-6 use\n"
+        "Version 0 writes B H S^2 scores (4 + 2 bytes each): large S needs memory. Versions 4-7 use\n"
         "sm_90a's wgmma and TMA: they need an H100/H200 and a build for sm_90.\n",
     .uses = LB_USE_SIZE | LB_USE_ITERS | LB_USE_SEED | LB_USE_CHECK_ONLY | LB_USE_QUIET,
     .versions = versions,
@@ -331,7 +332,7 @@ int main(int argc, char **argv)
         lb_poison_device(job.probs, 2 * scores);
         h_o0 = lb_host_alloc(2 * n, "version 0's O");
     }
-    CUDA_CHECK(attention_prepare(&job.p)); /* versions 4-6's tensor maps: once, outside the timing */
+    CUDA_CHECK(attention_prepare(&job.p)); /* versions 4-7's tensor maps: once, outside the timing */
 
     attention_cpu_inputs in = {h_q, h_k, h_v, (int)batch, (int)heads, (int)seq, (int)dim, causal};
     attention_reference ref = reference_rows(&in, args.seed);

@@ -1,4 +1,4 @@
-/* attention_hopper.cu - attention's versions 4-6: FlashAttention on Hopper's tensor cores, with
+/* attention_hopper.cu - attention's versions 4-7: FlashAttention on Hopper's tensor cores, with
  * wgmma and TMA (FlashAttention-3's structure). Their instructions exist only in sm_90a, Hopper's
  * own target, so this file is compiled for sm_90a alone, whatever ARCH is (common/rules.mk): no
  * later GPU runs sm_90a's machine code, and on any GPU but an H100/H200 the versions are listed as
@@ -13,6 +13,8 @@
  *   5  FlashAttention-3's schedule: each consumer issues S of tile t together with P V of tile
  *      t - 1, and the two consumers take turns at issuing (named barriers hand the turn over)
  *   6  5, persistent: one block an SM walks the (head, query block) items
+ *   7  5 with a consumer warpgroup a head dimension can afford: three at D = 64 (blocks of 192
+ *      queries, FlashAttention-3's tile there), two at D = 128 (version 5's)
  */
 #include "attention_kernels.h"
 #include "attention_device.cuh" /* bf16, last_key, online_rows, inverse_row_sums */
@@ -23,7 +25,7 @@
 #include <cuda.h> /* CUtensorMap (a type only: no libcuda link) */
 #include <stdlib.h>
 
-/* Versions 4-6: the depth of the ring of K and V tiles (make attention ATT_STAGES=2). A stage
+/* Versions 4-7: the depth of the ring of K and V tiles (make attention ATT_STAGES=2). A stage
  * holds a tile of K and one of V, 64 KiB at D = 128 (32 at D = 64), beside Q's 32 KiB: at most 3
  * fit in the 227 KiB a block may have on an H100/H200, and a ring needs 2. With 2, version 5's
  * consumers hold both at once (S of tile t, P V of tile t - 1), so the next tile's copy starts
@@ -52,10 +54,11 @@ struct att_out {
     attention_rows rows;
 };
 
-/* shared memory, each tile as D/64 boxes of rows x 128 bytes, 1024-byte aligned: Q, then the
- * ring of K and V stages */
-template <int D> struct att4_layout {
-    static const int Q_BYTES = (D / 64) * ATT4_BOX_BYTES(ATT4_QUERIES);
+/* shared memory, each tile as D/64 boxes of rows x 128 bytes, 1024-byte aligned: Q (64 rows a
+ * consumer warpgroup, NC of them), then the ring of K and V stages */
+template <int D, int NC = 2> struct att4_layout {
+    static const int Q_ROWS = 64 * NC;
+    static const int Q_BYTES = (D / 64) * ATT4_BOX_BYTES(Q_ROWS);
     static const int KV_BYTES = (D / 64) * ATT4_BOX_BYTES(ATT4_KEYS); /* one of K or V */
     static const int BYTES = Q_BYTES + ATT4_STAGES * 2 * KV_BYTES + 1024;
 };
@@ -72,17 +75,19 @@ template <> __device__ __forceinline__ void wgmma_pv<64>(float *d, const uint32_
     wgmma_m64n64k16_bf16_rs_bt(d, a, dv);
 }
 
-/* ---- the pieces of versions 4-6, each run by one consumer warpgroup (c: 0 or 1, its 64
+/* ---- the pieces of versions 4-7, each run by one consumer warpgroup (c: 0 .. NC - 1, its 64
  * queries are q0 + 64c ..) on the tile of keys in a stage (sK, sV) */
 
-/* S (64 x 128) = Q_c K^T, issued as one group: k-step ks is 32 bytes into box ks / 4 of Q and K */
-template <int D> __device__ __forceinline__ void issue_qk(float sc[64], const uint8_t *sQ, const uint8_t *sK, int c)
+/* S (64 x 128) = Q_c K^T, issued as one group: k-step ks is 32 bytes into box ks / 4 of Q (boxes
+ * of 64 NC rows) and K */
+template <int D, int NC>
+__device__ __forceinline__ void issue_qk(float sc[64], const uint8_t *sQ, const uint8_t *sK, int c)
 {
     wgmma_fence(); /* sc's registers may be written by the tensor cores now */
 #pragma unroll
     for (int ks = 0; ks < D / 16; ks++) {
         int box = ks / 4, off = (ks % 4) * 32;
-        wgmma_m64n128k16_bf16_ss(sc, wgmma_desc(sQ + box * ATT4_BOX_BYTES(ATT4_QUERIES) + c * 64 * 128 + off),
+        wgmma_m64n128k16_bf16_ss(sc, wgmma_desc(sQ + box * ATT4_BOX_BYTES(64 * NC) + c * 64 * 128 + off),
                  wgmma_desc(sK + box * ATT4_BOX_BYTES(ATT4_KEYS) + off), ks > 0);
     }
     wgmma_commit();
@@ -168,27 +173,28 @@ __device__ __forceinline__ void store_o(const att_out &O, float *lse_out, size_t
     }
 }
 
-/* The tiles of 128 keys a block of queries from q0 sees: all of S, or, causal, up to the
+/* The tiles of 128 keys a block of q_rows queries from q0 sees: all of S, or, causal, up to the
  * diagonal (none above it) */
-__device__ __forceinline__ int att4_tiles(int q0, int seq, int causal)
+__device__ __forceinline__ int att4_tiles(int q0, int seq, int causal, int q_rows = ATT4_QUERIES)
 {
     int tiles = (seq + ATT4_KEYS - 1) / ATT4_KEYS;
-    return causal ? min(tiles, (q0 + ATT4_QUERIES - 1) / ATT4_KEYS + 1) : tiles;
+    return causal ? min(tiles, (q0 + q_rows - 1) / ATT4_KEYS + 1) : tiles;
 }
 
-/* The producer (one thread of warpgroup 0), for one block of queries: Q's boxes on q_full, then
+/* The producer (one thread of warpgroup 0), for one block of queries (64 NC of them, mapQ's box
+ * rows): Q's boxes on q_full, then
  * each tile's K and V boxes on full[s], once both consumers have released the stage's last use
  * (empty[s]). The ring's uses are counted on from u (version 6 runs one ring through many
  * blocks of queries); returns the count after this block's tiles. */
-template <int D>
+template <int D, int NC = 2>
 __device__ __forceinline__ int produce(const CUtensorMap *mapQ, const CUtensorMap *mapK, const CUtensorMap *mapV,
                                        uint8_t *sQ, uint8_t *sKV, uint64_t *q_full, uint64_t *full, uint64_t *empty,
                                        int q0, int bh, int heads, int tiles, int u)
 {
-    typedef att4_layout<D> L;
+    typedef att4_layout<D, NC> L;
     int h = bh % heads, b4 = bh / heads; /* the maps' (d, s, h, b) */
     mbar_arrive_expect(q_full, L::Q_BYTES);
-    for (int b = 0; b < D / 64; b++) tma_load_4d(sQ + b * ATT4_BOX_BYTES(ATT4_QUERIES), mapQ, 64 * b, q0, h, b4, q_full);
+    for (int b = 0; b < D / 64; b++) tma_load_4d(sQ + b * ATT4_BOX_BYTES(L::Q_ROWS), mapQ, 64 * b, q0, h, b4, q_full);
     for (int t = 0; t < tiles; t++, u++) {
         int s = u % ATT4_STAGES, use = u / ATT4_STAGES;
         if (use > 0) mbar_wait(&empty[s], (use - 1) & 1);
@@ -202,45 +208,51 @@ __device__ __forceinline__ int produce(const CUtensorMap *mapQ, const CUtensorMa
     return u;
 }
 
-/* Ping-pong (versions 5 and 6): the two consumers take turns at issuing their products, so
- * that one's softmax runs on the CUDA cores while the other's products run on the tensor cores.
- * Consumer c waits on named barrier 1 + c until the other has issued (bar.sync: its 128
- * threads and the other's 128 arrivals), issues, then lets the other go (bar.arrive on the
- * other's barrier). Consumer 1 lets consumer 0 start, and skips its very last handoff, so that
- * every barrier completes as often as it is waited on. Named barrier 0 is __syncthreads'. */
+/* Ping-pong (versions 5-7): the NC consumers take turns at issuing their products, in a
+ * round (0, 1, .., NC - 1, 0, ..), so that one's softmax runs on the CUDA cores while another's
+ * products run on the tensor cores. Consumer c waits on named barrier 1 + c until the one before
+ * it has issued (bar.sync: its 128 threads and that one's 128 arrivals), issues, then lets the
+ * next go (bar.arrive on the next one's barrier). The last consumer lets consumer 0 start, and
+ * skips its very last handoff, so that every barrier completes as often as it is waited on.
+ * Named barrier 0 is __syncthreads'; the numbers are immediates, hence the switches. */
 __device__ __forceinline__ void my_turn(int c)
 {
     if (c == 0)
         bar_sync<1, 256>();
-    else
+    else if (c == 1)
         bar_sync<2, 256>();
+    else
+        bar_sync<3, 256>();
 }
-__device__ __forceinline__ void your_turn(int c)
+template <int NC> __device__ __forceinline__ void your_turn(int c)
 {
-    if (c == 0)
+    int next = (c + 1) % NC;
+    if (next == 0)
+        bar_arrive<1, 256>();
+    else if (next == 1)
         bar_arrive<2, 256>();
     else
-        bar_arrive<1, 256>();
+        bar_arrive<3, 256>();
 }
-/* the end of consumer c's turn: the handoff, but for consumer 1's very last (`final`) */
-__device__ __forceinline__ void end_turn(int c, bool final)
+/* the end of consumer c's turn: the handoff, but for the last consumer's very last (`final`) */
+template <int NC> __device__ __forceinline__ void end_turn(int c, bool final)
 {
-    if (!(final && c == 1)) your_turn(c);
+    if (!(final && c == NC - 1)) your_turn<NC>(c);
 }
 
-/* What a consumer warpgroup of versions 4-6 works on: its 64 queries from q0 + 64c, the tiles
+/* What a consumer warpgroup of versions 4-7 works on: its 64 queries from q0 + 64c, the tiles
  * of K and V they see (ring uses u .. u + tiles - 1), and what it needs to know of them */
-template <int D> struct att4_job {
+template <int D, int NC = 2> struct att4_job {
     const uint8_t *sQ, *sKV; /* Q's boxes; the ring (stage s: K at 2s, V at 2s + 1) */
     uint64_t *full, *empty;  /* the ring's barriers */
     int c, q0, bh, tiles, u, seq, causal;
-    __device__ const uint8_t *stage_k(int v) const { return sKV + 2 * (v % ATT4_STAGES) * att4_layout<D>::KV_BYTES; }
-    __device__ const uint8_t *stage_v(int v) const { return stage_k(v) + att4_layout<D>::KV_BYTES; }
+    __device__ const uint8_t *stage_k(int v) const { return sKV + 2 * (v % ATT4_STAGES) * att4_layout<D, NC>::KV_BYTES; }
+    __device__ const uint8_t *stage_v(int v) const { return stage_k(v) + att4_layout<D, NC>::KV_BYTES; }
     /* keys past a row's last only where the tile reaches past S or the diagonal */
     __device__ bool edge(int k0) const { return k0 + ATT4_KEYS > seq || (causal && k0 + ATT4_KEYS > q0 + 64 * c); }
 };
 
-/* Versions 4-6: warp-specialised. Warpgroup 0 produces (above); consumer c (warpgroups 1 and 2)
+/* Versions 4-7: warp-specialised. Warpgroup 0 produces (above); consumer c (warpgroups 1 .. NC)
  * takes queries q0 + 64c .. and, per tile of 128 keys: S = Q_c K^T, the online softmax on S's 64
  * registers (a lane holds two rows, as with mma.sync: rows g and g + 8 of its warp's 16, whose
  * other values sit in its quad), P to bf16 registers, O += P V, and the stage released; at the
@@ -254,7 +266,8 @@ template <int D> struct att4_job {
  *     rescaled once its product has landed. (A turn for each product separately, without
  *     issuing the two together, does not survive ptxas: it moves the softmax, pure register
  *     work, past the turn's bar.sync, into the turn. NOTES.) */
-template <int D> __device__ __forceinline__ void consume_in_order(const att4_job<D> &j, const att_out &O, float *lse_out)
+template <int D, int NC>
+__device__ __forceinline__ void consume_in_order(const att4_job<D, NC> &j, const att_out &O, float *lse_out)
 {
     int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
     int row0 = j.q0 + 64 * j.c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
@@ -266,7 +279,7 @@ template <int D> __device__ __forceinline__ void consume_in_order(const att4_job
     for (int t = 0; t < j.tiles; t++) {
         int v = j.u + t, k0 = t * ATT4_KEYS;
         mbar_wait(&j.full[v % ATT4_STAGES], (v / ATT4_STAGES) & 1);
-        issue_qk<D>(sc, j.sQ, j.stage_k(v), j.c);
+        issue_qk<D, NC>(sc, j.sQ, j.stage_k(v), j.c);
         wgmma_wait<0>();
         wgmma_settle<64>(sc);
         softmax_tile(sc, k0, t4, last, j.edge(k0), scale, m, l, alpha);
@@ -282,8 +295,8 @@ template <int D> __device__ __forceinline__ void consume_in_order(const att4_job
 
 /* q_empty (version 6): arrived on once the job's last S has landed (Q may be reloaded); final:
  * this consumer's last job, whose last turn consumer 1 hands to nobody */
-template <int D>
-__device__ __forceinline__ void consume_fa3(const att4_job<D> &j, const att_out &O, float *lse_out, uint64_t *q_empty, bool final)
+template <int D, int NC>
+__device__ __forceinline__ void consume_fa3(const att4_job<D, NC> &j, const att_out &O, float *lse_out, uint64_t *q_empty, bool final)
 {
     int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4, c = j.c;
     int row0 = j.q0 + 64 * c + 16 * warp + g; /* this lane's rows: row0 and row0 + 8 */
@@ -295,8 +308,8 @@ __device__ __forceinline__ void consume_fa3(const att4_job<D> &j, const att_out 
     /* tile 0's S and softmax alone (O is still zero: nothing to rescale) */
     mbar_wait(&j.full[j.u % ATT4_STAGES], (j.u / ATT4_STAGES) & 1);
     my_turn(c);
-    issue_qk<D>(sc, j.sQ, j.stage_k(j.u), c);
-    end_turn(c, false);
+    issue_qk<D, NC>(sc, j.sQ, j.stage_k(j.u), c);
+    end_turn<NC>(c, false);
     wgmma_wait<0>();
     wgmma_settle<64>(sc);
     if (q_empty && j.tiles == 1 && releaser) mbar_arrive(q_empty); /* the only S has landed */
@@ -306,9 +319,9 @@ __device__ __forceinline__ void consume_fa3(const att4_job<D> &j, const att_out 
         int v = j.u + t, k0 = t * ATT4_KEYS;
         mbar_wait(&j.full[v % ATT4_STAGES], (v / ATT4_STAGES) & 1);
         my_turn(c);
-        issue_qk<D>(sc, j.sQ, j.stage_k(v), c); /* S of tile t ... */
-        issue_pv<D>(o, p, j.stage_v(v - 1));    /* ... and P V of tile t - 1, queued behind it */
-        end_turn(c, false);
+        issue_qk<D, NC>(sc, j.sQ, j.stage_k(v), c); /* S of tile t ... */
+        issue_pv<D>(o, p, j.stage_v(v - 1));        /* ... and P V of tile t - 1, queued behind it */
+        end_turn<NC>(c, false);
         wgmma_wait<1>(); /* S has landed; P V may still run */
         wgmma_settle<64>(sc);
         if (q_empty && t == j.tiles - 1 && releaser) mbar_arrive(q_empty); /* the last S: Q is free */
@@ -323,7 +336,7 @@ __device__ __forceinline__ void consume_fa3(const att4_job<D> &j, const att_out 
     int v = j.u + j.tiles - 1;
     my_turn(c);
     issue_pv<D>(o, p, j.stage_v(v)); /* the last tile's P V */
-    end_turn(c, final);
+    end_turn<NC>(c, final);
     wgmma_wait<0>();
     wgmma_settle<D / 2>(o);
     if (releaser) mbar_arrive(&j.empty[v % ATT4_STAGES]);
@@ -332,43 +345,57 @@ __device__ __forceinline__ void consume_fa3(const att4_job<D> &j, const att_out 
 
 /* The block's barriers, made by one thread before anyone uses them: Q's (q_full; q_empty for
  * version 6, which reloads Q), and each stage's full (the producer's arrival and the bytes) and
- * empty (one arrival per consumer) */
-__device__ __forceinline__ void init_barriers(uint64_t *q_full, uint64_t *q_empty, uint64_t *full, uint64_t *empty)
+ * empty (one arrival per consumer: nc of them) */
+__device__ __forceinline__ void init_barriers(uint64_t *q_full, uint64_t *q_empty, uint64_t *full, uint64_t *empty,
+                                              int nc = 2)
 {
     if (threadIdx.x == 0) {
-        mbar_init(q_full, 1), mbar_init(q_empty, 2);
-        for (int s = 0; s < ATT4_STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], 2);
+        mbar_init(q_full, 1), mbar_init(q_empty, nc);
+        for (int s = 0; s < ATT4_STAGES; s++) mbar_init(&full[s], 1), mbar_init(&empty[s], nc);
         mbar_fence_init();
     }
     __syncthreads();
 }
 
-/* Versions 4 and 5: one block of 128 queries a block of threads (causal: the longest rows first) */
-template <int D, bool FA3>
+/* The registers a thread of the producer and of a consumer warpgroup keep after setmaxnreg, with
+ * NC consumers: all of the SM's 64 K between them (128 x 40 + 256 x 232 with two; with three the
+ * producer goes down to setmaxnreg's least, 128 x 24 + 384 x 160: S 64, O D/2 and P 32 of them) */
+template <int NC> struct att_regs;
+template <> struct att_regs<2> {
+    static const int PRODUCER = 40, CONSUMER = 232;
+};
+template <> struct att_regs<3> {
+    static const int PRODUCER = 24, CONSUMER = 160;
+};
+
+/* Versions 4, 5 and 7: one block of 64 NC queries a block of threads (causal: the longest rows
+ * first), NC consumer warpgroups (mapQ's boxes are 64 NC rows) */
+template <int D, bool FA3, int NC = 2>
 __device__ __forceinline__ void flash_wgmma_body(const CUtensorMap *mapQ, const CUtensorMap *mapK,
                                                  const CUtensorMap *mapV, const att_out &O, float *lse_out, int seq, int causal)
 {
-    typedef att4_layout<D> L;
+    typedef att4_layout<D, NC> L;
     extern __shared__ uint8_t smem4_raw[];
     uint8_t *sQ = aligned_smem(smem4_raw), *sKV = sQ + L::Q_BYTES;
     __shared__ uint64_t q_full, q_empty, full[ATT4_STAGES], empty[ATT4_STAGES];
     int qblock = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-    int q0 = qblock * ATT4_QUERIES, bh = blockIdx.y, tiles = att4_tiles(q0, seq, causal);
-    init_barriers(&q_full, &q_empty, full, empty);
+    int q0 = qblock * L::Q_ROWS, bh = blockIdx.y, tiles = att4_tiles(q0, seq, causal, L::Q_ROWS);
+    init_barriers(&q_full, &q_empty, full, empty, NC);
     int wg = threadIdx.x / 128;
     if (wg == 0) {
-        setmaxnreg_dec<40>();
-        if (threadIdx.x == 0) produce<D>(mapQ, mapK, mapV, sQ, sKV, &q_full, full, empty, q0, bh, O.rows.heads, tiles, 0);
+        setmaxnreg_dec<att_regs<NC>::PRODUCER>();
+        if (threadIdx.x == 0)
+            produce<D, NC>(mapQ, mapK, mapV, sQ, sKV, &q_full, full, empty, q0, bh, O.rows.heads, tiles, 0);
         return;
     }
-    setmaxnreg_inc<232>();
-    att4_job<D> j = {sQ, sKV, full, empty, wg - 1, q0, bh, tiles, 0, seq, causal};
+    setmaxnreg_inc<att_regs<NC>::CONSUMER>();
+    att4_job<D, NC> j = {sQ, sKV, full, empty, wg - 1, q0, bh, tiles, 0, seq, causal};
     mbar_wait(&q_full, 0);
     if (!FA3) {
-        consume_in_order<D>(j, O, lse_out);
+        consume_in_order<D, NC>(j, O, lse_out);
     } else {
-        if (j.c == 1) your_turn(j.c); /* consumer 0 goes first */
-        consume_fa3<D>(j, O, lse_out, NULL, true);
+        if (j.c == NC - 1) your_turn<NC>(j.c); /* consumer 0 goes first */
+        consume_fa3<D, NC>(j, O, lse_out, NULL, true);
     }
 }
 
@@ -436,16 +463,34 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
     }
     setmaxnreg_inc<232>();
     int c = wg - 1;
-    if (c == 1) your_turn(c); /* consumer 0 goes first */
+    if (c == 1) your_turn<2>(c); /* consumer 0 goes first */
     for (int round = 0;; round++) {
         int item = att6_item(round, blockIdx.x, gridDim.x), q0, bh;
         if (item >= items) break;
         att6_decode(item, qblocks, heads, causal, &q0, &bh);
         att4_job<D> j = {sQ, sKV, full, empty, c, q0, bh, att4_tiles(q0, seq, causal), u, seq, causal};
         mbar_wait(&q_full, round & 1);
-        consume_fa3<D>(j, O, lse_out, &q_empty, att6_item(round + 1, blockIdx.x, gridDim.x) >= items);
+        consume_fa3<D, 2>(j, O, lse_out, &q_empty, att6_item(round + 1, blockIdx.x, gridDim.x) >= items);
         u += j.tiles;
     }
+}
+
+/* ---- version 7: version 5 with the consumer warpgroups the head dimension can afford. A
+ * consumer's softmax takes the same CUDA-core time whatever D is, but its products half as long
+ * at D = 64: with two consumers the tensor cores wait for a softmax. A third (FlashAttention-3's
+ * 192 x 128 tile at D = 64) gives them two softmaxes to hide behind; its registers (160 a
+ * thread: S, O and P of a 64-row slice) fit at D = 64 but not at D = 128 (O alone is 64), where
+ * version 7 keeps version 5's two. */
+template <int D> struct att7 {
+    static const int NC = D == 64 ? 3 : 2;
+    static const int THREADS = 128 * (NC + 1);
+};
+template <int D>
+__global__ void __launch_bounds__(att7<D>::THREADS, 1)
+    attention_kernel7(const __grid_constant__ CUtensorMap mapQ, const __grid_constant__ CUtensorMap mapK,
+                      const __grid_constant__ CUtensorMap mapV, const att_out O, float *lse_out, int seq, int causal)
+{
+    flash_wgmma_body<D, true, att7<D>::NC>(&mapQ, &mapK, &mapV, O, lse_out, seq, causal);
 }
 
 /* ================================================================ launchers */
@@ -453,6 +498,7 @@ __global__ void __launch_bounds__(ATT4_THREADS, 1)
 /* the state bound to the buffers: the tensor maps of Q, K and V (attention_prepare, once) */
 typedef struct {
     CUtensorMap q, k, v;
+    CUtensorMap q192; /* version 7 at D = 64: Q in boxes of 192 rows */
 } att_maps;
 
 extern "C" cudaError_t attention_hopper_prepare(attention_problem *p)
@@ -464,6 +510,7 @@ extern "C" cudaError_t attention_hopper_prepare(attention_problem *p)
     cudaError_t e = attention_heads_map(&m->q, p->q, B, H, S, D, p->ld_qkv, ATT4_QUERIES);
     if (e == cudaSuccess) e = attention_heads_map(&m->k, p->k, B, H, S, D, p->ld_qkv, ATT4_KEYS);
     if (e == cudaSuccess) e = attention_heads_map(&m->v, p->v, B, H, S, D, p->ld_qkv, ATT4_KEYS);
+    if (e == cudaSuccess) e = attention_heads_map(&m->q192, p->q, B, H, S, D, p->ld_qkv, 64 * att7<64>::NC);
     return e;
 }
 
@@ -537,4 +584,21 @@ extern "C" cudaError_t attention_launch6(const attention_problem *p)
 {
     if (!p->prepared) return cudaErrorInvalidValue;
     return p->dim == 64 ? launch6_d<64>(p, ATT_MAPS(p)) : launch6_d<128>(p, ATT_MAPS(p));
+}
+
+/* version 7: a block of 64 NC queries a (head, query block) */
+template <int D> static cudaError_t launch7_d(const attention_problem *p, const att_maps *m)
+{
+    typedef att4_layout<D, att7<D>::NC> L;
+    static const cudaError_t allowed = allow_smem(attention_kernel7<D>, L::BYTES);
+    if (allowed != cudaSuccess) return allowed;
+    dim3 grid((p->seq + L::Q_ROWS - 1) / L::Q_ROWS, p->batch * p->heads);
+    const CUtensorMap &q = L::Q_ROWS == ATT4_QUERIES ? m->q : m->q192;
+    attention_kernel7<D><<<grid, att7<D>::THREADS, L::BYTES>>>(q, m->k, m->v, out_of(p), p->lse, p->seq, p->causal);
+    return cudaGetLastError();
+}
+extern "C" cudaError_t attention_launch7(const attention_problem *p)
+{
+    if (!p->prepared) return cudaErrorInvalidValue;
+    return p->dim == 64 ? launch7_d<64>(p, ATT_MAPS(p)) : launch7_d<128>(p, ATT_MAPS(p));
 }

@@ -15,7 +15,7 @@
  *      queries, Q in registers, K and V tiles of 64 keys double-buffered by cp.async, S = Q K^T
  *      and O += P V by mma.sync m16n8k16; P goes from the accumulators to the next product's
  *      operand without shared memory (their layouts agree)
- *   (4-6 are Hopper's own, in attention_hopper.cu)
+ *   (4-7 are Hopper's own, in attention_hopper.cu)
  *   4  flash with wgmma and TMA (sm_90a, FlashAttention-3's structure): a producer warp asks the
  *      copy engine for Q once and K and V tiles of 128 keys into a ring of two stages; two
  *      consumer warpgroups of 64 queries each run S = Q K^T (wgmma, both operands in shared
@@ -28,6 +28,8 @@
  *   6  5, persistent: one block an SM walks the (head, query block) items, its producer loading
  *      the next item's Q, K and V while the consumers finish the last one (a block's start, its
  *      first copies' latency, is paid once per SM instead of once per item)
+ *   7  5 with three consumer warpgroups at D = 64 (blocks of 192 queries; two, as 5, at D = 128):
+ *      at D = 64 a product is short beside a softmax, and two softmaxes hide it better than one
  * Causal (query i sees keys 0..i): every version stops at the diagonal; the tiled versions skip
  * the tiles above it entirely and mask only the tile that crosses it.
  */
@@ -412,6 +414,7 @@ static const struct {
     {attention_launch4, attention_hopper_unavailable},
     {attention_launch5, attention_hopper_unavailable},
     {attention_launch6, attention_hopper_unavailable},
+    {attention_launch7, attention_hopper_unavailable},
 };
 static_assert(sizeof launchers / sizeof launchers[0] == ATTENTION_VERSIONS,
               "one row in launchers[] per version: ATTENTION_VERSIONS in attention_kernels.h");

@@ -2,7 +2,7 @@
  *
  * O = softmax(Q K^T / sqrt(D)) V for every batch and head: Q, K, V and O are bf16 (the bits in
  * uint16), each (B, H, S, D) contiguous, so that head (b, h) is an S x D row-major matrix at
- * offset ((b H) + h) S D (versions 4-6 also read token rows: ld_qkv and ld_o below). Causal: query i
+ * offset ((b H) + h) S D (versions 4-7 also read token rows: ld_qkv and ld_o below). Causal: query i
  * sees keys 0..i only. Every version accumulates in fp32. */
 #ifndef ATTENTION_KERNELS_H
 #define ATTENTION_KERNELS_H
@@ -14,7 +14,7 @@ extern "C" {
 
 /* Versions 0 (the library way, in attention.c) .. 6; attention.c's version table has one row
  * for each. */
-#define ATTENTION_VERSIONS 7
+#define ATTENTION_VERSIONS 8
 /* The longest sequence: version 0 holds an S x S matrix of scores per head (and version 2's
  * grid has S / 64 blocks along x); the program refuses more. */
 #define ATTENTION_MAX_SEQ 65536
@@ -28,12 +28,12 @@ typedef struct {
      * the keys it sees (natural log), what the backward pass needs to recompute P without O's
      * softmax; every version writes it when asked (the forward's timing leaves it NULL) */
     float *lse;
-    void *prepared; /* versions 4-6's tensor maps (attention_prepare), NULL before */
+    void *prepared; /* versions 4-7's tensor maps (attention_prepare), NULL before */
     /* 0 and 0: Q, K, V and O as above, (B, H, S, D) contiguous. Else token rows, the layout a
      * product writes (PyTorch's (B, S, H, D) too): row s of head (b, h) at element
      * (b S + s) ld + h D, ld_qkv for Q, K and V, ld_o for O; ch12 reads Q, K and V straight from
      * its (B, S, 3C) qkv product (ld 3C, k = q + C, v = q + 2C) and writes O as the (B, S, C)
-     * input of the next (ld C). Versions 4-6 only (attention_launch refuses the others). */
+     * input of the next (ld C). Versions 4-7 only (attention_launch refuses the others). */
     int ld_qkv, ld_o;
 } attention_problem;
 
@@ -63,20 +63,21 @@ cudaError_t attention_launch(int v, const attention_problem *p);
 cudaError_t attention_softmax_launch(const float *scores, uint16_t *probs, long long rows, int seq, int causal,
                                      float *lse);
 
-/* Versions 4-6 need tensor maps of Q, K and V (made through the driver's cuTensorMapEncodeTiled):
+/* Versions 4-7 need tensor maps of Q, K and V (made through the driver's cuTensorMapEncodeTiled):
  * once per set of buffers, outside the timing. Where they cannot run it does nothing. */
 cudaError_t attention_prepare(attention_problem *p);
 void attention_release(attention_problem *p);
 
-/* NULL when version v (0..6) can run on this GPU with this build, else the reason it cannot. Needs the
+/* NULL when version v (0..7) can run on this GPU with this build, else the reason it cannot. Needs the
  * current device (after lb_gpu_init). */
 const char *attention_unavailable(int v);
 
-/* attention_hopper.cu: versions 4-6 (sm_90a), for attention_kernels.cu's table of launchers;
+/* attention_hopper.cu: versions 4-7 (sm_90a), for attention_kernels.cu's table of launchers;
  * a program calls attention_launch, attention_prepare and attention_unavailable above */
 cudaError_t attention_launch4(const attention_problem *p);
 cudaError_t attention_launch5(const attention_problem *p);
 cudaError_t attention_launch6(const attention_problem *p);
+cudaError_t attention_launch7(const attention_problem *p);
 cudaError_t attention_hopper_prepare(attention_problem *p); /* the tensor maps of Q, K and V */
 const char *attention_hopper_unavailable(void);             /* lb_sm90a_unavailable's answer */
 

@@ -8,7 +8,7 @@
 #   exit 0 pass, 77 no GPU to run the new version, else fail
 #   matmul: ch04_matmul/README.md exercise 4 (a kernel of its own, version 12)
 #   attention, tensor_gemm: the same three edits; the new version's launcher reuses version 1's
-#   kernel (7 and 11), which is what the table has to carry
+#   kernel (8 and 13), which is what the table has to carry
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PROG=${1:?usage: add_version.sh matmul|attention|tensor_gemm WORK_DIR}
@@ -29,16 +29,16 @@ matmul)
     CHECK="./matmul 12 --check-only --size 100,37,65"
     ;;
 attention)
-    CHAPTER=ch11_transformer NEW=7 COUNT=ATTENTION_VERSIONS
+    CHAPTER=ch11_transformer NEW=8 COUNT=ATTENTION_VERSIONS
     FILES="Makefile attention.c attention_cpu.c attention_cpu.h attention_kernels.cu attention_hopper.cu attention_kernels.h attention_device.cuh attention_maps.cuh row_reduce.cuh"
     MARK="^/\* Every version's launcher, and for Hopper's"
-    CODE='/* version 7: version 1 once more */\nstatic cudaError_t launch7(const attention_problem *p) { return launch1(p); }\n'
-    LAST_ROW='^    {attention_launch6, attention_hopper_unavailable},$'
-    ROW_EDIT='/^    {attention_launch6, attention_hopper_unavailable},$/a\    {launch7, NULL},'
-    LAST_VERSION='^    {6, "'
-    NEW_VERSION='    {7, "naive_again", "version 1 once more", LB_OLDEST_SM, run_kernel},'
-    HELP='^ +7  naive_again +version 1 once more$'
-    CHECK="./attention 7 --check-only --size 200 --batch 1 --heads 2 --dim 64 --causal"
+    CODE='/* version 8: version 1 once more */\nstatic cudaError_t launch8(const attention_problem *p) { return launch1(p); }\n'
+    LAST_ROW='^    {attention_launch7, attention_hopper_unavailable},$'
+    ROW_EDIT='/^    {attention_launch7, attention_hopper_unavailable},$/a\    {launch8, NULL},'
+    LAST_VERSION='^    {7, "'
+    NEW_VERSION='    {8, "naive_again", "version 1 once more", LB_OLDEST_SM, run_kernel},'
+    HELP='^ +8  naive_again +version 1 once more$'
+    CHECK="./attention 8 --check-only --size 200 --batch 1 --heads 2 --dim 64 --causal"
     ;;
 tensor_gemm)
     CHAPTER=ch10_advanced NEW=13 COUNT=TENSOR_GEMM_VERSIONS

@@ -143,8 +143,14 @@ emu_check emu_attention 1 3 17 64 0
 emu_check emu_attention 3 1 17 128 1
 emu_check emu_attention 1 1 129 128 0
 emu_check emu_attention 2 2 200 64 1
-emu_check emu_attention 1 2 300 128 1 2 2 3 4 5 6
-emu_check emu_attention 1 2 300 64 0 10 3 4 5 6
+emu_check emu_attention 1 2 300 128 1 2 2 3 4 5 6 7
+emu_check emu_attention 1 2 300 64 0 10 3 4 5 6 7
+# version 7's blocks of 192 queries at D = 64: causal, a consumer's rows end before the block's
+# last tiles (whole tiles masked for it), and its tile count must reach the block's last row
+emu_check emu_attention 1 2 1000 64 1 2 5 7
+emu_mutant "attention version 7's causal blocks stop at a 128-query block's diagonal" attention_hopper.cu \
+    's/tiles = att4_tiles(q0, seq, causal, L::Q_ROWS);/tiles = att4_tiles(q0, seq, causal);/' \
+    emu_attention 1 1 1000 64 1 2 7
 # version 6's blocks walking several items each (few SMs): rings, turns and Q's barriers across items
 EMU_ENV=EMU_SMS=3 emu_check emu_attention 2 3 1000 64 1 2 6
 EMU_ENV=EMU_SMS=5 emu_check emu_attention 1 3 700 128 0 2 6
@@ -183,7 +189,7 @@ bad_input 2 "--size: '2^-1' is not a size" ./attention --size 2^-1
 bad_input 2 "--seed: '1e' is not a number" ./attention --seed 1e
 bad_input 2 '--amplitude must be in (0, 100]' ./attention --amplitude 0
 bad_input 2 'B x H x S x D must be at most 2^31' ./attention --batch 64 --heads 64 --size 65536 --dim 128
-bad_input 2 "version '7' does not exist (0..6)" ./attention 7
+bad_input 2 "version '8' does not exist (0..7)" ./attention 8
 no_gpu ./attention
 # one query, a prime length, one key past a tile, lengths that end mid-tile (1000: 15 x 64 + 40,
 # 4097: 32 x 128 + 1), B and H of 1 and 3, D 64 and 128, causal and not; logits past 80
@@ -227,6 +233,9 @@ mutant "attention versions 4-6 read V's second 64 columns from the first" attent
 mutant "attention version 6 deals its items to the wrong heads" attention_hopper.cu \
     's/\*bh = causal ? item % heads : item \/ qblocks;/*bh = item % heads;/' \
     ./attention 6 --check-only --size 2048 --batch 2 --heads 8 --dim 64
+mutant "attention version 7's causal blocks stop at a 128-query block's diagonal" attention_hopper.cu \
+    's/tiles = att4_tiles(q0, seq, causal, L::Q_ROWS);/tiles = att4_tiles(q0, seq, causal);/' \
+    ./attention 7 --check-only --size 1000 --batch 1 --heads 2 --dim 64 --causal
 mutant "attention causal mask one key too far" attention_device.cuh \
     's/return causal ? min(query, seq - 1) : seq - 1;/return causal ? min(query + 1, seq - 1) : seq - 1;/' \
     ./attention 3 --check-only --size 300 --batch 2 --heads 1 --dim 64 --causal

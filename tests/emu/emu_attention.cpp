@@ -1,4 +1,4 @@
-/* emu_attention.cpp - ch11's attention kernels (versions 1-6) on CPU threads (emu_cuda.h),
+/* emu_attention.cpp - ch11's attention kernels (versions 1-7) on CPU threads (emu_cuda.h),
  * against the attention in double, at one shape:
  *
  *   emu_attention B H S D causal [amplitude [version...]]
@@ -6,11 +6,11 @@
  * Q and K uniform in [-amplitude, amplitude] (default 2), V in [-1, 1], all bf16, from a fixed
  * seed, each with NaN after its end (emu_guarded). Every element of O is held to the program's own
  * bound (attention_cpu.c: the CPU's row in double and attention_bound, as ./attention checks its
- * rows), and every row's log-sum-exp to attention_lse_bound. Every version (1-6) unless some are named after the amplitude, which must then be given:
+ * rows), and every row's log-sum-exp to attention_lse_bound. Every version (1-7) unless some are named after the amplitude, which must then be given:
  * `emu_attention 1 2 300 128 1 2 3 4` is amplitude 2, versions 3 and 4. Exit 0 when every one
  * passes, 1 otherwise. With EMU_TOKEN_ROWS=1 in the environment, Q, K and V are laid out as ch12's
  * qkv product writes them ((B, S, 3 H D) rows: attention_problem's ld_qkv 3 H D) and O as (B, S, H D)
- * rows (ld_o H D), and the versions by default are those that read token rows (4-6). */
+ * rows (ld_o H D), and the versions by default are those that read token rows (4-7). */
 #include "emu_cuda.h"
 #include <cuda_bf16.h> /* its twin (emu/include) */
 #include "attention_cpu.h"
