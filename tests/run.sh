@@ -755,8 +755,10 @@ for ch in "${CHAPTERS[@]}"; do
     solutions
 done
 finish_all
+POOL_END=$SECONDS
 run_alone_cases
 finish_all
+ALONE_END=$SECONDS
 [ $SANITIZE = 1 ] || print_slowest
 
 sanitize_all
@@ -767,6 +769,10 @@ if [ ${#failures[@]} -gt 0 ]; then
     printf '  %s\n' "${failures[@]}"
     echo "(logs in $LOG_DIR)"
 fi
-echo "($((SECONDS - START)) s)"
+# where the wall time went: the cases side by side, then those that run alone (then the sanitizers)
+phases="side by side $((POOL_END - START)) s"
+[ $ALONE_END = $POOL_END ] || phases="$phases, alone $((ALONE_END - POOL_END)) s"
+[ $SANITIZE = 0 ] || phases="$phases, sanitizers $((SECONDS - ALONE_END)) s"
+echo "($((SECONDS - START)) s: $phases)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
