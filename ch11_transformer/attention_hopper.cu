@@ -182,10 +182,9 @@ __device__ __forceinline__ int att4_tiles(int q0, int seq, int causal, int q_row
 }
 
 /* The producer (one thread of warpgroup 0), for one block of queries (64 NC of them, mapQ's box
- * rows): Q's boxes on q_full, then
- * each tile's K and V boxes on full[s], once both consumers have released the stage's last use
- * (empty[s]). The ring's uses are counted on from u (version 6 runs one ring through many
- * blocks of queries); returns the count after this block's tiles. */
+ * rows): Q's boxes on q_full, then each tile's K and V boxes on full[s], once every consumer has
+ * released the stage's last use (empty[s]). The ring's uses are counted on from u (version 6 runs
+ * one ring through many blocks of queries); returns the count after this block's tiles. */
 template <int D, int NC = 2>
 __device__ __forceinline__ int produce(const CUtensorMap *mapQ, const CUtensorMap *mapK, const CUtensorMap *mapV,
                                        uint8_t *sQ, uint8_t *sKV, uint64_t *q_full, uint64_t *full, uint64_t *empty,
