@@ -716,6 +716,12 @@ typedef struct {
 } tg_maps;
 #define TG_MAPS(g) ((const tg_maps *)(g)->prepared)
 #define NO_ORDER ((const uint32_t *)NULL) /* versions 4-9: the kernel's own order */
+/* launch<In>(g, its maps) for g's inputs: bf16, fp8's codes (bytes) or tf32's floats; each
+ * version's entry point below (tensor_gemm_kernels.cu's launchers[]) picks its kernel this way */
+#define FOR_TYPE(launch, g)                                                  \
+    ((g)->type == TG_BF16  ? launch<__nv_bfloat16>((g), TG_MAPS(g))         \
+     : (g)->type == TG_FP8 ? launch<uint8_t>((g), TG_MAPS(g))               \
+                           : launch<float>((g), TG_MAPS(g)))
 
 /* A (rows, kp) K-major matrix seen by the copy engine in boxes of box_rows x 128 bytes. */
 static cudaError_t make_map(CUtensorMap *map, const void *base, tg_type type, int rows, int kp, int box_rows)
@@ -734,6 +740,8 @@ static cudaError_t make_map(CUtensorMap *map, const void *base, tg_type type, in
  * 128 bytes (32 floats or 64 bf16, swizzled). The copy engine needs rows 16-byte aligned: n a
  * multiple of 4 (8 for bf16; else 9-12 are not offered: tensor_gemm_tma_store_unavailable). */
 static int tma_store_n_multiple(tg_type type) { return 16 / tensor_gemm_out_bytes(type); }
+/* versions 9-12 store C by TMA: N a multiple of tma_store_n_multiple */
+static bool tma_store_fits(const tg_gemm *g) { return g->n % tma_store_n_multiple(g->type) == 0; }
 static cudaError_t make_map_c(CUtensorMap *map, void *c, tg_type type, int m, int n)
 {
     cuuint32_t elem = (cuuint32_t)tensor_gemm_out_bytes(type);
@@ -806,7 +814,7 @@ extern "C" cudaError_t tensor_gemm_hopper_prepare(tg_gemm *g)
     if (e == cudaSuccess) e = make_map(&p->a128, g->a, g->type, g->mp, g->kp, 128);
     if (e == cudaSuccess) e = make_map(&p->b256, g->b, g->type, g->np, g->kp, 256);
     if (e == cudaSuccess) e = make_map(&p->b128, g->b, g->type, g->np, g->kp, 128);
-    if (e == cudaSuccess && g->n % tma_store_n_multiple(g->type) == 0) e = make_map_c(&p->c, g->c, g->type, g->m, g->n);
+    if (e == cudaSuccess && tma_store_fits(g)) e = make_map_c(&p->c, g->c, g->type, g->m, g->n);
     if (e == cudaSuccess) e = make_order(&p->order, g->mp / (2 * TGW_BM), g->np / TGW_BN);
     if (e == cudaSuccess) e = make_stream_k_slots(p);
     return e;
@@ -858,9 +866,7 @@ template <typename In> static cudaError_t launch3(const tg_gemm *g, const tg_map
 extern "C" cudaError_t tensor_gemm_launch3(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue; /* tensor_gemm_prepare was not called */
-    return g->type == TG_BF16  ? launch3<__nv_bfloat16>(g, TG_MAPS(g))
-           : g->type == TG_FP8 ? launch3<uint8_t>(g, TG_MAPS(g))
-                               : launch3<float>(g, TG_MAPS(g));
+    return FOR_TYPE(launch3, g);
 }
 extern "C" tg_shape tensor_gemm_shape3(tg_type type)
 {
@@ -880,9 +886,7 @@ template <typename In> static cudaError_t launch4(const tg_gemm *g, const tg_map
 extern "C" cudaError_t tensor_gemm_launch4(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue;
-    return g->type == TG_BF16  ? launch4<__nv_bfloat16>(g, TG_MAPS(g))
-           : g->type == TG_FP8 ? launch4<uint8_t>(g, TG_MAPS(g))
-                               : launch4<float>(g, TG_MAPS(g));
+    return FOR_TYPE(launch4, g);
 }
 /* versions 4-8's work: a 128 x 256 tile, a producer and two consumers, the ring of stages */
 extern "C" tg_shape tensor_gemm_shape_ws(tg_type type)
@@ -904,9 +908,7 @@ template <typename In> static cudaError_t launch5(const tg_gemm *g, const tg_map
 extern "C" cudaError_t tensor_gemm_launch5(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue;
-    return g->type == TG_BF16  ? launch5<__nv_bfloat16>(g, TG_MAPS(g))
-           : g->type == TG_FP8 ? launch5<uint8_t>(g, TG_MAPS(g))
-                               : launch5<float>(g, TG_MAPS(g));
+    return FOR_TYPE(launch5, g);
 }
 
 /* ---- versions 6 and 8: clusters of 2 blocks (2i, 2i+1) along x, as many pairs as can be
@@ -951,9 +953,7 @@ template <typename In> static cudaError_t launch6(const tg_gemm *g, const tg_map
 extern "C" cudaError_t tensor_gemm_launch6(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue;
-    return g->type == TG_BF16  ? launch6<__nv_bfloat16>(g, TG_MAPS(g))
-           : g->type == TG_FP8 ? launch6<uint8_t>(g, TG_MAPS(g))
-                               : launch6<float>(g, TG_MAPS(g));
+    return FOR_TYPE(launch6, g);
 }
 
 /* ---- version 7: as 5 */
@@ -970,9 +970,7 @@ template <typename In> static cudaError_t launch7(const tg_gemm *g, const tg_map
 extern "C" cudaError_t tensor_gemm_launch7(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue;
-    return g->type == TG_BF16  ? launch7<__nv_bfloat16>(g, TG_MAPS(g))
-           : g->type == TG_FP8 ? launch7<uint8_t>(g, TG_MAPS(g))
-                               : launch7<float>(g, TG_MAPS(g));
+    return FOR_TYPE(launch7, g);
 }
 
 /* ---- version 8: as 6 */
@@ -986,9 +984,7 @@ template <typename In> static cudaError_t launch8(const tg_gemm *g, const tg_map
 extern "C" cudaError_t tensor_gemm_launch8(const tg_gemm *g)
 {
     if (!g->prepared) return cudaErrorInvalidValue;
-    return g->type == TG_BF16  ? launch8<__nv_bfloat16>(g, TG_MAPS(g))
-           : g->type == TG_FP8 ? launch8<uint8_t>(g, TG_MAPS(g))
-                               : launch8<float>(g, TG_MAPS(g));
+    return FOR_TYPE(launch8, g);
 }
 
 /* ---- version 9: as 5, with C's buffers after the ring (N a multiple of 4: the launcher's table
@@ -1005,10 +1001,8 @@ template <typename In> static cudaError_t launch9(const tg_gemm *g, const tg_map
 }
 extern "C" cudaError_t tensor_gemm_launch9(const tg_gemm *g)
 {
-    if (!g->prepared || g->n % tma_store_n_multiple(g->type)) return cudaErrorInvalidValue;
-    return g->type == TG_BF16  ? launch9<__nv_bfloat16>(g, TG_MAPS(g))
-           : g->type == TG_FP8 ? launch9<uint8_t>(g, TG_MAPS(g))
-                               : launch9<float>(g, TG_MAPS(g));
+    if (!g->prepared || !tma_store_fits(g)) return cudaErrorInvalidValue;
+    return FOR_TYPE(launch9, g);
 }
 extern "C" tg_shape tensor_gemm_shape9(tg_type type)
 {
@@ -1028,10 +1022,8 @@ template <typename In> static cudaError_t launch10(const tg_gemm *g, const tg_ma
 }
 extern "C" cudaError_t tensor_gemm_launch10(const tg_gemm *g)
 {
-    if (!g->prepared || g->n % tma_store_n_multiple(g->type)) return cudaErrorInvalidValue;
-    return g->type == TG_BF16  ? launch10<__nv_bfloat16>(g, TG_MAPS(g))
-           : g->type == TG_FP8 ? launch10<uint8_t>(g, TG_MAPS(g))
-                               : launch10<float>(g, TG_MAPS(g));
+    if (!g->prepared || !tma_store_fits(g)) return cudaErrorInvalidValue;
+    return FOR_TYPE(launch10, g);
 }
 
 /* ---- version 11: as 9 (a block a multiprocessor, at most one a tile), the last wave's tiles split
@@ -1047,10 +1039,8 @@ template <typename In> static cudaError_t launch11(const tg_gemm *g, const tg_ma
 }
 extern "C" cudaError_t tensor_gemm_launch11(const tg_gemm *g)
 {
-    if (!g->prepared || g->n % tma_store_n_multiple(g->type)) return cudaErrorInvalidValue;
-    return g->type == TG_BF16  ? launch11<__nv_bfloat16>(g, TG_MAPS(g))
-           : g->type == TG_FP8 ? launch11<uint8_t>(g, TG_MAPS(g))
-                               : launch11<float>(g, TG_MAPS(g));
+    if (!g->prepared || !tma_store_fits(g)) return cudaErrorInvalidValue;
+    return FOR_TYPE(launch11, g);
 }
 
 /* ---- version 12: a block a multiprocessor, at most one per two tiles of 128 x 128 (N a multiple
@@ -1067,10 +1057,8 @@ template <typename In> static cudaError_t launch12(const tg_gemm *g, const tg_ma
 }
 extern "C" cudaError_t tensor_gemm_launch12(const tg_gemm *g)
 {
-    if (!g->prepared || g->n % tma_store_n_multiple(g->type)) return cudaErrorInvalidValue;
-    return g->type == TG_BF16  ? launch12<__nv_bfloat16>(g, TG_MAPS(g))
-           : g->type == TG_FP8 ? launch12<uint8_t>(g, TG_MAPS(g))
-                               : launch12<float>(g, TG_MAPS(g));
+    if (!g->prepared || !tma_store_fits(g)) return cudaErrorInvalidValue;
+    return FOR_TYPE(launch12, g);
 }
 extern "C" tg_shape tensor_gemm_shape12(tg_type type)
 {
