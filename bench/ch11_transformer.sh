@@ -30,7 +30,7 @@ done
 # attention's backward pass, every version beside PyTorch's flash and cuDNN backward, at the
 # smallest of the forward's shapes and at the largest (there the CPU checks dQ on sampled rows and
 # version 0 is the reference of dK and dV; version 1 takes about 0.1 s a call)
-for shape in 8x16x1024x64 4x16x4096x128; do
+for shape in 8x16x1024x64 4x16x4096x64 4x16x4096x128; do
     IFS=x read -r b h s d <<<"$shape"
     measure ./attention_backward --batch "$b" --heads "$h" --size "$s" --dim "$d"
     measure ./attention_backward --batch "$b" --heads "$h" --size "$s" --dim "$d" --causal
