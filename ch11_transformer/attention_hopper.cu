@@ -304,7 +304,6 @@ __device__ __forceinline__ void consume_fa3(const att4_job<D, NC> &j, const att_
     float o[D / 2] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, sc[64], alpha[2];
     uint32_t p[8][4];
     bool releaser = threadIdx.x % 128 == 0;
-    const bool wait_ahead = ATT4_STAGES > 2; /* the next tile's K and V waited for during this one's */
     /* tile 0's S and softmax alone (O is still zero: nothing to rescale) */
     mbar_wait(&j.full[j.u % ATT4_STAGES], (j.u / ATT4_STAGES) & 1);
     my_turn(c);
@@ -317,7 +316,7 @@ __device__ __forceinline__ void consume_fa3(const att4_job<D, NC> &j, const att_
     pack_p(p, sc);
     for (int t = 1; t < j.tiles; t++) {
         int v = j.u + t, k0 = t * ATT4_KEYS;
-        if (t == 1 || !wait_ahead) mbar_wait(&j.full[v % ATT4_STAGES], (v / ATT4_STAGES) & 1);
+        mbar_wait(&j.full[v % ATT4_STAGES], (v / ATT4_STAGES) & 1);
         my_turn(c);
         issue_qk<D, NC>(sc, j.sQ, j.stage_k(v), c); /* S of tile t ... */
         issue_pv<D>(o, p, j.stage_v(v - 1));        /* ... and P V of tile t - 1, queued behind it */
@@ -326,15 +325,7 @@ __device__ __forceinline__ void consume_fa3(const att4_job<D, NC> &j, const att_
         wgmma_settle<64>(sc);
         if (q_empty && t == j.tiles - 1 && releaser) mbar_arrive(q_empty); /* the last S: Q is free */
         softmax_tile(sc, k0, t4, last, j.edge(k0), scale, m, l, alpha);
-        wgmma_settle<64>(sc);
-        /* The wait for the next tile's K and V, here rather than at the top of the loop, keeps
-         * P V's wait below the softmax: ptxas moves a wgmma wait up past any instruction that
-         * does not need it (its model has the products done within a few dozen cycles), so
-         * without it the wait lands before the exponentials and the tensor cores sit idle
-         * through every softmax; a spin loop on an mbarrier is a branch it cannot move it past
-         * (NOTES: the SASS before and after). It needs a third stage: with two, tile t + 1
-         * goes where tile t - 1 is, which is released only below. */
-        if (wait_ahead && t + 1 < j.tiles) mbar_wait(&j.full[(v + 1) % ATT4_STAGES], ((v + 1) / ATT4_STAGES) & 1);
+        wgmma_settle<64>(sc);  /* the softmax before the wait, for nvcc's front end (ptxas: NOTES) */
         wgmma_wait<0>(); /* P V has landed: O and p are free again */
         wgmma_settle<D / 2>(o);
         if (releaser) mbar_arrive(&j.empty[(v - 1) % ATT4_STAGES]);
