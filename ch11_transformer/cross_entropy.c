@@ -37,8 +37,9 @@ static double cross_entropy_cpu(const float *x, const int *y, float *grad, doubl
 {
     const double eps = 5.96e-8;
     double total = 0.0, bound = 0.0;
-    /* rows on every core (8192 x 50304 is 412 million exponentials); each row's exponentials
-     * once, kept in double for its gradient */
+    /* rows on every core (8192 x 50304 is 412 million logits); each exponential in double,
+     * taken twice (for the row's sum, then for its gradient) rather than kept: a row's worth of
+     * doubles a thread would do, at the cost of a buffer per thread */
 #pragma omp parallel for reduction(+ : total, bound) schedule(static)
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * classes;
