@@ -144,7 +144,16 @@ def time_attention_backward(torch, shape, iters):
                 continue
             calls = [(name, fn)]
             try:
-                calls.append((name + "_graph", torch_common.capture(torch, fn).replay))
+                # autograd runs each backward kernel on its forward's stream: for the capture, a
+                # second forward on the stream the graph is captured on (the default stream
+                # cannot be captured)
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    out_side = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                def fn_side(out=out_side):
+                    return torch.autograd.grad(out, (q, k, v), d_o, retain_graph=True)
+                calls.append((name + "_graph", torch_common.capture(torch, fn_side, side).replay))
             except RuntimeError as e:
                 print(f"torch_transformer: {name}_graph skipped ({str(e).splitlines()[0][:120]})")
             for label, call in calls:
