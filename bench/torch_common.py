@@ -17,18 +17,16 @@ def cuda_torch(name):
     return torch
 
 
-def capture(torch, fn, side=None):
-    """fn captured in a torch.cuda.CUDAGraph after three warm-up calls on a side stream (`side`, or
-    a new one), captured on that same stream: a backward pass runs on its forward's stream, so
-    one whose forward ran on `side` can be captured there."""
-    side = side or torch.cuda.Stream()
+def capture(torch, fn):
+    """fn captured in a torch.cuda.CUDAGraph after three warm-up calls on a side stream."""
+    side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(3):
             fn()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side):
+    with torch.cuda.graph(graph):
         fn()
     return graph
 

@@ -25,7 +25,8 @@ way PyTorch runs it, and the one our goals are measured against):
     python3 bench/torch_transformer.py attention_backward 4x16x4096x128[_causal]
                       the same attention's backward alone: the forward run once outside the
                       timing, then torch.autograd.grad(O, (q, k, v), dO) timed (name=
-                      torch_flash_bwd, torch_cudnn_bwd, and their _graph replays); TFLOP/s
+                      torch_flash_bwd, torch_cudnn_bwd); _graph: the backend's backward operator
+                      called directly and captured (autograd.grad itself cannot be); TFLOP/s
                       counts 2.5 times the forward's, as ch11's attention_backward does.
 
 GB/s counts the bytes the operation must move (softmax: x read once, y written once; the
@@ -119,10 +120,29 @@ def time_attention(torch, shape, iters):
                       f"tflops={flops / (ms * 1e9):.1f} check=none")
 
 
+def direct_backward(torch, name, q, k, v, d_o, causal):
+    """The backend's own backward operator (aten's _scaled_dot_product_{flash,cudnn}_attention_backward)
+    on its forward's saved outputs, as a call a CUDA graph can capture: torch.autograd.grad cannot
+    be captured here, since autograd runs each backward kernel on its forward's stream. The same
+    kernels that autograd.grad launches, without the autograd engine between the calls."""
+    aten = torch.ops.aten
+    q, k, v = (t.detach() for t in (q, k, v))
+    if name == "torch_flash_bwd":
+        out, lse, cum_q, cum_k, max_q, max_k, seed, offset = aten._scaled_dot_product_flash_attention(
+            q, k, v, 0.0, causal, False)[:8]
+        return lambda: aten._scaled_dot_product_flash_attention_backward(
+            d_o, q, k, v, out, lse, cum_q, cum_k, max_q, max_k, 0.0, causal, seed, offset)
+    out, lse, cum_q, cum_k, max_q, max_k, seed, offset = aten._scaled_dot_product_cudnn_attention(
+        q, k, v, None, True, 0.0, causal, False)[:8]
+    return lambda: aten._scaled_dot_product_cudnn_attention_backward(
+        d_o, q, k, v, out, lse, seed, offset, None, cum_q, cum_k, max_q, max_k, 0.0, causal)
+
+
 def time_attention_backward(torch, shape, iters):
     """The backward of F.scaled_dot_product_attention alone, one backend at a time: the forward
     once, outside the timing, then the gradients of q, k, v for a fixed dO (torch.autograd.grad,
-    the graph kept for the next call), eager and as a graph's replay where capture works."""
+    the graph kept for the next call); and the backend's backward operator captured in a CUDA
+    graph and replayed (direct_backward)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     b, h, s, d, causal = shape
     gen = torch.Generator(device="cuda").manual_seed(1)
@@ -144,17 +164,9 @@ def time_attention_backward(torch, shape, iters):
                 continue
             calls = [(name, fn)]
             try:
-                # autograd runs each backward kernel on its forward's stream: for the capture, a
-                # second forward on the stream the graph is captured on (the default stream
-                # cannot be captured)
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    out_side = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                def fn_side(out=out_side):
-                    return torch.autograd.grad(out, (q, k, v), d_o, retain_graph=True)
-                calls.append((name + "_graph", torch_common.capture(torch, fn_side, side).replay))
-            except RuntimeError as e:
+                direct = direct_backward(torch, name, q, k, v, d_o, causal)
+                calls.append((name + "_graph", torch_common.capture(torch, direct).replay))
+            except (RuntimeError, TypeError) as e:
                 print(f"torch_transformer: {name}_graph skipped ({str(e).splitlines()[0][:120]})")
             for label, call in calls:
                 ms = torch_common.time_ms(torch, call, iters)
