@@ -303,11 +303,31 @@ template <int D> __device__ __forceinline__ void issue_regs_queries(float *acc, 
     }
 }
 
+/* P^T = exp2(S^T scale log2 e - lse) of a consumer's 64 keys x QT queries, in place (element e
+ * of j: query 8j + 2 t4 + (e & 1), key key[e / 2]); MASKED: zero past S's end and, when causal,
+ * where the key comes after the query (a tile wholly inside skips these compares) */
+template <int QT, bool MASKED>
+__device__ __forceinline__ void probabilities(float *pt, const float *sL, float scale_log2, int q0, const int key[2],
+                                              int seq, int causal)
+{
+    int t4 = threadIdx.x % 4;
+#pragma unroll
+    for (int j = 0; j < QT / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int ql = 8 * j + 2 * t4 + (e & 1), row = q0 + ql, kj = key[e / 2];
+            float p = fast_exp2(fmaf(pt[4 * j + e], scale_log2, -sL[ql]));
+            if (MASKED && !(kj < seq && row < seq && (!causal || kj <= row))) p = 0.0f;
+            pt[4 * j + e] = p;
+        }
+}
+
 /* Consumer c (0 or 1) owns keys k0 + 64c .. + 63: their dK and dV in its accumulators. Per query
  * tile (stage s, dS^T buffer b = t % 2):
- *   S^T and dP^T (64 x QT) by wgmma from shared memory; P^T = exp2(S^T scale log2 e - lse) and
- *   dS^T = P^T (dP^T - delta) / sqrt(D) in the registers; dS^T (bf16) into its rows of buffer b;
- *   dV += P^T dO and dK += dS^T Q issued with the A operands from registers;
+ *   S^T and dP^T (64 x QT) by wgmma from shared memory, committed as two groups; once S^T has
+ *   landed, P^T = exp2(S^T scale log2 e - lse) in the registers while dP^T is still computed
+ *   (at D = 128 dV += P^T dO issued then, A from registers); once dP^T has landed, dS^T = P^T
+ *   (dP^T - delta) / sqrt(D); dS^T (bf16) into its rows of buffer b; dK += dS^T Q issued;
  *   named barrier 1 (both consumers): the tile's whole dS^T written; then this consumer's block of
  *   dQ = dS K over all 128 keys (queries 64 mq.., columns 64 nd..: mq = c at D = 64, nd = c at
  *   128), both operands read transposed; the stage released once dV and dK have landed;
@@ -339,21 +359,38 @@ __device__ __forceinline__ void consume4(const bwd4_smem<D> &sm, const CUtensorM
         const float *sL = sm.lse(b), *sDelta = sm.delta(b);
         float pt[QT / 2], ds[QT / 2];
         wgmma_fence();
-        issue_keys_queries<D>(pt, sm.k(), c * 64 * 128, sm.q(s));   /* S^T */
+        issue_keys_queries<D>(pt, sm.k(), c * 64 * 128, sm.q(s)); /* S^T */
+        wgmma_commit();
         issue_keys_queries<D>(ds, sm.v(), c * 64 * 128, sm.d_o(s)); /* dP^T, for now */
         wgmma_commit();
-        wgmma_wait<0>();
+        wgmma_wait<1>(); /* S^T has landed; dP^T is still on the tensor cores while P^T is made */
         wgmma_settle<QT / 2>(pt);
+        /* the mask only where the tile crosses S's end or (causal) reaches above the diagonal: a
+         * tile wholly inside skips its compares */
+        bool inside = q0 + QT <= seq && k0 + 64 * c + 64 <= seq && (!causal || k0 + 64 * c + 63 <= q0);
+        if (inside)
+            probabilities<QT, false>(pt, sL, scale_log2, q0, key, seq, causal);
+        else
+            probabilities<QT, true>(pt, sL, scale_log2, q0, key, seq, causal);
+        /* at D = 128, dV += P^T dO is issued now and runs while dS^T is made; at D = 64 (128 queries
+         * a tile) P^T and dP^T hold 128 registers, and with dV's operands in flight beside them
+         * ptxas serialises the wgmma (C7512): there dV waits for dS^T, as dK does */
+        const bool dv_early = D == 128;
+        if (dv_early) {
+            wgmma_fence();
+            issue_regs_queries<D>(dv, pt, sm.d_o(s)); /* dV += P^T dO */
+            wgmma_commit();
+            wgmma_wait<1>(); /* dP^T has landed (dV may still run) */
+        } else {
+            wgmma_wait<0>(); /* dP^T has landed */
+        }
         wgmma_settle<QT / 2>(ds);
 #pragma unroll
         for (int j = 0; j < QT / 8; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int ql = 8 * j + 2 * t4 + (e & 1), row = q0 + ql, kj = key[e / 2];
-                bool seen = kj < seq && row < seq && (!causal || kj <= row);
-                float p = seen ? fast_exp2(fmaf(pt[4 * j + e], scale_log2, -sL[ql])) : 0.0f;
-                pt[4 * j + e] = p;
-                ds[4 * j + e] = p * (ds[4 * j + e] - sDelta[ql]) * scale;
+            for (int e = 0; e < 4; e++) { /* dS^T = P^T (dP^T - delta) / sqrt(D): zero where P^T is */
+                int ql = 8 * j + 2 * t4 + (e & 1);
+                ds[4 * j + e] = pt[4 * j + e] * (ds[4 * j + e] - sDelta[ql]) * scale;
             }
         /* dS^T (bf16) into buffer b: key row r, query column ql in column box ql / 64 */
         uint8_t *dst = sm.dst(b);
@@ -368,8 +405,8 @@ __device__ __forceinline__ void consume4(const bwd4_smem<D> &sm, const CUtensorM
         fence_proxy_async_shared(); /* the stores visible to wgmma (the async proxy) */
         store_row_value<D>(sm, b ^ 1, next);
         wgmma_fence();
-        issue_regs_queries<D>(dv, pt, sm.d_o(s)); /* dV += P^T dO */
-        issue_regs_queries<D>(dk, ds, sm.q(s));   /* dK += dS^T Q */
+        if (!dv_early) issue_regs_queries<D>(dv, pt, sm.d_o(s)); /* dV += P^T dO */
+        issue_regs_queries<D>(dk, ds, sm.q(s));                 /* dK += dS^T Q */
         wgmma_commit();
         if (leader) bulk_wait_read<0>(); /* the last reduce has read this consumer's dQ boxes */
         bar_sync<1, 256>();              /* both consumers' dS^T in buffer b, the next tile's rows */
@@ -382,7 +419,7 @@ __device__ __forceinline__ void consume4(const bwd4_smem<D> &sm, const CUtensorM
             wgmma_m64n64k16_bf16_ss_tt(dq, da, db, ks > 0);
         }
         wgmma_commit();
-        wgmma_wait<1>(); /* dV and dK have landed: the stage's Q and dO are free */
+        wgmma_wait<1>(); /* dV and dK have landed (dQ may still run): the stage's Q and dO are free */
         wgmma_settle<D / 2>(dv);
         wgmma_settle<D / 2>(dk);
         if (leader) mbar_arrive(&empty[s]);

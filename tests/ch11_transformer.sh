@@ -324,6 +324,10 @@ emu_mutant "attention backward 4 writes its dQ boxes before the last reduce has 
     's/if (leader) bulk_wait_read<0>();/if (0) bulk_wait_read<0>();/' emu_attention_backward 1 2 300 128 1 2 4
 emu_mutant "attention backward 4 stores the next tile's rows over this tile's" attention_backward_hopper.cu \
     's/store_row_value<D>(sm, b ^ 1, next);/store_row_value<D>(sm, b, next);/' emu_attention_backward 1 2 300 128 1 2 4
+# version 4 skips the mask on a tile it takes for wholly below the diagonal: one key too early,
+# the diagonal tile of its second consumer passes as such
+emu_mutant "attention backward 4 takes the diagonal tile for one below it" attention_backward_hopper.cu \
+    's/(!causal || k0 + 64 \* c + 63 <= q0)/(!causal || k0 + 64 * c <= q0)/' emu_attention_backward 1 2 300 128 1 2 4
 emu_mutant "attention backward 1 leaves the softmax scale out of dS" attention_backward_kernels.cu \
     's/float ds = p \* (dp - sDelta\[r\]) \* scale;/float ds = p * (dp - sDelta[r]);/' emu_attention_backward 1 2 100 64 1
 mutant "attention backward 1 without the rowsum(dO o O) term" attention_backward_kernels.cu \
