@@ -4,7 +4,7 @@
 #   make ch04            build one chapter (or make ch04_matmul)
 #   make test            build, then run every test (host unit tests, bad input, no-GPU paths,
 #                        GPU checks; the GPU checks are skipped without a GPU), TEST_JOBS at a
-#                        time (default: the CPU cores)
+#                        time (default: the CPU cores; with a GPU 1.5 times them, see tests/run.sh)
 #   make test REQUIRE_GPU=1   the same, and a check skipped for want of a GPU fails (run this
 #                        on a GPU machine: a broken driver then cannot pass as "no GPU")
 #   make bench           build, then run every benchmark into bench/results-<gpu>.md
@@ -46,9 +46,10 @@ $(CHAPTERS):
 # ch04 -> ch04_matmul
 $(foreach c,$(CHAPTERS),$(eval $(call short,$(c)): $(c)))
 
-# the build and the cases in parallel, one job per CPU core (TEST_JOBS=4 for fewer)
+# the build in parallel, one job per CPU core; the cases TEST_JOBS at a time (TEST_JOBS=4 for
+# fewer; left empty, tests/run.sh picks: the cores, or 1.5 times them with a GPU)
 JOBS := $(shell nproc 2>/dev/null || echo 4)
-TEST_JOBS ?= $(JOBS)
+TEST_JOBS ?=
 REQUIRE_GPU ?= 0
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all

@@ -147,7 +147,8 @@ run:
 	@$(MAKE) -s --no-print-directory -j$(shell nproc 2>/dev/null || echo 4) all
 	@bash $(COMMON_DIR)/demo.sh '$(DEMO)'
 
-# the chapter built with a job per CPU core, then its cases, TEST_JOBS at a time (default: the cores)
+# the chapter built with a job per CPU core, then its cases, TEST_JOBS at a time (default: the
+# cores, or 1.5 times them with a GPU: tests/run.sh)
 test:
 	@$(MAKE) --no-print-directory -j$(shell nproc 2>/dev/null || echo 4) all
 	@REQUIRE_GPU=$(or $(REQUIRE_GPU),0) bash $(COMMON_DIR)/../tests/run.sh $(CHAPTER)

@@ -186,6 +186,12 @@ scenario "REQUIRE_GPU=1 fails a version the program skips" 1 "a version skipped,
 scenario "cases run at once and print in order" 0 "ok    ch98_fake: ./prog sleep 2.*ok    ch98_fake: ./prog sleep 0" \
     'gpu_check ./prog sleep 2
 gpu_check ./prog sleep 0' FAKE_GPU_EXIT=0 TEST_JOBS=4 FLATTEN=1
+# the early cases (builds, `first`) at most TEST_HEAVY_JOBS at once, the others beside them: two
+# early cases of 2 s one after the other, the quick case in the free slot meanwhile
+scenario "early cases at most TEST_HEAVY_JOBS at once" 0 "ok    ch98_fake: ./prog ok .*side by side [4-9] s" \
+    'first gpu_check ./prog sleep 2
+first gpu_check ./prog sleep 2
+gpu_check ./prog ok' FAKE_GPU_EXIT=0 TEST_JOBS=2 TEST_HEAVY_JOBS=1 FLATTEN=1
 scenario "a case marked alone runs after the others" 0 "ok    ch98_fake: ./prog sleep 1 .*alone .*ok    ch98_fake: ./prog ok" \
     'alone gpu_check ./prog ok
 gpu_check ./prog sleep 1' FAKE_GPU_EXIT=0 FLATTEN=1
