@@ -35,10 +35,14 @@ LOG_DIR=${TEST_LOG_DIR:-$ROOT/tests/bin/logs}
 mkdir -p "$LOG_DIR"
 TIMEOUT=${TEST_TIMEOUT:-300}
 CORES=$(nproc 2>/dev/null || echo 4)
+# positive_number <variable's name> <value> : exit 2 with the reason unless the value is a count
+positive_number() {
+    case $2 in '' | *[!0-9]* | 0) echo "tests/run.sh: $1 must be a positive number (got '$2')"; exit 2 ;; esac
+}
 JOBS=${TEST_JOBS:-$CORES}
-case $JOBS in '' | *[!0-9]* | 0) echo "tests/run.sh: TEST_JOBS must be a positive number (got '$JOBS')"; exit 2 ;; esac
+positive_number TEST_JOBS "$JOBS"
 HEAVY_JOBS=${TEST_HEAVY_JOBS:-$CORES}   # the early entries (builds, long checks) at most this many at once
-case $HEAVY_JOBS in '' | *[!0-9]* | 0) echo "tests/run.sh: TEST_HEAVY_JOBS must be a positive number (got '$HEAVY_JOBS')"; exit 2 ;; esac
+positive_number TEST_HEAVY_JOBS "$HEAVY_JOBS"
 
 SANITIZE=0
 CHAPTERS=()
