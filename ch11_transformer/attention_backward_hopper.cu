@@ -325,28 +325,6 @@ __device__ __forceinline__ void probabilities(float *pt, const float *sL, float 
         }
 }
 
-/* True when none of the 64 keys from `key0` is seen by any query of the QT from q0: all past S's
- * end, or (causal) all after the tile's last query */
-template <int QT> __device__ __forceinline__ bool tile_unseen(int key0, int q0, int seq, int causal)
-{
-    return key0 >= seq || (causal && key0 > q0 + QT - 1);
-}
-
-/* dq (64 queries x 64 columns) += dS K over keys 16 ks.. for four k-steps from `first`: dS^T read
- * transposed from the tile's buffer (queries 64 mq.. of it), K read transposed (columns 64 nd..);
- * a k-step is 16 keys, 2048 bytes down the column boxes */
-template <int D>
-__device__ __forceinline__ void issue_dq(float *dq, const uint8_t *dst, const uint8_t *k, int mq, int nd, int first)
-{
-    typedef bwd4_layout<D> L;
-#pragma unroll
-    for (int ks = first; ks < first + 4; ks++) {
-        uint64_t da = wgmma_desc_mn(dst + mq * L::DST_BOX + ks * 2048, L::DST_BOX);
-        uint64_t db = wgmma_desc_mn(k + nd * L::K_BOX + ks * 2048, L::K_BOX);
-        wgmma_m64n64k16_bf16_ss_tt(dq, da, db, ks > 0);
-    }
-}
-
 /* Consumer c (0 or 1) owns keys k0 + 64c .. + 63: their dK and dV in its accumulators. Per query
  * tile (stage s, dS^T buffer b = t % 2):
  *   S^T and dP^T (64 x QT) by wgmma from shared memory, committed as two groups; once S^T has
@@ -380,75 +358,71 @@ __device__ __forceinline__ void consume4(const bwd4_smem<D> &sm, const CUtensorM
         /* the next tile's rows, loaded now and stored once this tile's are read (before barrier 1,
          * which every thread passed after its last read of that buffer, a tile ago) */
         float next = t + 1 < tiles ? load_row_value<D>(lse, delta, q0 + QT, bh, seq) : 0.0f;
-        /* a consumer whose keys all come after the tile's queries (causal, at D = 128 the second
-         * consumer on the block's first tile) or lie past S's end sees nothing of it: P^T and dS^T
-         * are zero, so it skips its products and both consumers' dQ takes only the first 64 keys */
-        const bool idle = tile_unseen<QT>(k0 + 64 * c, q0, seq, causal),
-                   second_idle = tile_unseen<QT>(k0 + 64, q0, seq, causal);
-        uint8_t *dst = sm.dst(b);
-        if (!idle) {
-            mbar_wait(&full[s], (t / BWD4_STAGES) & 1);
-            const float *sL = sm.lse(b), *sDelta = sm.delta(b);
-            float pt[QT / 2], ds[QT / 2];
+        mbar_wait(&full[s], (t / BWD4_STAGES) & 1);
+        const float *sL = sm.lse(b), *sDelta = sm.delta(b);
+        float pt[QT / 2], ds[QT / 2];
+        wgmma_fence();
+        issue_keys_queries<D>(pt, sm.k(), c * 64 * 128, sm.q(s)); /* S^T */
+        wgmma_commit();
+        issue_keys_queries<D>(ds, sm.v(), c * 64 * 128, sm.d_o(s)); /* dP^T, for now */
+        wgmma_commit();
+        wgmma_wait<1>(); /* S^T has landed; dP^T is still on the tensor cores while P^T is made */
+        wgmma_settle<QT / 2>(pt);
+        /* the mask only where the tile crosses S's end or (causal) reaches above the diagonal: a
+         * tile wholly inside skips its compares */
+        bool inside = q0 + QT <= seq && k0 + 64 * c + 64 <= seq && (!causal || k0 + 64 * c + 63 <= q0);
+        if (inside)
+            probabilities<QT, false>(pt, sL, scale_log2, q0, key, seq, causal);
+        else
+            probabilities<QT, true>(pt, sL, scale_log2, q0, key, seq, causal);
+        /* at D = 128, dV += P^T dO is issued now and runs while dS^T is made; at D = 64 (128 queries
+         * a tile) P^T and dP^T hold 128 registers, and with dV's operands in flight beside them
+         * ptxas serialises the wgmma (C7512): there dV waits for dS^T, as dK does */
+        const bool dv_early = D == 128;
+        if (dv_early) {
             wgmma_fence();
-            issue_keys_queries<D>(pt, sm.k(), c * 64 * 128, sm.q(s)); /* S^T */
+            issue_regs_queries<D>(dv, pt, sm.d_o(s)); /* dV += P^T dO */
             wgmma_commit();
-            issue_keys_queries<D>(ds, sm.v(), c * 64 * 128, sm.d_o(s)); /* dP^T, for now */
-            wgmma_commit();
-            wgmma_wait<1>(); /* S^T has landed; dP^T is still on the tensor cores while P^T is made */
-            wgmma_settle<QT / 2>(pt);
-            /* the mask only where the tile crosses S's end or (causal) reaches above the diagonal: a
-             * tile wholly inside skips its compares */
-            bool inside = q0 + QT <= seq && k0 + 64 * c + 64 <= seq && (!causal || k0 + 64 * c + 63 <= q0);
-            if (inside)
-                probabilities<QT, false>(pt, sL, scale_log2, q0, key, seq, causal);
-            else
-                probabilities<QT, true>(pt, sL, scale_log2, q0, key, seq, causal);
-            /* at D = 128, dV += P^T dO is issued now and runs while dS^T is made; at D = 64 (128 queries
-             * a tile) P^T and dP^T hold 128 registers, and with dV's operands in flight beside them
-             * ptxas serialises the wgmma (C7512): there dV waits for dS^T, as dK does */
-            const bool dv_early = D == 128;
-            if (dv_early) {
-                wgmma_fence();
-                issue_regs_queries<D>(dv, pt, sm.d_o(s)); /* dV += P^T dO */
-                wgmma_commit();
-                wgmma_wait<1>(); /* dP^T has landed (dV may still run) */
-            } else {
-                wgmma_wait<0>(); /* dP^T has landed */
-            }
-            wgmma_settle<QT / 2>(ds);
-#pragma unroll
-            for (int j = 0; j < QT / 8; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) { /* dS^T = P^T (dP^T - delta) / sqrt(D): zero where P^T is */
-                    int ql = 8 * j + 2 * t4 + (e & 1);
-                    ds[4 * j + e] = pt[4 * j + e] * (ds[4 * j + e] - sDelta[ql]) * scale;
-                }
-            /* dS^T (bf16) into buffer b: key row r, query column ql in column box ql / 64 */
-#pragma unroll
-            for (int j = 0; j < QT / 8; j++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    int r = 64 * c + 16 * warp + g + 8 * h, ql = 8 * j + 2 * t4;
-                    *reinterpret_cast<uint32_t *>(dst + (ql / 64) * L::DST_BOX + r * 128 + ((((ql % 64) / 8) ^ (r % 8)) * 16) +
-                                                  (ql % 8) * 2) = lb_bf16_pack2(ds[4 * j + 2 * h], ds[4 * j + 2 * h + 1]);
-                }
-            fence_proxy_async_shared(); /* the stores visible to wgmma (the async proxy) */
-            wgmma_fence();
-            if (!dv_early) issue_regs_queries<D>(dv, pt, sm.d_o(s)); /* dV += P^T dO */
-            issue_regs_queries<D>(dk, ds, sm.q(s));                 /* dK += dS^T Q */
-            wgmma_commit();
+            wgmma_wait<1>(); /* dP^T has landed (dV may still run) */
+        } else {
+            wgmma_wait<0>(); /* dP^T has landed */
         }
+        wgmma_settle<QT / 2>(ds);
+#pragma unroll
+        for (int j = 0; j < QT / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) { /* dS^T = P^T (dP^T - delta) / sqrt(D): zero where P^T is */
+                int ql = 8 * j + 2 * t4 + (e & 1);
+                ds[4 * j + e] = pt[4 * j + e] * (ds[4 * j + e] - sDelta[ql]) * scale;
+            }
+        /* dS^T (bf16) into buffer b: key row r, query column ql in column box ql / 64 */
+        uint8_t *dst = sm.dst(b);
+#pragma unroll
+        for (int j = 0; j < QT / 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int r = 64 * c + 16 * warp + g + 8 * h, ql = 8 * j + 2 * t4;
+                *reinterpret_cast<uint32_t *>(dst + (ql / 64) * L::DST_BOX + r * 128 + ((((ql % 64) / 8) ^ (r % 8)) * 16) +
+                                              (ql % 8) * 2) = lb_bf16_pack2(ds[4 * j + 2 * h], ds[4 * j + 2 * h + 1]);
+            }
+        fence_proxy_async_shared(); /* the stores visible to wgmma (the async proxy) */
         store_row_value<D>(sm, b ^ 1, next);
+        wgmma_fence();
+        if (!dv_early) issue_regs_queries<D>(dv, pt, sm.d_o(s)); /* dV += P^T dO */
+        issue_regs_queries<D>(dk, ds, sm.q(s));                 /* dK += dS^T Q */
+        wgmma_commit();
         if (leader) bulk_wait_read<0>(); /* the last reduce has read this consumer's dQ boxes */
         bar_sync<1, 256>();              /* both consumers' dS^T in buffer b, the next tile's rows */
         float dq[32];
         wgmma_fence();
-        issue_dq<D>(dq, dst, sm.k(), mq, nd, 0);                 /* keys 0..63 */
-        if (!second_idle) issue_dq<D>(dq, dst, sm.k(), mq, nd, 4); /* keys 64..127 */
+#pragma unroll
+        for (int ks = 0; ks < BWD4_KEYS / 16; ks++) { /* keys 16 ks..: 2048 bytes down the column boxes */
+            uint64_t da = wgmma_desc_mn(dst + mq * L::DST_BOX + ks * 2048, L::DST_BOX);
+            uint64_t db = wgmma_desc_mn(sm.k() + nd * L::K_BOX + ks * 2048, L::K_BOX);
+            wgmma_m64n64k16_bf16_ss_tt(dq, da, db, ks > 0);
+        }
         wgmma_commit();
-        wgmma_wait<1>(); /* dV and dK have landed (dQ may still run): the stage's Q and dO are free
-                          * (an idle consumer committed no group before dQ's: nothing to wait for) */
+        wgmma_wait<1>(); /* dV and dK have landed (dQ may still run): the stage's Q and dO are free */
         wgmma_settle<D / 2>(dv);
         wgmma_settle<D / 2>(dk);
         if (leader) mbar_arrive(&empty[s]);
