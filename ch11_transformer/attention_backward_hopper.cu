@@ -252,24 +252,21 @@ __device__ __forceinline__ void produce4(const bwd4_smem<D> &sm, const CUtensorM
     }
 }
 
-/* A consumer thread's share of a tile's log-sum-exps and deltas: of the 256 consumer threads,
- * thread i < QT loads row i's log-sum-exp, QT <= i < 2 QT row i - QT's delta (zero past S). The
- * value is used only a tile later, at its store, so the load has the tile's work to land in. */
+/* A consumer thread's share of a tile's log-sum-exps (times log2 e, for exp2) and deltas: of the
+ * 256 consumer threads, thread i < QT loads row i's log-sum-exp, QT <= i < 2 QT row i - QT's delta
+ * (zero past S) */
 template <int D>
 __device__ __forceinline__ float load_row_value(const float *lse, const float *delta, int q0, int bh, int seq)
 {
     const int QT = bwd4_layout<D>::QT;
     int i = threadIdx.x - 128, row = q0 + i % QT;
     if (i >= 2 * QT || row >= seq) return 0.0f;
-    return i < QT ? lse[(size_t)bh * seq + row] : delta[(size_t)bh * seq + row];
+    return i < QT ? lse[(size_t)bh * seq + row] * LOG2E : delta[(size_t)bh * seq + row];
 }
-/* ... and into buffer b, the log-sum-exps times log2 e (for exp2): the multiply here, not at the
- * load, where it would wait for the load at once */
 template <int D> __device__ __forceinline__ void store_row_value(const bwd4_smem<D> &sm, int b, float x)
 {
-    const int QT = bwd4_layout<D>::QT;
     int i = threadIdx.x - 128;
-    if (i < 2 * QT) sm.lse(b)[i] = i < QT ? x * LOG2E : x; /* lse(b) and delta(b) are adjacent */
+    if (i < 2 * bwd4_layout<D>::QT) sm.lse(b)[i] = x; /* lse(b) and delta(b) are adjacent */
 }
 
 /* out (64 keys x QT queries) = K_c Q^T or V_c dO^T: the consumer's 64 rows of a 128-row tile
