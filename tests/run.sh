@@ -180,7 +180,8 @@ run_queue() {
 run_entry() {
     local out="$RESULTS/$ENTRY" start=$SECONDS
     "$@" 3>"$out.part" >/dev/null 2>&1
-    echo "$((SECONDS - start))" >"$out.secs"
+    # its seconds, then (a second line, for a timeline of the run) when it started after the run did
+    printf '%d\n%d\n' $((SECONDS - start)) $((start - START)) >"$out.secs"
     mv "$out.part" "$out"
 }
 finish_all() { run_queue; wait; settle_lost; flush; }
